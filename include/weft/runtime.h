@@ -1,0 +1,80 @@
+/* weft/runtime.h - begin and end of multithreaded execution; virtual processors.
+ *
+ * weft_init() starts `nvps` virtual processors (VPs): the calling OS thread becomes
+ * VP 0 and the main weft thread, and nvps-1 kernel threads are started for the rest.
+ * Between weft_init() and weft_shutdown() the caller is a weft thread like any
+ * other: it can block, yield, and be rescheduled onto another VP's kernel thread.
+ */
+#ifndef WEFT_RUNTIME_H
+#define WEFT_RUNTIME_H
+
+#include "weft/common.h"
+#include "weft/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Configuration for weft_init(). Fill it with weft_config_init(); every field then
+ * holds its default. Zero in a size or count field also means "default". */
+typedef struct weft_config {
+  int nvps;              /* virtual processors; default: online CPUs. Max WEFT_MAX_VPS. */
+  int pin;               /* nonzero: pin VP i to CPU (i mod online CPUs); default 0. */
+  size_t stack_size;     /* default stack size in bytes (usable, guard page excluded);
+                            default WEFT_DEFAULT_STACK_SIZE; rounded up to the page size;
+                            minimum WEFT_MIN_STACK_SIZE. */
+  int freelist_local;    /* T of papers/004 3.3: a VP keeps at most 2T free control
+                            blocks and 2T free stacks locally, moving T at a time to or
+                            from the global pool; default 32. */
+  int freelist_global;   /* most control blocks (and, separately, stacks) the global
+                            pool caches; beyond it memory goes back to the system;
+                            default 1024. */
+  int spin_us;           /* how long an idle VP polls (lock-free) before it sleeps in
+                            the kernel, in microseconds; default 50. */
+} weft_config_t;
+
+#define WEFT_MAX_VPS 256
+/* 256 KiB: reserved address space only; pages are committed as they are touched,
+ * so a thread that uses 8 KiB costs 8 KiB of memory. It fits glibc's stdio (which
+ * wants several KiB), moderate recursion and the sanitizers' larger frames; users
+ * of deep recursion raise it per thread. See docs/design.md "Stacks". */
+#define WEFT_DEFAULT_STACK_SIZE ((size_t)256 * 1024)
+#define WEFT_MIN_STACK_SIZE ((size_t)16 * 1024)
+
+/* weft_config_init() fills *cfg with the defaults. Never fails; callable anywhere. */
+WEFT_API void weft_config_init(weft_config_t *cfg);
+
+/* weft_init() starts the runtime with `cfg` (NULL means all defaults) and turns the
+ * calling OS thread into the main weft thread. Call it from a plain OS thread.
+ * Errors: WEFT_EALREADY if already running; WEFT_EINVAL for a negative or
+ * too-large field; WEFT_ENOMEM; WEFT_ESYS if a kernel thread cannot be started.
+ * On error nothing is left allocated and weft_init() may be called again. */
+WEFT_API int weft_init(const weft_config_t *cfg);
+
+/* weft_shutdown() ends multithreaded execution. It must be called by the main weft
+ * thread (the one that called weft_init). It may switch the caller: it first waits,
+ * running other threads, until every other weft thread has finished. If threads are
+ * still alive but none can run (all are blocked and every VP is idle), it returns
+ * WEFT_EBUSY and the runtime keeps running (wake or finish them and call again).
+ * Finished threads nobody joined are reclaimed; their results are lost. On success
+ * the VPs are stopped, all cached memory is returned, the caller is back on its own
+ * OS thread, and weft_init() may be called again.
+ * Errors: WEFT_ENOTINIT; WEFT_EPERM if not called by the main weft thread;
+ * WEFT_EBUSY as above. */
+WEFT_API int weft_shutdown(void);
+
+/* weft_is_running() returns 1 between a successful weft_init() and weft_shutdown(). */
+WEFT_API int weft_is_running(void);
+
+/* weft_vp_count() returns the number of VPs, or 0 when weft is not running. */
+WEFT_API int weft_vp_count(void);
+
+/* weft_vp_self() returns the index of the VP the caller runs on, or -1 when the
+ * caller is not a weft thread. The answer may be stale as soon as the caller
+ * switches (a thread can resume on another VP). Never switches. */
+WEFT_API int weft_vp_self(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,109 @@
+/* weft/thread.h - user-level threads: create, join, detach, exit, yield, self.
+ *
+ * A thread is created with only its control block: its function and argument live
+ * there, and its stack is bound when it first runs (papers/004 2, papers/001 5.6).
+ * "Callable from a weft thread" means code running on a thread created by weft or
+ * on the main weft thread; "from a plain OS thread" means any other thread.
+ */
+#ifndef WEFT_THREAD_H
+#define WEFT_THREAD_H
+
+#include "weft/common.h"
+#include "weft/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weft_thread weft_thread_t;  /* opaque control block */
+typedef struct weft_bundle weft_bundle_t;  /* see weft/sched.h */
+typedef void *(*weft_thread_fn)(void *arg);
+
+/* Thread attributes. Fill with weft_attr_init(); zero fields mean "default". */
+typedef struct weft_attr {
+  size_t stack_size;      /* 0: the runtime default; else at least WEFT_MIN_STACK_SIZE */
+  int detached;           /* nonzero: created detached (cannot be joined) */
+  int affinity;           /* -1: none; else a virtual-processor hint. The default
+                             scheduler places the thread on VP (affinity mod nvps). */
+  weft_bundle_t *bundle;  /* NULL: the root bundle */
+} weft_attr_t;
+
+/* weft_attr_init() fills *attr with defaults. Never fails. */
+WEFT_API void weft_attr_init(weft_attr_t *attr);
+
+/* weft_create() creates a thread that will run fn(arg) and stores its handle in
+ * *out (which may be NULL only for detached threads). The new thread is given to
+ * its bundle's scheduler ("thread created" event); it does not run before
+ * weft_create() returns on the caller's VP, though another VP may start it at once.
+ * Callable from a weft thread (the thread goes to the caller's VP) or from a plain
+ * OS thread (it is handed to a VP, round robin). Never switches the caller.
+ * Errors: WEFT_EINVAL (fn NULL, bad attr, out NULL for a joinable thread);
+ * WEFT_ENOMEM; WEFT_ENOTINIT. */
+WEFT_API int weft_create(weft_thread_t **out, const weft_attr_t *attr,
+                         weft_thread_fn fn, void *arg);
+
+/* weft_join() waits for `t` to finish, stores its result in *result (if not NULL)
+ * and reclaims it. From a weft thread it blocks the thread, not its VP; from a
+ * plain OS thread it blocks in the kernel. May switch the caller.
+ * Errors: WEFT_EINVAL (t NULL); WEFT_EDEADLK (t is the caller);
+ * WEFT_ESRCH (t is detached or another joiner is waiting; joining a thread that was
+ * already joined is undefined - its handle is dangling); WEFT_ENOTINIT. */
+WEFT_API int weft_join(weft_thread_t *t, void **result);
+
+/* weft_detach() makes `t` reclaim itself when it finishes (at once if it has).
+ * Never switches. Errors: WEFT_EINVAL (t NULL); WEFT_ESRCH (already detached or
+ * being joined); WEFT_ENOTINIT. */
+WEFT_API int weft_detach(weft_thread_t *t);
+
+/* weft_exit() finishes the calling thread with `result`, as if its function had
+ * returned it. Thread-specific data destructors run first. Callable only from a
+ * thread created by weft_create(): from the main weft thread or a plain OS thread
+ * it returns WEFT_EPERM. Does not return on success. */
+WEFT_API int weft_exit(void *result);
+
+/* weft_yield() lets other ready threads run; the caller stays ready and resumes
+ * later, possibly on another VP. From a plain OS thread it calls sched_yield().
+ * If nothing else is ready it returns at once. */
+WEFT_API void weft_yield(void);
+
+/* weft_self() returns the calling weft thread, or NULL from a plain OS thread.
+ * Never switches. */
+WEFT_API weft_thread_t *weft_self(void);
+
+/* weft_thread_id() returns t's numeric id: unique for the life of the process,
+ * never 0; the main weft thread of each weft_init() gets a fresh one. t NULL gives 0. */
+WEFT_API uint64_t weft_thread_id(const weft_thread_t *t);
+
+/* The one fast thread-specific pointer (papers/003 3.2.1): a word in the control
+ * block, read and written in a few instructions. From a plain OS thread, get
+ * returns NULL and set returns WEFT_EPERM. */
+WEFT_API void *weft_local_get(void);
+WEFT_API int weft_local_set(void *value);
+
+/* Thread-specific data keys, as pthread keys. At most WEFT_KEYS_MAX live keys. */
+#define WEFT_KEYS_MAX 128
+typedef struct weft_key { uint32_t index; uint32_t gen; } weft_key_t;
+
+/* weft_key_create() creates a key whose value is NULL in every thread; `dtor`, if
+ * not NULL, is called with a thread's non-NULL value when that thread finishes
+ * (up to 4 rounds, as PTHREAD_DESTRUCTOR_ITERATIONS). Errors: WEFT_EINVAL (key
+ * NULL); WEFT_EAGAIN (WEFT_KEYS_MAX keys live). Callable anywhere, init or not. */
+WEFT_API int weft_key_create(weft_key_t *key, void (*dtor)(void *));
+
+/* weft_key_delete() deletes a key; values are not destroyed. Errors: WEFT_EINVAL
+ * (not a live key). */
+WEFT_API int weft_key_delete(weft_key_t key);
+
+/* weft_key_get() returns the calling weft thread's value for `key`, or NULL (also
+ * for a stale key or a plain OS thread). */
+WEFT_API void *weft_key_get(weft_key_t key);
+
+/* weft_key_set() sets the calling weft thread's value for `key`. Errors:
+ * WEFT_EINVAL (stale key); WEFT_EPERM (plain OS thread); WEFT_ENOMEM (the first
+ * set in a thread allocates its table). */
+WEFT_API int weft_key_set(weft_key_t key, const void *value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,11 @@
+/* weft/weft.h - umbrella header: everything in weft's C interface. */
+#ifndef WEFT_WEFT_H
+#define WEFT_WEFT_H
+
+#include "weft/common.h"
+#include "weft/error.h"
+#include "weft/runtime.h"
+#include "weft/thread.h"
+#include "weft/sched.h"
+
+#endif

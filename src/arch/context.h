@@ -1,0 +1,103 @@
+/* src/arch/context.h - the only interface between the core and the instruction set.
+ *
+ * A context is one saved stack pointer. Switching pushes the callee-saved registers
+ * of the ABI onto the current stack, stores the stack pointer in *from, loads the
+ * stack pointer of *to, optionally calls fn(arg) on that new stack ("switch, then
+ * call": the continuation of papers/002 3), then pops the registers of *to and
+ * resumes it. Because fn runs after *from is completely saved, fn may publish the
+ * switched-away thread (requeue it, unlock its wait list) and no other processor can
+ * ever resume a half-saved context. fn runs on the same kernel thread, before the
+ * resumed code, and must return.
+ *
+ * Saved-register layout, x86-64 System V (lowest address first, *sp points here):
+ *   +0 r15  +8 r14  +16 r13  +24 r12  +32 rbx  +40 rbp  +48 resume address
+ * AArch64 AAPCS64 (160 bytes):
+ *   +0 x19,x20 +16 x21,x22 +32 x23,x24 +48 x25,x26 +64 x27,x28 +80 x29,x30(lr)
+ *   +96 d8,d9 +112 d10,d11 +128 d12,d13 +144 d14,d15
+ * Only integer state and the callee-saved vector halves are saved (the "integer"
+ * switch mode of papers/003 3.2.3). The floating-point control words (MXCSR, x87
+ * CW, FPCR) are not saved: a thread that changes the rounding mode must restore it
+ * before it can switch. See docs/design.md "Context switch".
+ */
+#ifndef WEFT_ARCH_CONTEXT_H
+#define WEFT_ARCH_CONTEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct weft_ctx {
+  void *sp;  /* saved stack pointer (ucontext: the ucontext_t); NULL: never made */
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+  const void *stack_lo; /* bounds of the stack this context runs on (ASan) */
+  size_t stack_size;
+  void *asan_fake;      /* ASan fake-stack handle saved while switched out */
+  void *tsan_fiber;     /* TSan fiber of this context */
+#endif
+} weft_ctx_t;
+
+typedef void (*weft_ctx_fn)(void *arg);
+
+/* weft__ctx_switch() saves the caller into *from, switches to *to, calls fn(arg)
+ * there if fn is not NULL, and resumes *to. Returns when something switches back
+ * to *from. Implemented in assembly (src/arch/<isa>/) or with ucontext. */
+void weft__ctx_switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
+
+/* weft__ctx_make() prepares *ctx so that the first switch to it runs the
+ * continuation, then entry(arg) on the stack [lo, hi). entry must never return.
+ * The assembly versions build the frame the switch pops (see the layouts above):
+ * the resume address is the trampoline, which calls entry (in a callee-saved
+ * register) with arg (in another). The ucontext fallback keeps its ucontext_t at
+ * the top of the stack. */
+#if defined(WEFT_CONTEXT_UCONTEXT)
+void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi, void (*entry)(void *), void *arg);
+#elif defined(__x86_64__)
+void weft__ctx_trampoline(void);
+static inline void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi,
+                                  void (*entry)(void *), void *arg) {
+  (void)lo;
+  /* hi is 16-aligned; the trampoline starts with rsp = hi (after the 7 pops), so
+   * its `call` leaves rsp = 8 mod 16 at entry's first instruction, as the ABI wants. */
+  uintptr_t *f = (uintptr_t *)hi - 7;
+  f[3] = (uintptr_t)arg;                      /* r12 */
+  f[4] = (uintptr_t)entry;                    /* rbx */
+  f[5] = 0;                                   /* rbp: ends frame-pointer walks */
+  f[6] = (uintptr_t)weft__ctx_trampoline;     /* resume address */
+  ctx->sp = f;
+}
+#elif defined(__aarch64__)
+void weft__ctx_trampoline(void);
+static inline void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi,
+                                  void (*entry)(void *), void *arg) {
+  (void)lo;
+  uintptr_t *f = (uintptr_t *)hi - 20;        /* 160-byte frame, sp stays 16-aligned */
+  f[0] = (uintptr_t)entry;                    /* x19 */
+  f[1] = (uintptr_t)arg;                      /* x20 */
+  f[10] = 0;                                  /* x29: ends frame-pointer walks */
+  f[11] = (uintptr_t)weft__ctx_trampoline;    /* x30: resume address */
+  ctx->sp = f;
+}
+#else
+#error "no assembly context switch for this architecture: configure with -DWEFT_CONTEXT=ucontext"
+#endif
+
+/* Storage a context that is only switched away from (an OS thread's own stack)
+ * needs: zero with assembly, a ucontext_t with the fallback. */
+#if defined(WEFT_CONTEXT_UCONTEXT)
+#include <ucontext.h>
+#define WEFT__CTX_SELF_SIZE sizeof(ucontext_t)
+#else
+#define WEFT__CTX_SELF_SIZE 0
+#endif
+
+/* weft__ctx_init_self() makes *ctx describe the running OS thread's own stack, with
+ * `storage` (WEFT__CTX_SELF_SIZE bytes, suitably aligned) for the fallback. */
+#if defined(WEFT_CONTEXT_UCONTEXT)
+void weft__ctx_init_self(weft_ctx_t *ctx, void *storage);
+#else
+static inline void weft__ctx_init_self(weft_ctx_t *ctx, void *storage) {
+  (void)storage;
+  ctx->sp = NULL;  /* filled by the first switch away */
+}
+#endif
+
+#endif

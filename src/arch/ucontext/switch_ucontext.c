@@ -1,0 +1,66 @@
+/* src/arch/ucontext/switch_ucontext.c - portable context switch with ucontext(3).
+ *
+ * Chosen with -DWEFT_CONTEXT=ucontext. ctx->sp points at a ucontext_t: at the top
+ * of a thread's stack, or in caller-provided storage for an OS thread's own stack.
+ * swapcontext() also saves the signal mask (a system call per switch), so this is
+ * far slower than the assembly; it exists for porting and for comparison.
+ *
+ * The continuation is passed through a per-kernel-thread slot: the switching side
+ * stores fn/arg, and the resumed side (or the trampoline of a new context) runs it
+ * first thing. Both happen on the same kernel thread, so the slot needs no atomics;
+ * it is read through a non-inlined function so that no cached TLS address survives
+ * a switch (a context can resume on another kernel thread).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <ucontext.h>
+
+#include "arch/context.h"
+
+struct pending { weft_ctx_fn fn; void *arg; };
+static __thread struct pending weft__uc_pending;
+
+__attribute__((noinline)) static struct pending *pending_slot(void) {
+  struct pending *p = &weft__uc_pending;
+  __asm__ volatile("" : "+r"(p));  /* never reuse the address across a switch */
+  return p;
+}
+
+static void run_pending(void) {
+  struct pending *p = pending_slot();
+  weft_ctx_fn fn = p->fn;
+  void *arg = p->arg;
+  p->fn = NULL;
+  if (fn) fn(arg);
+}
+
+void weft__ctx_switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
+  struct pending *p = pending_slot();
+  p->fn = fn;
+  p->arg = arg;
+  swapcontext((ucontext_t *)from->sp, (ucontext_t *)to->sp);
+  run_pending();  /* we were resumed: run the continuation our resumer left */
+}
+
+static void uc_trampoline(unsigned hi_e, unsigned lo_e, unsigned hi_a, unsigned lo_a) {
+  void (*entry)(void *) = (void (*)(void *))(((uintptr_t)hi_e << 32) | lo_e);
+  void *arg = (void *)(((uintptr_t)hi_a << 32) | lo_a);
+  run_pending();
+  entry(arg);
+  abort();  /* entry never returns */
+}
+
+void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi, void (*entry)(void *), void *arg) {
+  uintptr_t top = ((uintptr_t)hi - sizeof(ucontext_t)) & ~(uintptr_t)63;
+  ucontext_t *uc = (ucontext_t *)top;
+  getcontext(uc);
+  uc->uc_stack.ss_sp = lo;
+  uc->uc_stack.ss_size = (size_t)(top - (uintptr_t)lo);
+  uc->uc_link = NULL;
+  uintptr_t e = (uintptr_t)entry, a = (uintptr_t)arg;
+  makecontext(uc, (void (*)(void))uc_trampoline, 4, (unsigned)(e >> 32), (unsigned)e,
+              (unsigned)(a >> 32), (unsigned)a);
+  ctx->sp = uc;
+}
+
+void weft__ctx_init_self(weft_ctx_t *ctx, void *storage) { ctx->sp = storage; }

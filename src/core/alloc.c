@@ -1,0 +1,330 @@
+/* src/core/alloc.c - control blocks and stacks: per-VP free lists balanced through
+ * a locked global pool (papers/004 3.3).
+ *
+ * Each VP keeps at most 2T free control blocks and 2T free default-size stacks
+ * (T = cfg.freelist_local). When a list reaches 2T, T entries move to the global
+ * pool in one locked step; when it is empty, up to T entries come back the same
+ * way. The pool keeps at most G = cfg.freelist_global of each; beyond that memory
+ * goes back to the system. So memory freed on one VP is reused by any other, and
+ * the total cached is bounded by nvps*2T + G of each kind.
+ *
+ * Every allocation that reaches the system goes through weft__sys_*: it is counted
+ * (weft_debug_live_blocks) and can be made to fail (weft_debug_fail_alloc).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+_Atomic long weft__live_blocks;
+static _Atomic long alloc_count;
+static _Atomic long fail_countdown; /* 0: off; n: the n-th next allocation fails */
+
+void weft_debug_fail_alloc(long n) {
+  atomic_store_explicit(&fail_countdown, n > 0 ? n : 0, memory_order_relaxed);
+}
+long weft_debug_alloc_count(void) {
+  return atomic_load_explicit(&alloc_count, memory_order_relaxed);
+}
+long weft_debug_live_blocks(void) {
+  return atomic_load_explicit(&weft__live_blocks, memory_order_relaxed);
+}
+
+/* Returns 1 if this allocation must fail. Relaxed: a test-only countdown. */
+static int inject_failure(void) {
+  atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed);
+  long n = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+  while (n > 0) {
+    if (atomic_compare_exchange_weak_explicit(&fail_countdown, &n, n - 1,
+                                              memory_order_relaxed, memory_order_relaxed))
+      return n == 1;
+  }
+  return 0;
+}
+
+void *weft__sys_malloc(size_t size) {
+  if (inject_failure()) return NULL;
+  void *p = malloc(size);
+  if (p) atomic_fetch_add_explicit(&weft__live_blocks, 1, memory_order_relaxed);
+  return p;
+}
+
+void *weft__sys_calloc(size_t n, size_t size) {
+  if (inject_failure()) return NULL;
+  void *p = calloc(n, size);
+  if (p) atomic_fetch_add_explicit(&weft__live_blocks, 1, memory_order_relaxed);
+  return p;
+}
+
+void weft__sys_free(void *p) {
+  if (!p) return;
+  atomic_fetch_sub_explicit(&weft__live_blocks, 1, memory_order_relaxed);
+  free(p);
+}
+
+void *weft__sys_stack_map(size_t size, unsigned *vg) {
+  if (inject_failure()) return NULL;
+  void *lo = weft__os_stack_map(size, vg);
+  if (lo) atomic_fetch_add_explicit(&weft__live_blocks, 1, memory_order_relaxed);
+  return lo;
+}
+
+void weft__sys_stack_unmap(void *lo, size_t size, unsigned vg) {
+  atomic_fetch_sub_explicit(&weft__live_blocks, 1, memory_order_relaxed);
+  weft__os_stack_unmap(lo, size, vg);
+}
+
+/* ---- control blocks ---------------------------------------------------------------- */
+
+/* The registry of every control block obtained from the system lets shutdown free
+ * the ones nobody will reap (finished, never joined). It is touched only when a
+ * block comes from or goes back to the system, under pool.lock. */
+static void registry_add(weft_thread_t *t) {
+  weft__pool_t *p = &weft__rt.pool;
+  weft__spin_lock(&p->lock);
+  t->all_prev = NULL;
+  t->all_next = p->all;
+  if (p->all) p->all->all_prev = t;
+  p->all = t;
+  weft__spin_unlock(&p->lock);
+}
+
+/* pool.lock held */
+static void registry_remove_locked(weft_thread_t *t) {
+  weft__pool_t *p = &weft__rt.pool;
+  if (t->all_prev) t->all_prev->all_next = t->all_next;
+  else p->all = t->all_next;
+  if (t->all_next) t->all_next->all_prev = t->all_prev;
+}
+
+static weft_thread_t *tcb_new(void) {
+  weft_thread_t *t = weft__sys_malloc(sizeof *t);
+  if (t) registry_add(t);
+  return t;
+}
+
+/* pool.lock held; frees the blocks on `list` back to the system */
+static void tcb_release_locked(weft_thread_t *list) {
+  while (list) {
+    weft_thread_t *n = list->next;
+    registry_remove_locked(list);
+    weft__sys_free(list);
+    list = n;
+  }
+}
+
+weft_thread_t *weft__tcb_alloc(weft_vp_t *vp) {
+  if (WEFT__LIKELY(vp && vp->tcb_free)) {
+    weft_thread_t *t = vp->tcb_free;
+    vp->tcb_free = t->next;
+    vp->ntcb--;
+    return t;
+  }
+  /* refill up to T from the global pool, then fall back to the system */
+  weft__pool_t *p = &weft__rt.pool;
+  int want = vp ? weft__rt.cfg.freelist_local : 1;
+  weft__spin_lock(&p->lock);
+  weft_thread_t *got = NULL;
+  int n = 0;
+  while (p->tcbs && n < want) {
+    weft_thread_t *t = p->tcbs;
+    p->tcbs = t->next;
+    p->ntcbs--;
+    t->next = got;
+    got = t;
+    n++;
+  }
+  weft__spin_unlock(&p->lock);
+  if (!got) return tcb_new();
+  weft_thread_t *t = got;
+  if (vp) {
+    vp->tcb_free = got->next;
+    vp->ntcb = n - 1;
+  }
+  return t;
+}
+
+void weft__tcb_free(weft_vp_t *vp, weft_thread_t *t) {
+  int T = weft__rt.cfg.freelist_local;
+  if (WEFT__LIKELY(vp && vp->ntcb < 2 * T)) {
+    t->next = vp->tcb_free;
+    vp->tcb_free = t;
+    vp->ntcb++;
+    return;
+  }
+  /* move T (or, from a plain OS thread, just t) to the global pool */
+  weft_thread_t *batch = t, *last = t;
+  int n = 1;
+  t->next = NULL;
+  if (vp) {
+    while (n < T && vp->tcb_free) {
+      weft_thread_t *x = vp->tcb_free;
+      vp->tcb_free = x->next;
+      vp->ntcb--;
+      last->next = x;
+      last = x;
+      last->next = NULL;
+      n++;
+    }
+  }
+  weft__pool_t *p = &weft__rt.pool;
+  weft_thread_t *excess = NULL;
+  weft__spin_lock(&p->lock);
+  last->next = p->tcbs;
+  p->tcbs = batch;
+  p->ntcbs += n;
+  while (p->ntcbs > weft__rt.cfg.freelist_global) {
+    weft_thread_t *x = p->tcbs;
+    p->tcbs = x->next;
+    p->ntcbs--;
+    x->next = excess;
+    excess = x;
+  }
+  tcb_release_locked(excess);
+  weft__spin_unlock(&p->lock);
+}
+
+/* ---- stacks ------------------------------------------------------------------------ */
+
+static weft__stack_rec_t *stack_rec(void *lo, size_t size) {
+  return (weft__stack_rec_t *)((char *)lo + size - WEFT__STACK_RESERVE);
+}
+
+static void stack_unmap_rec(weft__stack_rec_t *r) {
+  weft__sys_stack_unmap(r->lo, weft__rt.cfg.stack_size, r->vg_id);
+}
+
+int weft__stack_bind(weft_vp_t *vp, weft_thread_t *t) {
+  size_t def = weft__rt.cfg.stack_size;
+  size_t size = t->stack_size ? t->stack_size : def;
+  weft__stack_rec_t *r = NULL;
+  if (size == def) {
+    if (WEFT__LIKELY(vp && vp->stk_free)) {
+      r = vp->stk_free;
+      vp->stk_free = r->next;
+      vp->nstk--;
+    } else {
+      weft__pool_t *p = &weft__rt.pool;
+      int want = vp ? weft__rt.cfg.freelist_local : 1, n = 0;
+      weft__stack_rec_t *got = NULL;
+      weft__spin_lock(&p->lock);
+      while (p->stacks && n < want) {
+        weft__stack_rec_t *x = p->stacks;
+        p->stacks = x->next;
+        p->nstacks--;
+        x->next = got;
+        got = x;
+        n++;
+      }
+      weft__spin_unlock(&p->lock);
+      if (got) {
+        r = got;
+        if (vp) {
+          vp->stk_free = got->next;
+          vp->nstk = n - 1;
+        }
+      }
+    }
+  }
+  if (!r) {
+    unsigned vg = 0;
+    void *lo = weft__sys_stack_map(size, &vg);
+    if (!lo) return WEFT_ENOMEM;
+    r = stack_rec(lo, size);
+    r->lo = lo;
+    r->vg_id = vg;
+  }
+  t->stack = r->lo;
+  t->stack_size = size;
+  /* the usable top lies below the record, 64-aligned */
+  weft__ctx_make(&t->ctx, r->lo, (char *)r, weft__thread_entry, t);
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+  t->ctx.stack_lo = r->lo;
+  t->ctx.stack_size = size;
+  t->ctx.asan_fake = NULL;
+#endif
+  return 0;
+}
+
+void weft__stack_release(weft_vp_t *vp, weft_thread_t *t) {
+  size_t size = t->stack_size;
+  weft__stack_rec_t *r = stack_rec(t->stack, size);
+  t->stack = NULL;
+  t->ctx.sp = NULL;
+  if (size != weft__rt.cfg.stack_size) {
+    weft__sys_stack_unmap(r->lo, size, r->vg_id);
+    return;
+  }
+  int T = weft__rt.cfg.freelist_local;
+  if (WEFT__LIKELY(vp && vp->nstk < 2 * T)) {
+    r->next = vp->stk_free;
+    vp->stk_free = r;
+    vp->nstk++;
+    return;
+  }
+  weft__stack_rec_t *batch = r, *last = r;
+  int n = 1;
+  r->next = NULL;
+  if (vp) {
+    while (n < T && vp->stk_free) {
+      weft__stack_rec_t *x = vp->stk_free;
+      vp->stk_free = x->next;
+      vp->nstk--;
+      last->next = x;
+      last = x;
+      last->next = NULL;
+      n++;
+    }
+  }
+  weft__pool_t *p = &weft__rt.pool;
+  weft__stack_rec_t *excess = NULL;
+  weft__spin_lock(&p->lock);
+  last->next = p->stacks;
+  p->stacks = batch;
+  p->nstacks += n;
+  while (p->nstacks > weft__rt.cfg.freelist_global) {
+    weft__stack_rec_t *x = p->stacks;
+    p->stacks = x->next;
+    p->nstacks--;
+    x->next = excess;
+    excess = x;
+  }
+  weft__spin_unlock(&p->lock);
+  while (excess) {
+    weft__stack_rec_t *n2 = excess->next;
+    stack_unmap_rec(excess);
+    excess = n2;
+  }
+}
+
+/* Returns a VP's cached stacks to the system; its control blocks go back with the
+ * registry in weft__pool_free_all(). Called at shutdown, VPs stopped. */
+void weft__vp_free_caches(weft_vp_t *vp) {
+  while (vp->stk_free) {
+    weft__stack_rec_t *r = vp->stk_free;
+    vp->stk_free = r->next;
+    stack_unmap_rec(r);
+  }
+  vp->nstk = 0;
+  vp->tcb_free = NULL;
+  vp->ntcb = 0;
+}
+
+/* Frees the pool's stacks and every control block ever allocated (cached ones and
+ * finished threads nobody joined). Called at shutdown, VPs stopped. */
+void weft__pool_free_all(void) {
+  weft__pool_t *p = &weft__rt.pool;
+  while (p->stacks) {
+    weft__stack_rec_t *r = p->stacks;
+    p->stacks = r->next;
+    stack_unmap_rec(r);
+  }
+  p->nstacks = 0;
+  while (p->all) {
+    weft_thread_t *t = p->all;
+    p->all = t->all_next;
+    weft__sys_free(t);
+  }
+  p->tcbs = NULL;
+  p->ntcbs = 0;
+}

@@ -1,0 +1,93 @@
+/* src/core/bundle.c - bundles and the kernel services schedulers call. */
+#include <string.h>
+
+#include "core/internal.h"
+
+weft_bundle_t *weft__bundle_new_root(void) {
+  weft_bundle_t *b = weft__sys_calloc(1, sizeof *b);
+  if (!b) return NULL;
+  b->ops = weft_sched_default;
+  b->ops_id = &weft_sched_default;  /* the only bundle whose handlers are inlined */
+  return b;
+}
+
+void weft__bundle_free_root(weft_bundle_t *b) { weft__sys_free(b); }
+
+weft_bundle_t *weft_bundle_root(void) { return weft_is_running() ? weft__rt.root : NULL; }
+
+int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
+                       const weft_sched_ops_t *ops, void *data) {
+  if (!weft_is_running()) return WEFT_ENOTINIT;
+  if (!out || !ops || !ops->thread_created || !ops->thread_unblocked) return WEFT_EINVAL;
+  weft_bundle_t *b = weft__sys_calloc(1, sizeof *b);
+  if (!b) return WEFT_ENOMEM;
+  b->ops = *ops;
+  b->ops_id = ops == &weft_sched_default ? NULL : ops; /* never the inlined path */
+  b->data = data;
+  b->parent = parent ? parent : weft__rt.root;
+  atomic_fetch_add_explicit(&b->parent->nchildren, 1, memory_order_relaxed);
+  weft__spin_lock(&weft__rt.bundle_lock);
+  b->list_next = weft__rt.bundles;
+  if (b->list_next) b->list_next->list_prev = b;
+  weft__rt.bundles = b;
+  weft__spin_unlock(&weft__rt.bundle_lock);
+  weft_bundle_t *p = b->parent;
+  if (p->ops.bundle_created) p->ops.bundle_created(p, b);
+  *out = b;
+  return 0;
+}
+
+int weft_bundle_destroy(weft_bundle_t *b) {
+  if (!weft_is_running()) return WEFT_ENOTINIT;
+  if (!b || b == weft__rt.root) return WEFT_EINVAL;
+  /* acquire: pairs with the release decrement in the finish continuation */
+  if (atomic_load_explicit(&b->nthreads, memory_order_acquire) != 0 ||
+      atomic_load_explicit(&b->nchildren, memory_order_acquire) != 0)
+    return WEFT_EBUSY;
+  weft__spin_lock(&weft__rt.bundle_lock);
+  if (b->list_prev) b->list_prev->list_next = b->list_next;
+  else weft__rt.bundles = b->list_next;
+  if (b->list_next) b->list_next->list_prev = b->list_prev;
+  weft__spin_unlock(&weft__rt.bundle_lock);
+  weft_bundle_t *p = b->parent;
+  if (p->ops.bundle_terminated) p->ops.bundle_terminated(p, b);
+  atomic_fetch_sub_explicit(&p->nchildren, 1, memory_order_release);
+  weft__sys_free(b);
+  return 0;
+}
+
+void *weft_bundle_data(const weft_bundle_t *b) { return b ? b->data : NULL; }
+
+weft_bundle_t *weft_thread_bundle(const weft_thread_t *t) { return t ? t->bundle : NULL; }
+
+/* ---- kernel services ---------------------------------------------------------------- */
+
+void weft_sched_enqueue(weft_vp_t *vp, weft_thread_t *t) { weft__enqueue(vp, t); }
+
+weft_thread_t *weft_sched_steal(weft_vp_t *vp) {
+  weft_thread_t *t = weft__dequeue(vp);
+  if (t) {
+    weft_vp_t *me = weft__vp();
+    if (me && me != vp) weft__stat_inc(&me->n_steals);
+  }
+  return t;
+}
+
+int weft_sched_bind_stack(weft_thread_t *t) {
+  if (!t) return WEFT_EINVAL;
+  if (t->ctx.sp) return 0;
+  return weft__stack_bind(weft__vp(), t);
+}
+
+weft_vp_t *weft_sched_vp_self(void) { return weft__vp(); }
+
+weft_vp_t *weft_sched_vp(int i) {
+  if (!weft_is_running() || i < 0 || i >= weft__rt.nvps) return NULL;
+  return weft__rt.vps[i];
+}
+
+int weft_sched_vp_index(const weft_vp_t *vp) { return vp ? vp->index : -1; }
+
+int weft_sched_thread_affinity(const weft_thread_t *t) { return t ? t->affinity : -1; }
+
+uintptr_t *weft_sched_thread_data(weft_thread_t *t) { return &t->sched_data; }

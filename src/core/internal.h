@@ -1,0 +1,307 @@
+/* src/core/internal.h - the runtime's data structures and its inline hot paths.
+ *
+ * Ownership vocabulary used on every field:
+ *   owner      - only the VP's own kernel thread touches it (no atomics needed).
+ *   q.lock     - only while holding that dispatch queue's lock.
+ *   pool.lock  - only while holding the global pool's lock.
+ *   atomic     - an _Atomic; each access names its order and partner.
+ * docs/memory-ordering.md describes each protocol once.
+ */
+#ifndef WEFT_CORE_INTERNAL_H
+#define WEFT_CORE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include "weft/debug.h"
+#include "weft/runtime.h"
+#include "weft/sched.h"
+#include "weft/thread.h"
+#include "arch/context.h"
+#include "os/os.h"
+
+#define WEFT__LIKELY(x) __builtin_expect(!!(x), 1)
+#define WEFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define WEFT__CACHELINE 64
+#define WEFT__ALIGNED __attribute__((aligned(WEFT__CACHELINE)))
+
+#ifdef WEFT_CHECKED
+#include <stdio.h>
+#include <stdlib.h>
+#define WEFT__ASSERT(c, msg)                                                        \
+  do {                                                                              \
+    if (WEFT__UNLIKELY(!(c))) {                                                     \
+      fprintf(stderr, "weft: misuse: %s (%s:%d)\n", msg, __FILE__, __LINE__);      \
+      abort();                                                                      \
+    }                                                                               \
+  } while (0)
+#else
+#define WEFT__ASSERT(c, msg) ((void)0)
+#endif
+
+/* ---- spinlock for internal queues ----------------------------------------------
+ * Lock word: 0 = free, 1 = held. lock: 0 -> 1 by exchange (acquire; pairs with the
+ * release store in unlock), spinning on plain loads while held (test-and-test-and-
+ * set). unlock: 1 -> 0 (release; pairs with the acquire exchange of the next owner).
+ */
+typedef struct { _Atomic uint32_t word; } weft__spin_t;
+
+static inline void weft__spin_lock(weft__spin_t *l) {
+  while (atomic_exchange_explicit(&l->word, 1, memory_order_acquire)) {
+    while (atomic_load_explicit(&l->word, memory_order_relaxed)) weft__os_relax();
+  }
+}
+static inline void weft__spin_unlock(weft__spin_t *l) {
+  atomic_store_explicit(&l->word, 0, memory_order_release);
+}
+/* Continuation form of unlock, run after a switch (see weft_yield). */
+void weft__spin_unlock_cont(void *lock);
+
+/* ---- thread control block --------------------------------------------------------
+ * States, by ownership:
+ *   ready     - on a dispatch queue (q.lock) or held by a scheduler; ctx saved.
+ *   running   - vp->current of exactly one VP; only that VP touches ctx.
+ *   blocked   - published on a wait list by a continuation; ctx saved.
+ *   finished  - stack released; join word says DONE; only the reaper touches it.
+ *
+ * Join word encoding (low 3 bits are the tag; pointers are 8-aligned):
+ *   0                     alive, joinable, nobody waiting
+ *   1 (JW_DETACHED)       alive, detached: reclaims itself when it finishes
+ *   2 (JW_DONE)           finished, result valid, waiting to be joined
+ *   ptr | 3 (JW_WEFT)     alive, the weft thread at ptr waits in weft_join
+ *   ptr | 4 (JW_OS)       alive, the OS thread whose weft__os_waiter is at ptr waits
+ * Transitions: 0 -> DETACHED (weft_detach, CAS), 0 -> WEFT/OS (joiner, CAS in a
+ * continuation after the joiner is saved), anything -> DONE (the finishing thread,
+ * exchange, in its exit continuation after its stack is released).
+ */
+#define WEFT__JW_DETACHED ((uintptr_t)1)
+#define WEFT__JW_DONE ((uintptr_t)2)
+#define WEFT__JW_WEFT ((uintptr_t)3)
+#define WEFT__JW_OS ((uintptr_t)4)
+#define WEFT__JW_TAG(w) ((w) & 7)
+#define WEFT__JW_PTR(w) ((void *)((w) & ~(uintptr_t)7))
+
+enum {
+  WEFT__TF_MAIN = 1,      /* the main weft thread: runs on its OS thread's stack */
+  WEFT__TF_STARTED = 2,   /* has run (stack bound) */
+};
+
+struct weft_thread {
+  weft_ctx_t ctx;              /* running VP only; NULL sp until the stack is bound */
+  struct weft_thread *next;    /* dispatch-queue / free-list link: q.lock or owner */
+  weft_bundle_t *bundle;       /* set at create, then read-only */
+  weft_thread_fn fn;           /* arguments live in the control block (004 2) */
+  void *arg;
+  void *result;                /* written by the thread, read by the reaper after
+                                  the DONE exchange (acquire/release) */
+  void *stack;                 /* lowest usable stack address; NULL: none bound */
+  size_t stack_size;           /* usable bytes; the runtime default if cached */
+  _Atomic uintptr_t join;      /* join word, encoding above */
+  uint64_t id;
+  void *local;                 /* weft_local_get/set: the thread itself only */
+  void **tsd;                  /* key values, allocated on first weft_key_set */
+  void *blocked_on;            /* what the thread waits for (joinee); diagnostic */
+  weft_ctx_fn cont_fn;         /* weft_thread_block's release, for its continuation */
+  void *cont_arg;
+  uintptr_t sched_data;        /* weft_sched_thread_data(): the scheduler's word */
+  int32_t affinity;            /* -1 or a VP hint */
+  uint32_t flags;              /* WEFT__TF_* ; running VP only */
+  struct weft_thread *all_prev, *all_next; /* registry of allocated TCBs: pool.lock */
+};
+
+/* An OS thread waiting in weft_join: the finishing thread sets `done` to 1
+ * (release; pairs with the waiter's acquire load) and wakes the futex. */
+typedef struct weft__os_waiter { _Atomic uint32_t done; } weft__os_waiter_t;
+
+/* ---- free stacks ------------------------------------------------------------------
+ * A cached stack keeps its record in its own top bytes. */
+typedef struct weft__stack_rec {
+  struct weft__stack_rec *next; /* free-list link: owner or pool.lock */
+  void *lo;                     /* lowest usable address */
+  unsigned vg_id;               /* Valgrind stack id */
+} weft__stack_rec_t;
+#define WEFT__STACK_RESERVE 64  /* bytes at the top of every stack kept for the record */
+
+/* ---- virtual processor ------------------------------------------------------------ */
+struct weft_vp {
+  /* owner-only, hot */
+  weft_thread_t *current;       /* running thread; NULL while in the idle loop */
+  int index;
+  uint32_t rng;                 /* victim selection */
+  weft_thread_t *tcb_free;      /* free control blocks, count ntcb (owner) */
+  int ntcb;
+  weft__stack_rec_t *stk_free;  /* free default-size stacks, count nstk (owner) */
+  int nstk;
+  uint64_t id_next, id_end;     /* block of thread ids */
+  /* statistics: written by the owner only (relaxed stores), read by anyone */
+  _Atomic uint64_t n_created, n_finished, n_switches, n_steals, n_sleeps;
+
+  /* dispatch queue: FIFO of ready threads linked through t->next */
+  struct {
+    weft__spin_t lock;
+    _Atomic(weft_thread_t *) head; /* written under lock; read unlocked (relaxed) by
+                                      idle pollers as a hint only */
+    weft_thread_t *tail;           /* q.lock */
+  } q WEFT__ALIGNED;
+
+  /* parking: 1 = asleep (or going to sleep), 0 = awake. The waker stores 0
+   * (release) then futex-wakes; the sleeper futex-waits while it reads 1 (acquire). */
+  _Atomic uint32_t park WEFT__ALIGNED;
+
+  weft_ctx_t idle_ctx;          /* the idle loop's context (owner) */
+  void *idle_stack;             /* VP 0 only: the idle loop's own stack */
+  size_t idle_stack_size;
+  unsigned idle_stack_vg;
+  pthread_t kthread;            /* kernel thread (VP > 0) */
+  void *altstack;               /* signal stack for the overflow handler */
+  int stopping;                 /* owner: leave the idle loop (VP > 0) */
+  unsigned char ctx_storage[WEFT__CTX_SELF_SIZE + 1] __attribute__((aligned(16)));
+};
+
+/* ---- bundle ----------------------------------------------------------------------- */
+struct weft_bundle {
+  weft_sched_ops_t ops;          /* copied at creation; read-only */
+  const weft_sched_ops_t *ops_id;/* &weft_sched_default for the inlined fast path */
+  void *data;
+  weft_bundle_t *parent;
+  _Atomic long nthreads;         /* live threads; not counted for the root bundle */
+  _Atomic long nchildren;
+  weft_bundle_t *list_next, *list_prev; /* registry of bundles: rt.bundle_lock */
+};
+
+/* ---- the runtime ------------------------------------------------------------------ */
+typedef struct weft__pool {
+  weft__spin_t lock;
+  weft_thread_t *tcbs;           /* pool.lock */
+  long ntcbs;
+  weft__stack_rec_t *stacks;     /* pool.lock */
+  long nstacks;
+  weft_thread_t *all;            /* every allocated control block (registry) */
+} weft__pool_t;
+
+/* idle word: low 16 bits = VPs spinning in the idle loop, high 16 bits = VPs
+ * asleep in the kernel. Read (relaxed) by enqueuers inside the queue lock; changed
+ * by seq_cst read-modify-writes. See docs/memory-ordering.md "park and unpark". */
+#define WEFT__IDLE_SPIN 1u
+#define WEFT__IDLE_SLEEP (1u << 16)
+
+typedef struct weft__rt {
+  _Atomic int state;             /* 0 off, 1 running (release at init end) */
+  int nvps;
+  weft_config_t cfg;
+  size_t page;
+  weft_vp_t **vps;
+  weft_bundle_t *root;
+  weft_thread_t *main;           /* the main weft thread */
+  weft__pool_t pool WEFT__ALIGNED;
+  _Atomic uint32_t idle WEFT__ALIGNED;
+  weft__spin_t idle_lock;
+  weft_vp_t **sleepers;          /* stack of sleeping VPs: idle_lock */
+  int nsleepers;
+  _Atomic int stopping;
+  _Atomic uint64_t os_created;   /* threads created by plain OS threads */
+  _Atomic unsigned rr;           /* round robin for OS-thread creations */
+  weft__spin_t bundle_lock;
+  weft_bundle_t *bundles;        /* non-root bundles: bundle_lock */
+} weft__rt_t;
+
+extern weft__rt_t weft__rt;
+extern _Atomic uint64_t weft__next_id_block;
+
+/* ---- which VP am I on -----------------------------------------------------------
+ * The VP is found through TLS, read with an asm volatile so that the compiler can
+ * never keep the value (or, on AArch64, the TLS address) across a switch: a thread
+ * may resume on another kernel thread. */
+extern __thread weft_vp_t *weft__tls_vp __attribute__((tls_model("initial-exec")));
+
+static inline weft_vp_t *weft__vp(void) {
+  weft_vp_t *vp;
+#if defined(__x86_64__)
+  __asm__ volatile("movq weft__tls_vp@gottpoff(%%rip), %0\n\t"
+                   "movq %%fs:(%0), %0"
+                   : "=r"(vp));
+#elif defined(__aarch64__)
+  uintptr_t tp, off;
+  __asm__ volatile("mrs %0, tpidr_el0\n\t"
+                   "adrp %1, :gottprel:weft__tls_vp\n\t"
+                   "ldr %1, [%1, #:gottprel_lo12:weft__tls_vp]"
+                   : "=r"(tp), "=r"(off));
+  vp = *(weft_vp_t **)(tp + off);
+#else
+  weft_vp_t **p = &weft__tls_vp;
+  __asm__ volatile("" : "+r"(p));
+  vp = *p;
+#endif
+  return vp;
+}
+
+/* ---- allocation (alloc.c) --------------------------------------------------------- */
+void *weft__sys_malloc(size_t size);    /* counted, failure-injectable */
+void *weft__sys_calloc(size_t n, size_t size);
+void weft__sys_free(void *p);
+weft_thread_t *weft__tcb_alloc(weft_vp_t *vp);          /* vp may be NULL */
+void weft__tcb_free(weft_vp_t *vp, weft_thread_t *t);   /* vp may be NULL */
+int weft__stack_bind(weft_vp_t *vp, weft_thread_t *t);  /* 0 or WEFT_ENOMEM */
+void weft__stack_release(weft_vp_t *vp, weft_thread_t *t);
+void weft__vp_free_caches(weft_vp_t *vp);               /* to the system */
+void weft__pool_free_all(void);                         /* at shutdown */
+void *weft__sys_stack_map(size_t size, unsigned *vg);
+void weft__sys_stack_unmap(void *lo, size_t size, unsigned vg);
+
+/* ---- dispatch (runtime.c) --------------------------------------------------------- */
+void weft__wake_one(void);
+void weft__thread_entry(void *t);       /* first code on a new thread's stack */
+void weft__switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
+void weft__prepare(weft_vp_t *vp, weft_thread_t **next); /* bind a stack if needed */
+void weft__block(weft_vp_t *vp, weft_thread_t *self, weft_ctx_fn fn, void *arg);
+void weft__unblock(weft_vp_t *vp, weft_thread_t *t);
+weft_vp_t *weft__os_target_vp(void);
+void weft__key_run_dtors(weft_thread_t *t);
+
+/* Puts t at the tail of vp's dispatch queue; wakes a VP if one sleeps and none
+ * spins. The idle word is read inside the queue lock: a VP going to sleep bumps the
+ * idle word and then takes every queue lock to look, so either it sees t or we see
+ * it asleep (docs/memory-ordering.md). */
+static inline void weft__enqueue(weft_vp_t *vp, weft_thread_t *t) {
+  weft__spin_lock(&vp->q.lock);
+  t->next = NULL;
+  if (vp->q.tail) vp->q.tail->next = t;
+  else atomic_store_explicit(&vp->q.head, t, memory_order_relaxed);
+  vp->q.tail = t;
+  /* relaxed: ordered after the sleeper's seq_cst update by the queue lock */
+  uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+  weft__spin_unlock(&vp->q.lock);
+  if (WEFT__UNLIKELY(idle != 0 && (idle & 0xffff) == 0)) weft__wake_one();
+}
+
+/* Removes the head of vp's dispatch queue, or returns NULL. */
+static inline weft_thread_t *weft__dequeue(weft_vp_t *vp) {
+  if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) return NULL;
+  weft__spin_lock(&vp->q.lock);
+  weft_thread_t *t = atomic_load_explicit(&vp->q.head, memory_order_relaxed);
+  if (t) {
+    weft_thread_t *n = t->next;
+    atomic_store_explicit(&vp->q.head, n, memory_order_relaxed);
+    if (!n) vp->q.tail = NULL;
+  }
+  weft__spin_unlock(&vp->q.lock);
+  return t;
+}
+
+static inline void weft__stat_inc(_Atomic uint64_t *c) {
+  /* owner-only counter: relaxed load + store, no read-modify-write needed */
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+static inline int weft__is_default(const weft_bundle_t *b) {
+  return b->ops_id == &weft_sched_default;
+}
+
+/* Fault injection and accounting (alloc.c). */
+extern _Atomic long weft__live_blocks;
+
+#endif

@@ -1,0 +1,649 @@
+/* src/core/runtime.c - init and shutdown, virtual processors, the idle loop,
+ * parking and waking, the switch wrapper, and the stack-overflow report.
+ *
+ * Idle loop of one VP (one diagram, docs/design.md has the long form):
+ *
+ *     +--> local dispatch queue --found--> run it (switch idle_ctx -> thread) --+
+ *     |        | empty                                                         |
+ *     |    processor_idle on each bundle (default: steal) --found--> run it ----+
+ *     |        | nothing
+ *     |    spin (lock-free polls of every queue head) for cfg.spin_us
+ *     |        | nothing
+ *     +--- sleep on vp->park (futex) until an enqueuer wakes us
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+#if defined(WEFT_ASAN)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+#if defined(WEFT_TSAN)
+#include <sanitizer/tsan_interface.h>
+#endif
+
+weft__rt_t weft__rt;
+_Atomic uint64_t weft__next_id_block = 1;
+__thread weft_vp_t *weft__tls_vp __attribute__((tls_model("initial-exec")));
+
+void weft__spin_unlock_cont(void *lock) { weft__spin_unlock((weft__spin_t *)lock); }
+
+/* ---- the switch, with sanitizer annotations -------------------------------------- */
+
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+/* Sanitizer builds wrap the continuation: the first thing run on the new stack
+ * tells ASan the switch finished, then the real continuation runs. */
+struct san_cont { weft_ctx_fn fn; void *arg; weft_ctx_t *to; };
+
+static void san_cont_fn(void *p) {
+  struct san_cont c = *(struct san_cont *)p; /* copy: p lives on the old stack */
+#if defined(WEFT_ASAN)
+  __sanitizer_finish_switch_fiber(c.to->asan_fake, NULL, NULL);
+#endif
+  if (c.fn) c.fn(c.arg);
+}
+
+void weft__switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
+  struct san_cont c = {fn, arg, to};
+#if defined(WEFT_ASAN)
+  __sanitizer_start_switch_fiber(&from->asan_fake, to->stack_lo, to->stack_size);
+#endif
+#if defined(WEFT_TSAN)
+  if (!to->tsan_fiber) to->tsan_fiber = __tsan_create_fiber(0);
+  __tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+  weft__ctx_switch(from, to, san_cont_fn, &c);
+}
+
+/* A finishing thread never resumes: tell ASan to drop its fake stack. */
+static void switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
+  struct san_cont c = {fn, arg, to};
+#if defined(WEFT_ASAN)
+  __sanitizer_start_switch_fiber(NULL, to->stack_lo, to->stack_size);
+#endif
+#if defined(WEFT_TSAN)
+  if (!to->tsan_fiber) to->tsan_fiber = __tsan_create_fiber(0);
+  __tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+  weft__ctx_switch(from, to, san_cont_fn, &c);
+}
+
+static void san_init_self(weft_ctx_t *ctx) {
+  void *lo;
+  size_t size;
+  weft__os_thread_stack(&lo, &size);
+  ctx->stack_lo = lo;
+  ctx->stack_size = size;
+  ctx->asan_fake = NULL;
+#if defined(WEFT_TSAN)
+  ctx->tsan_fiber = __tsan_get_current_fiber();
+#else
+  ctx->tsan_fiber = NULL;
+#endif
+}
+#else
+void weft__switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
+  weft__ctx_switch(from, to, fn, arg);
+}
+#define switch_dying weft__switch
+#endif
+
+void weft__switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
+void weft__switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
+  switch_dying(from, to, fn, arg);
+}
+
+/* ---- picking the next context ------------------------------------------------------ */
+
+/* If *next has never run, bind its stack. If that fails (out of memory), put it
+ * back on the queue and switch to the idle loop instead, which retries later. */
+void weft__prepare(weft_vp_t *vp, weft_thread_t **next) {
+  weft_thread_t *t = *next;
+  if (WEFT__LIKELY(t->ctx.sp != NULL)) return;
+  if (weft__stack_bind(vp, t) != 0) {
+    weft__enqueue(vp, t);
+    *next = NULL;
+  }
+}
+
+/* Switches the calling thread `self` away: runs the next ready thread of this VP or
+ * the idle loop, and runs fn(arg) once self is saved. Returns when self is resumed. */
+void weft__block(weft_vp_t *vp, weft_thread_t *self, weft_ctx_fn fn, void *arg) {
+  weft_thread_t *next = weft__dequeue(vp);
+  if (next) weft__prepare(vp, &next);
+  weft_ctx_t *to = next ? &next->ctx : &vp->idle_ctx;
+  vp->current = next;
+  weft__stat_inc(&vp->n_switches);
+  weft__switch(&self->ctx, to, fn, arg);
+}
+
+/* Raises thread_unblocked (default scheduler: inlined enqueue on the caller's VP). */
+void weft__unblock(weft_vp_t *vp, weft_thread_t *t) {
+  weft_bundle_t *b = t->bundle;
+  if (WEFT__LIKELY(weft__is_default(b))) {
+    if (!vp) vp = weft__os_target_vp();
+    weft__enqueue(vp, t);
+  } else {
+    b->ops.thread_unblocked(b, t);
+  }
+}
+
+weft_vp_t *weft__os_target_vp(void) {
+  unsigned i = atomic_fetch_add_explicit(&weft__rt.rr, 1, memory_order_relaxed);
+  return weft__rt.vps[i % (unsigned)weft__rt.nvps];
+}
+
+/* ---- parking and waking --------------------------------------------------------------
+ * A VP in the idle loop counts itself in rt.idle as spinning; before it sleeps it
+ * moves itself to the sleeping count (seq_cst RMW), pushes itself on the sleeper
+ * stack, and then takes every dispatch queue's lock to look once more. An enqueuer
+ * reads rt.idle inside the queue lock. So either the sleeper's look comes after the
+ * enqueue (it sees the thread), or the enqueuer's read comes after the sleeper's
+ * RMW (it sees a sleeper and, if nobody spins, wakes one). Custom schedulers use
+ * weft__notify(), which pairs its seq_cst fence with the same RMW. */
+
+static void idle_add(int32_t delta) {
+  atomic_fetch_add_explicit(&weft__rt.idle, (uint32_t)delta, memory_order_seq_cst);
+}
+
+void weft__wake_one(void) {
+  weft__rt_t *rt = &weft__rt;
+  weft_vp_t *vp = NULL;
+  weft__spin_lock(&rt->idle_lock);
+  uint32_t idle = atomic_load_explicit(&rt->idle, memory_order_relaxed);
+  if (rt->nsleepers > 0 && (idle & 0xffff) == 0) {
+    vp = rt->sleepers[--rt->nsleepers];
+    /* it wakes up counted as spinning, so other enqueuers need not wake more */
+    idle_add((int32_t)WEFT__IDLE_SPIN - (int32_t)WEFT__IDLE_SLEEP);
+    /* release: pairs with the acquire load in vp_sleep's wait loop */
+    atomic_store_explicit(&vp->park, 0, memory_order_release);
+  }
+  weft__spin_unlock(&rt->idle_lock);
+  if (vp) weft__os_futex_wake(&vp->park, 1);
+}
+
+static void wake_all(void) {
+  weft__rt_t *rt = &weft__rt;
+  for (;;) {
+    weft_vp_t *vp = NULL;
+    weft__spin_lock(&rt->idle_lock);
+    if (rt->nsleepers > 0) {
+      vp = rt->sleepers[--rt->nsleepers];
+      idle_add((int32_t)WEFT__IDLE_SPIN - (int32_t)WEFT__IDLE_SLEEP);
+      atomic_store_explicit(&vp->park, 0, memory_order_release);
+    }
+    weft__spin_unlock(&rt->idle_lock);
+    if (!vp) return;
+    weft__os_futex_wake(&vp->park, 1);
+  }
+}
+
+/* Returns 1 if some dispatch queue holds a thread; takes each lock (see above). */
+static int any_queued_locked_look(void) {
+  for (int i = 0; i < weft__rt.nvps; i++) {
+    weft_vp_t *v = weft__rt.vps[i];
+    weft__spin_lock(&v->q.lock);
+    int busy = atomic_load_explicit(&v->q.head, memory_order_relaxed) != NULL;
+    weft__spin_unlock(&v->q.lock);
+    if (busy) return 1;
+  }
+  return 0;
+}
+
+static int any_queued_hint(void) {
+  for (int i = 0; i < weft__rt.nvps; i++)
+    if (atomic_load_explicit(&weft__rt.vps[i]->q.head, memory_order_relaxed)) return 1;
+  return 0;
+}
+
+/* processor_idle: the default bundle first (steal), then every other bundle. */
+static weft_thread_t *raise_idle(weft_vp_t *vp) {
+  weft_bundle_t *root = weft__rt.root;
+  weft_thread_t *t = root->ops.processor_idle ? root->ops.processor_idle(root, vp) : NULL;
+  if (t || !weft__rt.bundles) return t;
+  weft__spin_lock(&weft__rt.bundle_lock);
+  for (weft_bundle_t *b = weft__rt.bundles; b && !t; b = b->list_next)
+    if (b->ops.processor_idle) t = b->ops.processor_idle(b, vp);
+  weft__spin_unlock(&weft__rt.bundle_lock);
+  return t;
+}
+
+static weft_thread_t *find_work(weft_vp_t *vp) {
+  weft_thread_t *t = weft__dequeue(vp);
+  return t ? t : raise_idle(vp);
+}
+
+/* Sleeps until woken; returns with the VP counted as spinning again. */
+static void vp_sleep(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  weft__spin_lock(&rt->idle_lock);
+  atomic_store_explicit(&vp->park, 1, memory_order_relaxed);
+  rt->sleepers[rt->nsleepers++] = vp;
+  idle_add((int32_t)WEFT__IDLE_SLEEP - (int32_t)WEFT__IDLE_SPIN);
+  weft__spin_unlock(&rt->idle_lock);
+
+  int work = any_queued_locked_look() || atomic_load(&rt->stopping);
+  if (!work && rt->bundles) work = 1; /* custom schedulers: keep polling their idle */
+  if (work) {
+    /* cancel, unless a waker already took us off the sleeper stack */
+    weft__spin_lock(&rt->idle_lock);
+    if (atomic_load_explicit(&vp->park, memory_order_relaxed)) {
+      for (int i = 0; i < rt->nsleepers; i++)
+        if (rt->sleepers[i] == vp) {
+          rt->sleepers[i] = rt->sleepers[--rt->nsleepers];
+          break;
+        }
+      idle_add((int32_t)WEFT__IDLE_SPIN - (int32_t)WEFT__IDLE_SLEEP);
+      atomic_store_explicit(&vp->park, 0, memory_order_relaxed);
+    }
+    weft__spin_unlock(&rt->idle_lock);
+    return;
+  }
+  weft__stat_inc(&vp->n_sleeps);
+  /* acquire: pairs with the release store of 0 in weft__wake_one */
+  while (atomic_load_explicit(&vp->park, memory_order_acquire))
+    weft__os_futex_wait(&vp->park, 1);
+}
+
+static void run_from_idle(weft_vp_t *vp, weft_thread_t *t) {
+  weft__prepare(vp, &t);
+  if (!t) {                       /* no stack could be bound: back off a little */
+    weft__os_sleep_ns(100000);
+    return;
+  }
+  vp->current = t;
+  weft__stat_inc(&vp->n_switches);
+  weft__switch(&vp->idle_ctx, &t->ctx, NULL, NULL);
+  vp->current = NULL;
+}
+
+/* The idle loop (diagram at the top). VP 0 never leaves it: at shutdown the main
+ * thread switches back to its own stack and this context is dropped. */
+static void idle_loop(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  idle_add((int32_t)WEFT__IDLE_SPIN);
+  for (;;) {
+    /* at shutdown only the main thread is left, and it is on its way to VP 0 */
+    if (vp->index != 0 && atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
+      idle_add(-(int32_t)WEFT__IDLE_SPIN);
+      return;
+    }
+    weft_thread_t *t = find_work(vp);
+    if (t) {
+      /* leaving the spinning state; the last spinner to find work wakes another VP
+       * so that work left behind is never stranded while a VP sleeps */
+      uint32_t old = atomic_fetch_sub_explicit(&rt->idle, WEFT__IDLE_SPIN, memory_order_seq_cst);
+      if ((old & 0xffff) == 1 && (old >> 16) != 0 && any_queued_hint()) weft__wake_one();
+      do {
+        run_from_idle(vp, t);
+        t = weft__dequeue(vp);
+      } while (t);
+      idle_add((int32_t)WEFT__IDLE_SPIN);
+      continue;
+    }
+    /* poll without locks for a bounded time, then sleep in the kernel */
+    uint64_t until = weft__os_now_ns() + (uint64_t)rt->cfg.spin_us * 1000u;
+    int seen = 0;
+    do {
+      for (int i = 0; i < 64; i++) weft__os_relax();
+      if (any_queued_hint() || rt->bundles ||
+          atomic_load_explicit(&rt->stopping, memory_order_relaxed)) {
+        seen = 1;
+        break;
+      }
+    } while (weft__os_now_ns() < until);
+    if (!seen) vp_sleep(vp);
+  }
+}
+
+static void idle_entry(void *p) { idle_loop((weft_vp_t *)p); abort(); }
+
+/* ---- stack overflow report ---------------------------------------------------------- */
+
+static struct sigaction old_segv, old_bus;
+#define WEFT__ALTSTACK_SIZE (64 * 1024)
+
+static char *fmt_hex(char *p, uintptr_t v) {
+  char tmp[18];
+  int n = 0;
+  do { tmp[n++] = "0123456789abcdef"[v & 15]; v >>= 4; } while (v);
+  *p++ = '0'; *p++ = 'x';
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+static char *fmt_dec(char *p, uint64_t v) {
+  char tmp[21];
+  int n = 0;
+  do { tmp[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+static char *fmt_str(char *p, const char *s) { while (*s) *p++ = *s++; return p; }
+
+/* Runs on the VP's alternate signal stack. Async-signal-safe: formats by hand and
+ * writes with write(2). A fault in the guard page of the running weft thread is a
+ * stack overflow: report and abort. Anything else goes to the previous handler. */
+static void segv_handler(int sig, siginfo_t *si, void *uc) {
+  weft_vp_t *vp = weft__vp();
+  weft_thread_t *t = vp ? vp->current : NULL;
+  uintptr_t a = (uintptr_t)si->si_addr;
+  if (t && t->stack) {
+    uintptr_t lo = (uintptr_t)t->stack, hi = lo + t->stack_size;
+    uintptr_t glo = lo - weft__rt.page;
+    if (a >= glo && a < lo) {
+      char buf[256], *p = buf;
+      p = fmt_str(p, "weft: stack overflow in thread ");
+      p = fmt_dec(p, t->id);
+      p = fmt_str(p, ": stack [");
+      p = fmt_hex(p, lo);
+      p = fmt_str(p, ", ");
+      p = fmt_hex(p, hi);
+      p = fmt_str(p, "), guard page [");
+      p = fmt_hex(p, glo);
+      p = fmt_str(p, ", ");
+      p = fmt_hex(p, lo);
+      p = fmt_str(p, "), fault address ");
+      p = fmt_hex(p, a);
+      p = fmt_str(p, "\n");
+      ssize_t r = write(2, buf, (size_t)(p - buf));
+      (void)r;
+      signal(SIGABRT, SIG_DFL);
+      abort();
+    }
+  }
+  struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
+  if (old->sa_flags & SA_SIGINFO) {
+    if (old->sa_sigaction) { old->sa_sigaction(sig, si, uc); return; }
+  } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+    old->sa_handler(sig);
+    return;
+  }
+  /* default action: reinstall it and let the fault happen again */
+  signal(sig, SIG_DFL);
+}
+
+static void install_segv(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = segv_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &old_segv);
+  sigaction(SIGBUS, &sa, &old_bus);
+}
+
+static void restore_segv(void) {
+  sigaction(SIGSEGV, &old_segv, NULL);
+  sigaction(SIGBUS, &old_bus, NULL);
+}
+
+static stack_t old_altstack; /* VP 0's kernel thread is the caller's: restore it */
+
+static int altstack_setup(weft_vp_t *vp, stack_t *old) {
+  vp->altstack = weft__sys_malloc(WEFT__ALTSTACK_SIZE);
+  if (!vp->altstack) return WEFT_ENOMEM;
+  stack_t ss = {.ss_sp = vp->altstack, .ss_size = WEFT__ALTSTACK_SIZE, .ss_flags = 0};
+  sigaltstack(&ss, old);
+  return 0;
+}
+
+/* ---- virtual processors -------------------------------------------------------------- */
+
+static void *vp_main(void *p) {
+  weft_vp_t *vp = p;
+  weft__tls_vp = vp;
+  stack_t ss = {.ss_sp = vp->altstack, .ss_size = WEFT__ALTSTACK_SIZE, .ss_flags = 0};
+  sigaltstack(&ss, NULL);
+  if (weft__rt.cfg.pin) weft__os_pin(vp->index % weft__os_ncpus());
+  weft__ctx_init_self(&vp->idle_ctx, vp->ctx_storage);
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+  san_init_self(&vp->idle_ctx);
+#endif
+  idle_loop(vp);
+  stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+  sigaltstack(&off, NULL);
+  weft__tls_vp = NULL;
+  return NULL;
+}
+
+static weft_vp_t *vp_new(int index) {
+  weft_vp_t *vp = weft__sys_calloc(1, sizeof *vp);
+  if (!vp) return NULL;
+  vp->index = index;
+  vp->rng = 0x9e3779b9u * (uint32_t)(index + 1);
+  return vp;
+}
+
+static void vp_destroy(weft_vp_t *vp) {
+  if (!vp) return;
+  weft__vp_free_caches(vp);
+  if (vp->idle_stack) weft__sys_stack_unmap(vp->idle_stack, vp->idle_stack_size, vp->idle_stack_vg);
+  weft__sys_free(vp->altstack);
+  weft__sys_free(vp);
+}
+
+void weft_config_init(weft_config_t *cfg) {
+  if (!cfg) return;
+  cfg->nvps = weft__os_ncpus();
+  cfg->pin = 0;
+  cfg->stack_size = WEFT_DEFAULT_STACK_SIZE;
+  cfg->freelist_local = 32;
+  cfg->freelist_global = 1024;
+  cfg->spin_us = 50;
+}
+
+static int config_resolve(const weft_config_t *in, weft_config_t *out) {
+  weft_config_init(out);
+  if (!in) return 0;
+  if (in->nvps < 0 || in->nvps > WEFT_MAX_VPS || in->freelist_local < 0 ||
+      in->freelist_global < 0 || in->spin_us < 0 || in->spin_us > 1000000 ||
+      in->freelist_local > (1 << 20) || in->freelist_global > (1 << 24))
+    return WEFT_EINVAL;
+  if (in->stack_size && in->stack_size < WEFT_MIN_STACK_SIZE) return WEFT_EINVAL;
+  if (in->stack_size > ((size_t)1 << 36)) return WEFT_EINVAL;
+  if (in->nvps) out->nvps = in->nvps;
+  out->pin = in->pin;
+  if (in->stack_size) out->stack_size = in->stack_size;
+  if (in->freelist_local) out->freelist_local = in->freelist_local;
+  if (in->freelist_global) out->freelist_global = in->freelist_global;
+  out->spin_us = in->spin_us ? in->spin_us : out->spin_us;
+  size_t page = weft__os_page_size();
+  out->stack_size = (out->stack_size + page - 1) & ~(page - 1);
+  return 0;
+}
+
+weft_bundle_t *weft__bundle_new_root(void);
+void weft__bundle_free_root(weft_bundle_t *b);
+
+static weft_thread_t *main_new(void) {
+  weft_thread_t *t = weft__sys_calloc(1, sizeof *t + WEFT__CTX_SELF_SIZE + 16);
+  if (!t) return NULL;
+  t->flags = WEFT__TF_MAIN | WEFT__TF_STARTED;
+  t->affinity = -1;
+  t->bundle = weft__rt.root;
+  t->id = atomic_fetch_add_explicit(&weft__next_id_block, 1, memory_order_relaxed) << 10;
+  weft__ctx_init_self(&t->ctx, (void *)(((uintptr_t)(t + 1) + 15) & ~(uintptr_t)15));
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+  san_init_self(&t->ctx);
+#endif
+  return t;
+}
+
+/* Undoes a partial init; safe on any prefix of init's steps. */
+static void teardown(void) {
+  weft__rt_t *rt = &weft__rt;
+  if (rt->vps) {
+    for (int i = 0; i < rt->nvps; i++) vp_destroy(rt->vps[i]);
+    weft__sys_free(rt->vps);
+  }
+  weft__pool_free_all();
+  weft__sys_free(rt->sleepers);
+  if (rt->root) weft__bundle_free_root(rt->root);
+  weft__sys_free(rt->main);
+  memset(rt, 0, sizeof *rt);
+}
+
+static _Atomic int init_lock; /* 0 free, 1 someone in init or shutdown */
+
+int weft_init(const weft_config_t *cfg) {
+  weft_config_t c;
+  int rc = config_resolve(cfg, &c);
+  if (rc) return rc;
+  if (weft__vp()) return WEFT_EALREADY;
+  int expect = 0;
+  if (!atomic_compare_exchange_strong(&init_lock, &expect, 1)) return WEFT_EALREADY;
+  weft__rt_t *rt = &weft__rt;
+  if (atomic_load(&rt->state)) {
+    atomic_store(&init_lock, 0);
+    return WEFT_EALREADY;
+  }
+  memset(rt, 0, sizeof *rt);
+  rt->cfg = c;
+  rt->nvps = c.nvps;
+  rt->page = weft__os_page_size();
+  rc = WEFT_ENOMEM;
+  rt->vps = weft__sys_calloc((size_t)c.nvps, sizeof *rt->vps);
+  rt->sleepers = weft__sys_calloc((size_t)c.nvps, sizeof *rt->sleepers);
+  if (!rt->vps || !rt->sleepers) goto fail;
+  rt->root = weft__bundle_new_root();
+  if (!rt->root) goto fail;
+  for (int i = 0; i < c.nvps; i++)
+    if (!(rt->vps[i] = vp_new(i))) goto fail;
+  for (int i = 1; i < c.nvps; i++)
+    if (altstack_setup(rt->vps[i], NULL)) goto fail;
+  rt->main = main_new();
+  if (!rt->main) goto fail;
+  weft_vp_t *vp0 = rt->vps[0];
+  /* VP 0's idle loop needs a stack of its own: the caller's is the main thread's */
+  vp0->idle_stack_size = 64 * 1024;
+  vp0->idle_stack = weft__sys_stack_map(vp0->idle_stack_size, &vp0->idle_stack_vg);
+  if (!vp0->idle_stack) goto fail;
+  weft__ctx_make(&vp0->idle_ctx, vp0->idle_stack,
+                 (char *)vp0->idle_stack + vp0->idle_stack_size, idle_entry, vp0);
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+  vp0->idle_ctx.stack_lo = vp0->idle_stack;
+  vp0->idle_ctx.stack_size = vp0->idle_stack_size;
+  vp0->idle_ctx.asan_fake = NULL;
+  vp0->idle_ctx.tsan_fiber = NULL;
+#endif
+  if (altstack_setup(vp0, &old_altstack)) goto fail;
+  install_segv();
+  atomic_store_explicit(&rt->state, 1, memory_order_release);
+  int started = 1;
+  for (int i = 1; i < c.nvps; i++) {
+    /* failure injection covers kernel-thread creation too */
+    void *probe = weft__sys_malloc(1);
+    int err = probe ? pthread_create(&rt->vps[i]->kthread, NULL, vp_main, rt->vps[i]) : -1;
+    weft__sys_free(probe);
+    if (err != 0) {
+      rc = probe ? WEFT_ESYS : WEFT_ENOMEM;
+      break;
+    }
+    started++;
+  }
+  if (started < c.nvps) {
+    atomic_store(&rt->stopping, 1);
+    wake_all();
+    for (int i = 1; i < started; i++) pthread_join(rt->vps[i]->kthread, NULL);
+    atomic_store(&rt->state, 0);
+    restore_segv();
+    sigaltstack(&old_altstack, NULL);
+    goto fail;
+  }
+  if (c.pin) weft__os_pin(0);
+  vp0->current = rt->main;
+  weft__tls_vp = vp0;
+  atomic_store(&init_lock, 0);
+  return 0;
+fail:
+  teardown();
+  atomic_store(&init_lock, 0);
+  return rc;
+}
+
+int weft_is_running(void) { return atomic_load_explicit(&weft__rt.state, memory_order_acquire); }
+
+int weft_vp_count(void) { return weft_is_running() ? weft__rt.nvps : 0; }
+
+int weft_vp_self(void) {
+  weft_vp_t *vp = weft__vp();
+  return vp ? vp->index : -1;
+}
+
+static long live_threads(void) {
+  uint64_t c = atomic_load(&weft__rt.os_created), f = 0;
+  for (int i = 0; i < weft__rt.nvps; i++) {
+    c += atomic_load_explicit(&weft__rt.vps[i]->n_created, memory_order_relaxed);
+    f += atomic_load_explicit(&weft__rt.vps[i]->n_finished, memory_order_relaxed);
+  }
+  return (long)(c - f);
+}
+
+/* Continuation for migrating the caller to VP 0: after it is saved, queue it there.
+ * Only used when every other thread has finished, so nothing can steal it back
+ * once rt.stopping keeps the other VPs out of their queues' work. */
+static void to_vp0_cont(void *t) { weft__enqueue(weft__rt.vps[0], (weft_thread_t *)t); }
+
+int weft_shutdown(void) {
+  weft__rt_t *rt = &weft__rt;
+  weft_vp_t *vp = weft__vp();
+  if (!vp) return atomic_load(&rt->state) ? WEFT_EPERM : WEFT_ENOTINIT;
+  weft_thread_t *self = vp->current;
+  if (self != rt->main) return WEFT_EPERM;
+  /* 1. run until every other thread has finished, or none can run */
+  int quiet_rounds = 0;
+  while (live_threads() > 0) {
+    if (atomic_load_explicit(&vp->q.head, memory_order_relaxed)) {
+      weft_yield();
+      quiet_rounds = 0;
+      continue;
+    }
+    uint32_t idle = atomic_load(&rt->idle);
+    int idle_vps = (int)(idle & 0xffff) + (int)(idle >> 16);
+    if (idle_vps == rt->nvps - 1 && !any_queued_locked_look()) {
+      if (++quiet_rounds >= 3) return WEFT_EBUSY;
+    } else {
+      quiet_rounds = 0;
+    }
+    weft__os_sleep_ns(200000);
+  }
+  /* 2. stop the other VPs' stealing, move to VP 0's kernel thread */
+  atomic_store_explicit(&rt->stopping, 1, memory_order_release);
+  wake_all();
+  while (vp->index != 0) {
+    weft__block(vp, self, to_vp0_cont, self);
+    vp = weft__vp();
+  }
+  for (int i = 1; i < rt->nvps; i++) pthread_join(rt->vps[i]->kthread, NULL);
+  /* 3. free everything; we are back on our own OS thread and stack */
+  atomic_store(&rt->state, 0);
+  weft__tls_vp = NULL;
+  restore_segv();
+  sigaltstack(&old_altstack, NULL);
+  teardown();
+  return 0;
+}
+
+void weft_debug_stats(weft_debug_stats_t *out) {
+  memset(out, 0, sizeof *out);
+  if (!weft_is_running()) return;
+  for (int i = 0; i < weft__rt.nvps; i++) {
+    weft_vp_t *v = weft__rt.vps[i];
+    out->created += atomic_load_explicit(&v->n_created, memory_order_relaxed);
+    out->finished += atomic_load_explicit(&v->n_finished, memory_order_relaxed);
+    out->switches += atomic_load_explicit(&v->n_switches, memory_order_relaxed);
+    out->steals += atomic_load_explicit(&v->n_steals, memory_order_relaxed);
+    out->sleeps += atomic_load_explicit(&v->n_sleeps, memory_order_relaxed);
+    out->tcb_cached += (uint64_t)v->ntcb;
+    out->stacks_cached += (uint64_t)v->nstk;
+  }
+  out->created += atomic_load(&weft__rt.os_created);
+  out->tcb_cached += (uint64_t)weft__rt.pool.ntcbs;
+  out->stacks_cached += (uint64_t)weft__rt.pool.nstacks;
+}

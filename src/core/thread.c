@@ -1,0 +1,411 @@
+/* src/core/thread.c - create, start, finish, join, detach, yield, self.
+ *
+ * The paths here are counted in instructions (bench/icount.sh). The default
+ * scheduler's handlers are inlined behind one pointer comparison
+ * (weft__is_default): a bundle with any other table, even a copy of the default
+ * one, goes through the table.
+ */
+#include <sched.h>
+#include <stdlib.h>
+
+#include "core/internal.h"
+
+#if defined(WEFT_TSAN)
+#include <sanitizer/tsan_interface.h>
+#endif
+
+void weft__switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
+
+void weft_attr_init(weft_attr_t *attr) {
+  if (!attr) return;
+  attr->stack_size = 0;
+  attr->detached = 0;
+  attr->affinity = -1;
+  attr->bundle = NULL;
+}
+
+static inline uint64_t next_id(weft_vp_t *vp) {
+  if (WEFT__UNLIKELY(vp->id_next == vp->id_end)) {
+    /* relaxed: ids only need to be unique, and fetch_add gives that */
+    uint64_t blk = atomic_fetch_add_explicit(&weft__next_id_block, 1, memory_order_relaxed);
+    vp->id_next = blk << 10;
+    vp->id_end = vp->id_next + 1024;
+    if (vp->id_next == 0) vp->id_next = 1;
+  }
+  return vp->id_next++;
+}
+
+/* Creation from a plain OS thread: no VP, so the control block comes from the
+ * global pool and the thread is handed to a VP. */
+static int create_os(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg);
+
+static inline void tcb_init(weft_thread_t *t, weft_bundle_t *b, weft_thread_fn fn,
+                            void *arg, const weft_attr_t *attr) {
+  t->ctx.sp = NULL;
+#if defined(WEFT_TSAN)
+  t->ctx.tsan_fiber = NULL;
+#endif
+  t->bundle = b;
+  t->fn = fn;
+  t->arg = arg;
+  t->stack = NULL;
+  t->local = NULL;
+  t->tsd = NULL;
+  t->sched_data = 0;
+  t->flags = 0;
+  if (WEFT__LIKELY(!attr)) {
+    t->stack_size = 0;
+    t->affinity = -1;
+    atomic_store_explicit(&t->join, 0, memory_order_relaxed);
+  } else {
+    t->stack_size = attr->stack_size;
+    t->affinity = attr->affinity;
+    /* relaxed: the thread is published to others by the enqueue's lock release */
+    atomic_store_explicit(&t->join, attr->detached ? WEFT__JW_DETACHED : 0,
+                          memory_order_relaxed);
+  }
+}
+
+static int attr_check(const weft_attr_t *attr) {
+  if (attr->stack_size && (attr->stack_size < WEFT_MIN_STACK_SIZE ||
+                           attr->stack_size > ((size_t)1 << 36)))
+    return WEFT_EINVAL;
+  if (attr->affinity < -1) return WEFT_EINVAL;
+  return 0;
+}
+
+/* Rounds a custom stack size to pages; keeps 0 (default). */
+static inline void attr_stack_round(weft_thread_t *t) {
+  if (t->stack_size) {
+    size_t page = weft__rt.page;
+    t->stack_size = (t->stack_size + page - 1) & ~(page - 1);
+  }
+}
+
+static inline weft_vp_t *placement(weft_vp_t *vp, const weft_thread_t *t) {
+  if (t->affinity >= 0) return weft__rt.vps[(unsigned)t->affinity % (unsigned)weft__rt.nvps];
+  return vp;
+}
+
+int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg) {
+  weft_vp_t *vp = weft__vp();
+  if (WEFT__UNLIKELY(!vp)) return create_os(out, attr, fn, arg);
+  if (WEFT__UNLIKELY(!fn)) return WEFT_EINVAL;
+  weft_bundle_t *b = weft__rt.root;
+  if (WEFT__UNLIKELY(attr != NULL)) {
+    int rc = attr_check(attr);
+    if (rc) return rc;
+    if (!out && !attr->detached) return WEFT_EINVAL;
+    if (attr->bundle) b = attr->bundle;
+  } else if (WEFT__UNLIKELY(!out)) {
+    return WEFT_EINVAL;
+  }
+  weft_thread_t *t = weft__tcb_alloc(vp);
+  if (WEFT__UNLIKELY(!t)) return WEFT_ENOMEM;
+  tcb_init(t, b, fn, arg, attr);
+  if (WEFT__UNLIKELY(attr != NULL)) attr_stack_round(t);
+  t->id = next_id(vp);
+  weft__stat_inc(&vp->n_created);
+  if (out) *out = t;  /* before the thread can run and be reaped elsewhere */
+  if (WEFT__LIKELY(weft__is_default(b))) {
+    weft__enqueue(placement(vp, t), t);
+  } else {
+    if (b != weft__rt.root) atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
+    b->ops.thread_created(b, t);
+  }
+  return 0;
+}
+
+static int create_os(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg) {
+  if (!atomic_load_explicit(&weft__rt.state, memory_order_acquire)) return WEFT_ENOTINIT;
+  if (!fn) return WEFT_EINVAL;
+  weft_bundle_t *b = weft__rt.root;
+  if (attr) {
+    int rc = attr_check(attr);
+    if (rc) return rc;
+    if (!out && !attr->detached) return WEFT_EINVAL;
+    if (attr->bundle) b = attr->bundle;
+  } else if (!out) {
+    return WEFT_EINVAL;
+  }
+  weft_thread_t *t = weft__tcb_alloc(NULL);
+  if (!t) return WEFT_ENOMEM;
+  tcb_init(t, b, fn, arg, attr);
+  attr_stack_round(t);
+  uint64_t blk = atomic_fetch_add_explicit(&weft__next_id_block, 1, memory_order_relaxed);
+  t->id = blk << 10;  /* a whole id block for one thread: OS-thread creation is rare */
+  atomic_fetch_add_explicit(&weft__rt.os_created, 1, memory_order_relaxed);
+  if (out) *out = t;
+  if (weft__is_default(b)) {
+    weft_vp_t *target = t->affinity >= 0 ? placement(NULL, t) : weft__os_target_vp();
+    weft__enqueue(target, t);
+  } else {
+    if (b != weft__rt.root) atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
+    b->ops.thread_created(b, t);
+  }
+  return 0;
+}
+
+/* ---- start and finish -------------------------------------------------------------- */
+
+static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *result);
+
+void weft__thread_entry(void *p) {
+  weft_thread_t *t = p;
+  weft_bundle_t *b = t->bundle;
+  t->flags |= WEFT__TF_STARTED;
+  if (WEFT__UNLIKELY(b->ops.thread_started != NULL)) b->ops.thread_started(b, t);
+  void *r = t->fn(t->arg);
+  thread_finish(weft__vp(), t, r);
+}
+
+/* Runs on the next context's stack once the finished thread t is off its own
+ * stack: release the stack, then publish DONE. After the exchange t belongs to its
+ * joiner (or, detached, to us) and is not touched again. */
+static void finish_cont(void *p) {
+  weft_thread_t *t = p;
+  weft_vp_t *vp = weft__vp();
+#if defined(WEFT_TSAN)
+  __tsan_destroy_fiber(t->ctx.tsan_fiber);
+  t->ctx.tsan_fiber = NULL;
+#endif
+  weft__stack_release(vp, t);
+  weft_bundle_t *b = t->bundle;
+  if (b != weft__rt.root) atomic_fetch_sub_explicit(&b->nthreads, 1, memory_order_release);
+  weft__stat_inc(&vp->n_finished);
+  /* acq_rel: release publishes result (and the thread's writes) to the joiner's
+   * acquire load; acquire pairs with the joiner's release CAS that published it */
+  uintptr_t old = atomic_exchange_explicit(&t->join, WEFT__JW_DONE, memory_order_acq_rel);
+  switch (WEFT__JW_TAG(old)) {
+    case 0:
+      break;                             /* the joiner will reap it */
+    case WEFT__JW_DETACHED:
+      weft__tcb_free(vp, t);
+      break;
+    case WEFT__JW_WEFT: {
+      weft_thread_t *j = WEFT__JW_PTR(old);
+      if (j != vp->current) weft__unblock(vp, j);  /* else: handed off, running */
+      break;
+    }
+    case WEFT__JW_OS: {
+      weft__os_waiter_t *w = WEFT__JW_PTR(old);
+      /* release: pairs with the acquire load in join_os */
+      atomic_store_explicit(&w->done, 1, memory_order_release);
+      weft__os_futex_wake(&w->done, 1);
+      break;
+    }
+  }
+}
+
+static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *result) {
+  if (t->tsd) weft__key_run_dtors(t);
+  vp = weft__vp();                       /* destructors may have switched */
+  t->result = result;
+  weft_bundle_t *b = t->bundle;
+  if (WEFT__UNLIKELY(b->ops.thread_terminated != NULL)) b->ops.thread_terminated(b, t);
+  /* A joiner already published (it is saved and waits) can only be released by
+   * us: hand the VP straight to it if the default scheduler owns it. */
+  weft_thread_t *next = NULL;
+  uintptr_t w = atomic_load_explicit(&t->join, memory_order_acquire);
+  if (WEFT__JW_TAG(w) == WEFT__JW_WEFT) {
+    weft_thread_t *j = WEFT__JW_PTR(w);
+    if (weft__is_default(j->bundle)) next = j;
+  }
+  if (!next) {
+    next = weft__dequeue(vp);
+    if (next) weft__prepare(vp, &next);
+  }
+  vp->current = next;
+  weft__stat_inc(&vp->n_switches);
+  weft__switch_dying(&t->ctx, next ? &next->ctx : &vp->idle_ctx, finish_cont, t);
+  __builtin_unreachable();
+}
+
+int weft_exit(void *result) {
+  weft_vp_t *vp = weft__vp();
+  if (!vp) return atomic_load(&weft__rt.state) ? WEFT_EPERM : WEFT_ENOTINIT;
+  weft_thread_t *t = vp->current;
+  if (t->flags & WEFT__TF_MAIN) return WEFT_EPERM;
+  thread_finish(vp, t, result);
+}
+
+/* ---- join and detach ------------------------------------------------------------------ */
+
+/* Continuation of a blocking join, run once the joiner is saved: publish it in the
+ * join word. If the joinee finished (or was detached) meanwhile, the CAS fails and
+ * the joiner is made ready again at once. */
+static void join_cont(void *p) {
+  weft_thread_t *self = p;
+  weft_thread_t *t = self->blocked_on;
+  weft_bundle_t *b = self->bundle;
+  if (WEFT__UNLIKELY(b->ops.thread_blocked != NULL)) b->ops.thread_blocked(b, self);
+  uintptr_t expect = 0;
+  /* release: the joiner's saved context is visible to whoever unblocks it (pairs
+   * with the acquire half of the finisher's exchange) */
+  if (!atomic_compare_exchange_strong_explicit(&t->join, &expect,
+                                               (uintptr_t)self | WEFT__JW_WEFT,
+                                               memory_order_release, memory_order_relaxed))
+    weft__unblock(weft__vp(), self);
+}
+
+static int join_os(weft_thread_t *t, void **result);
+
+int weft_join(weft_thread_t *t, void **result) {
+  weft_vp_t *vp = weft__vp();
+  if (WEFT__UNLIKELY(!vp)) return join_os(t, result);
+  if (WEFT__UNLIKELY(!t)) return WEFT_EINVAL;
+  weft_thread_t *self = vp->current;
+  if (WEFT__UNLIKELY(t == self)) return WEFT_EDEADLK;
+  /* acquire: pairs with the finisher's release exchange (result visible) */
+  uintptr_t w = atomic_load_explicit(&t->join, memory_order_acquire);
+  if (w == 0) {
+    self->blocked_on = t;
+    weft__block(vp, self, join_cont, self);
+    vp = weft__vp();
+    w = atomic_load_explicit(&t->join, memory_order_acquire);
+  }
+  if (WEFT__UNLIKELY(w != WEFT__JW_DONE)) return WEFT_ESRCH;
+  if (result) *result = t->result;
+  weft__tcb_free(vp, t);
+  return 0;
+}
+
+static int join_os(weft_thread_t *t, void **result) {
+  if (!atomic_load_explicit(&weft__rt.state, memory_order_acquire)) return WEFT_ENOTINIT;
+  if (!t) return WEFT_EINVAL;
+  weft__os_waiter_t waiter;
+  atomic_init(&waiter.done, 0);
+  uintptr_t expect = 0;
+  /* release: publishes the waiter; pairs with the finisher's acq_rel exchange */
+  if (atomic_compare_exchange_strong_explicit(&t->join, &expect,
+                                              (uintptr_t)&waiter | WEFT__JW_OS,
+                                              memory_order_release, memory_order_acquire)) {
+    /* acquire: pairs with the release store of done in finish_cont */
+    while (!atomic_load_explicit(&waiter.done, memory_order_acquire))
+      weft__os_futex_wait(&waiter.done, 0);
+    expect = atomic_load_explicit(&t->join, memory_order_acquire);
+  }
+  if (expect != WEFT__JW_DONE) return WEFT_ESRCH;
+  if (result) *result = t->result;
+  weft__tcb_free(NULL, t);
+  return 0;
+}
+
+int weft_detach(weft_thread_t *t) {
+  if (!atomic_load_explicit(&weft__rt.state, memory_order_acquire)) return WEFT_ENOTINIT;
+  if (!t) return WEFT_EINVAL;
+  uintptr_t expect = 0;
+  /* acquire (both ways): on failure a DONE thread's writes are ours before we free
+   * it (pairs with the finisher's release exchange); C11 forbids a failure order
+   * stronger than the success order, and detaching itself publishes nothing */
+  if (atomic_compare_exchange_strong_explicit(&t->join, &expect, WEFT__JW_DETACHED,
+                                              memory_order_acquire, memory_order_acquire))
+    return 0;
+  if (expect == WEFT__JW_DONE) {
+    weft__tcb_free(weft__vp(), t);
+    return 0;
+  }
+  return WEFT_ESRCH;
+}
+
+/* ---- yield ----------------------------------------------------------------------------
+ * Default scheduler: take the head of the local queue and put the caller at the
+ * tail under one acquisition of the queue lock, and release that lock only in the
+ * continuation, after the caller is saved: no other VP can steal the caller while
+ * its registers are still being pushed. Other schedulers: the caller is given to
+ * thread_unblocked in the continuation. */
+
+static void yield_cont(void *p) { weft__unblock(weft__vp(), (weft_thread_t *)p); }
+
+void weft_yield(void) {
+  weft_vp_t *vp = weft__vp();
+  if (WEFT__UNLIKELY(!vp)) {
+    sched_yield();
+    return;
+  }
+  weft_thread_t *self = vp->current;
+  if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) return;
+  if (WEFT__UNLIKELY(!weft__is_default(self->bundle))) {
+    weft_thread_t *next = weft__dequeue(vp);
+    if (!next) return;
+    weft__prepare(vp, &next);
+    if (!next) return;
+    vp->current = next;
+    weft__stat_inc(&vp->n_switches);
+    weft__switch(&self->ctx, &next->ctx, yield_cont, self);
+    return;
+  }
+  weft__spin_lock(&vp->q.lock);
+  weft_thread_t *next = atomic_load_explicit(&vp->q.head, memory_order_relaxed);
+  if (WEFT__UNLIKELY(!next || !next->ctx.sp)) {
+    weft__spin_unlock(&vp->q.lock);
+    if (next) {                          /* first run: bind outside the lock */
+      next = weft__dequeue(vp);
+      if (!next) return;
+      weft__prepare(vp, &next);
+      if (!next) return;
+      vp->current = next;
+      weft__stat_inc(&vp->n_switches);
+      weft__switch(&self->ctx, &next->ctx, yield_cont, self);
+    }
+    return;
+  }
+  /* next->next, not head, becomes the head; self goes to the tail */
+  weft_thread_t *after = next->next;
+  self->next = NULL;
+  if (after) {
+    atomic_store_explicit(&vp->q.head, after, memory_order_relaxed);
+    vp->q.tail->next = self;
+  } else {
+    atomic_store_explicit(&vp->q.head, self, memory_order_relaxed);
+  }
+  vp->q.tail = self;
+  vp->current = next;
+  weft__stat_inc(&vp->n_switches);
+  weft__switch(&self->ctx, &next->ctx, weft__spin_unlock_cont, &vp->q.lock);
+}
+
+/* ---- self, ids, the fast local pointer ---------------------------------------------- */
+
+weft_thread_t *weft_self(void) {
+  weft_vp_t *vp = weft__vp();
+  return vp ? vp->current : NULL;
+}
+
+uint64_t weft_thread_id(const weft_thread_t *t) { return t ? t->id : 0; }
+
+void *weft_local_get(void) {
+  weft_vp_t *vp = weft__vp();
+  return vp ? vp->current->local : NULL;
+}
+
+int weft_local_set(void *value) {
+  weft_vp_t *vp = weft__vp();
+  if (!vp) return atomic_load(&weft__rt.state) ? WEFT_EPERM : WEFT_ENOTINIT;
+  vp->current->local = value;
+  return 0;
+}
+
+/* ---- block and unblock (public, weft/sched.h) ---------------------------------------- */
+
+static void block_cont(void *p) {
+  weft_thread_t *self = p;
+  weft_bundle_t *b = self->bundle;
+  if (WEFT__UNLIKELY(b->ops.thread_blocked != NULL)) b->ops.thread_blocked(b, self);
+  self->cont_fn(self->cont_arg);
+}
+
+void weft_thread_block(void (*release)(void *arg), void *arg) {
+  weft_vp_t *vp = weft__vp();
+  WEFT__ASSERT(vp != NULL, "weft_thread_block called from a plain OS thread");
+  if (!vp) return;
+  weft_thread_t *self = vp->current;
+  self->cont_fn = release;
+  self->cont_arg = arg;
+  weft__block(vp, self, block_cont, self);
+}
+
+void weft_thread_unblock(weft_thread_t *t) {
+  if (!t) return;
+  weft__unblock(weft__vp(), t);
+}

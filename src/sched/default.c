@@ -1,0 +1,73 @@
+/* src/sched/default.c - the default scheduler, written only against the public
+ * scheduler interface (weft/sched.h), as every scheduler must be.
+ *
+ * Policy (papers/004 3, "per-processor ready queues"): a new or unblocked thread
+ * goes to the dispatch queue of the VP that made it ready (or of its affinity VP);
+ * an idle VP looks at its own queue (the kernel does that) and then steals the
+ * head of another VP's queue, starting from a random victim.
+ *
+ * The runtime inlines exactly these handlers for the root bundle (one pointer
+ * comparison); a bundle given a copy of this table runs them through the table.
+ */
+#include "weft/sched.h"
+
+#include <stdatomic.h>
+
+#include "weft/runtime.h"
+
+static weft_vp_t *target(weft_thread_t *t) {
+  int n = weft_vp_count();
+  int a = weft_sched_thread_affinity(t);
+  if (a >= 0) return weft_sched_vp(a % n);
+  weft_vp_t *vp = weft_sched_vp_self();
+  if (vp) return vp;
+  static _Atomic unsigned rr; /* plain OS thread: spread round robin */
+  return weft_sched_vp((int)(atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) % (unsigned)n));
+}
+
+static void on_created(weft_bundle_t *b, weft_thread_t *t) {
+  (void)b;
+  weft_sched_enqueue(target(t), t);
+}
+
+static void on_unblocked(weft_bundle_t *b, weft_thread_t *t) {
+  (void)b;
+  weft_vp_t *vp = weft_sched_vp_self();
+  if (!vp) vp = target(t);
+  weft_sched_enqueue(vp, t);
+}
+
+/* xorshift, per calling thread; only picks a starting victim */
+static unsigned next_rand(void) {
+  static __thread unsigned s = 0x2545f491u;
+  s ^= s << 13;
+  s ^= s >> 17;
+  s ^= s << 5;
+  return s;
+}
+
+static weft_thread_t *on_idle(weft_bundle_t *b, weft_vp_t *vp) {
+  (void)b;
+  int n = weft_vp_count();
+  if (n <= 1) return NULL;
+  int self = weft_sched_vp_index(vp);
+  int start = (int)(next_rand() % (unsigned)n);
+  for (int k = 0; k < n; k++) {
+    int i = (start + k) % n;
+    if (i == self) continue;
+    weft_thread_t *t = weft_sched_steal(weft_sched_vp(i));
+    if (t) return t;
+  }
+  return NULL;
+}
+
+const weft_sched_ops_t weft_sched_default = {
+    .thread_created = on_created,
+    .thread_started = NULL,
+    .thread_terminated = NULL,
+    .thread_blocked = NULL,
+    .thread_unblocked = on_unblocked,
+    .bundle_created = NULL,
+    .bundle_terminated = NULL,
+    .processor_idle = on_idle,
+};
