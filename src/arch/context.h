@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdatomic.h>
 
 typedef struct weft_ctx {
   void *sp;  /* saved stack pointer (ucontext: the ucontext_t); NULL: never made */
@@ -41,6 +42,10 @@ typedef void (*weft_ctx_fn)(void *arg);
  * there if fn is not NULL, and resumes *to. Returns when something switches back
  * to *from. Implemented in assembly (src/arch/<isa>/) or with ucontext. */
 void weft__ctx_switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
+
+/* weft__ctx_switch_unlock() is weft__ctx_switch() with the continuation fixed to
+ * "release-store 0 to *word": unlocking a spinlock held across the switch. */
+void weft__ctx_switch_unlock(weft_ctx_t *from, weft_ctx_t *to, _Atomic uint32_t *word);
 
 /* weft__ctx_make() prepares *ctx so that the first switch to it runs the
  * continuation, then entry(arg) on the stack [lo, hi). entry must never return.

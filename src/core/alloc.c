@@ -16,6 +16,10 @@
 
 #include "core/internal.h"
 
+#if defined(WEFT_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 _Atomic long weft__live_blocks;
 static _Atomic long alloc_count;
 static _Atomic long fail_countdown; /* 0: off; n: the n-th next allocation fails */
@@ -113,8 +117,8 @@ static void tcb_release_locked(weft_thread_t *list) {
   }
 }
 
-weft_thread_t *weft__tcb_alloc(weft_vp_t *vp) {
-  if (WEFT__LIKELY(vp && vp->tcb_free)) {
+weft_thread_t *weft__tcb_alloc_slow(weft_vp_t *vp) {
+  if (vp && vp->tcb_free) {
     weft_thread_t *t = vp->tcb_free;
     vp->tcb_free = t->next;
     vp->ntcb--;
@@ -144,9 +148,9 @@ weft_thread_t *weft__tcb_alloc(weft_vp_t *vp) {
   return t;
 }
 
-void weft__tcb_free(weft_vp_t *vp, weft_thread_t *t) {
+void weft__tcb_free_slow(weft_vp_t *vp, weft_thread_t *t) {
   int T = weft__rt.cfg.freelist_local;
-  if (WEFT__LIKELY(vp && vp->ntcb < 2 * T)) {
+  if (vp && vp->ntcb < 2 * T) {
     t->next = vp->tcb_free;
     vp->tcb_free = t;
     vp->ntcb++;
@@ -194,7 +198,7 @@ static void stack_unmap_rec(weft__stack_rec_t *r) {
   weft__sys_stack_unmap(r->lo, weft__rt.cfg.stack_size, r->vg_id);
 }
 
-int weft__stack_bind(weft_vp_t *vp, weft_thread_t *t) {
+int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t) {
   size_t def = weft__rt.cfg.stack_size;
   size_t size = t->stack_size ? t->stack_size : def;
   weft__stack_rec_t *r = NULL;
@@ -235,7 +239,6 @@ int weft__stack_bind(weft_vp_t *vp, weft_thread_t *t) {
     r->vg_id = vg;
   }
   t->stack = r->lo;
-  t->stack_size = size;
   /* the usable top lies below the record, 64-aligned */
   weft__ctx_make(&t->ctx, r->lo, (char *)r, weft__thread_entry, t);
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
@@ -246,9 +249,16 @@ int weft__stack_bind(weft_vp_t *vp, weft_thread_t *t) {
   return 0;
 }
 
-void weft__stack_release(weft_vp_t *vp, weft_thread_t *t) {
-  size_t size = t->stack_size;
+void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t) {
+  size_t size = t->stack_size ? t->stack_size : weft__rt.cfg.stack_size;
   weft__stack_rec_t *r = stack_rec(t->stack, size);
+#if defined(WEFT_ASAN)
+  /* the finished thread's frames never returned: clear their redzones so that the
+   * next thread on this stack starts clean (only the part that was used) */
+  char *used = (char *)t->ctx.sp - 256;
+  if (used < (char *)t->stack) used = t->stack;
+  __asan_unpoison_memory_region(used, (size_t)((char *)r - used));
+#endif
   t->stack = NULL;
   t->ctx.sp = NULL;
   if (size != weft__rt.cfg.stack_size) {
@@ -256,7 +266,7 @@ void weft__stack_release(weft_vp_t *vp, weft_thread_t *t) {
     return;
   }
   int T = weft__rt.cfg.freelist_local;
-  if (WEFT__LIKELY(vp && vp->nstk < 2 * T)) {
+  if (vp && vp->nstk < 2 * T) {
     r->next = vp->stk_free;
     vp->stk_free = r;
     vp->nstk++;

@@ -136,8 +136,10 @@ struct weft_vp {
   weft__stack_rec_t *stk_free;  /* free default-size stacks, count nstk (owner) */
   int nstk;
   uint64_t id_next, id_end;     /* block of thread ids */
+  int free_limit;               /* 2T: most free blocks (and stacks) kept locally */
+  size_t def_stack;             /* cfg.stack_size */
   /* statistics: written by the owner only (relaxed stores), read by anyone */
-  _Atomic uint64_t n_created, n_finished, n_switches, n_steals, n_sleeps;
+  _Atomic uint64_t n_created, n_finished, n_steals, n_sleeps;
 
   /* dispatch queue: FIFO of ready threads linked through t->next */
   struct {
@@ -238,25 +240,98 @@ static inline weft_vp_t *weft__vp(void) {
   return vp;
 }
 
-/* ---- allocation (alloc.c) --------------------------------------------------------- */
+/* The switch the core uses: weft__ctx_switch, with the sanitizers told about every
+ * switch in sanitizer builds (runtime.c). weft__switch_dying is for a thread that
+ * will never be resumed. */
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+void weft__switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
+void weft__switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
+#else
+#define weft__switch weft__ctx_switch
+#define weft__switch_dying weft__ctx_switch
+#endif
+void weft__thread_entry(void *t);       /* first code on a new thread's stack */
+
+/* Switch, then release lock l on the new stack (the yield fast path). */
+static inline void weft__switch_unlock(weft_ctx_t *from, weft_ctx_t *to, weft__spin_t *l) {
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+  weft__switch(from, to, weft__spin_unlock_cont, l);
+#else
+  weft__ctx_switch_unlock(from, to, &l->word);
+#endif
+}
+
+/* ---- allocation (alloc.c; fast paths inline here) ---------------------------------- */
 void *weft__sys_malloc(size_t size);    /* counted, failure-injectable */
 void *weft__sys_calloc(size_t n, size_t size);
 void weft__sys_free(void *p);
-weft_thread_t *weft__tcb_alloc(weft_vp_t *vp);          /* vp may be NULL */
-void weft__tcb_free(weft_vp_t *vp, weft_thread_t *t);   /* vp may be NULL */
-int weft__stack_bind(weft_vp_t *vp, weft_thread_t *t);  /* 0 or WEFT_ENOMEM */
-void weft__stack_release(weft_vp_t *vp, weft_thread_t *t);
+weft_thread_t *weft__tcb_alloc_slow(weft_vp_t *vp);        /* vp may be NULL */
+void weft__tcb_free_slow(weft_vp_t *vp, weft_thread_t *t); /* vp may be NULL */
+int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t);
+void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t);
 void weft__vp_free_caches(weft_vp_t *vp);               /* to the system */
 void weft__pool_free_all(void);                         /* at shutdown */
 void *weft__sys_stack_map(size_t size, unsigned *vg);
 void weft__sys_stack_unmap(void *lo, size_t size, unsigned vg);
 
+/* A control block from the VP's free list, else from the pool or the system. */
+static inline weft_thread_t *weft__tcb_alloc(weft_vp_t *vp) {
+  weft_thread_t *t = vp->tcb_free;
+  if (WEFT__LIKELY(t != NULL)) {
+    vp->tcb_free = t->next;
+    vp->ntcb--;
+    return t;
+  }
+  return weft__tcb_alloc_slow(vp);
+}
+
+/* vp may be NULL (a plain OS thread): then straight to the pool. */
+static inline void weft__tcb_free(weft_vp_t *vp, weft_thread_t *t) {
+  if (WEFT__LIKELY(vp && vp->ntcb < vp->free_limit)) {
+    t->next = vp->tcb_free;
+    vp->tcb_free = t;
+    vp->ntcb++;
+    return;
+  }
+  weft__tcb_free_slow(vp, t);
+}
+
+/* Binds a stack to t (which has none) and builds its first frame: 0 or WEFT_ENOMEM. */
+static inline int weft__stack_bind(weft_vp_t *vp, weft_thread_t *t) {
+  weft__stack_rec_t *r = vp ? vp->stk_free : NULL;
+#if !defined(WEFT_ASAN) && !defined(WEFT_TSAN)
+  if (WEFT__LIKELY(r != NULL && t->stack_size == 0)) {
+    vp->stk_free = r->next;
+    vp->nstk--;
+    t->stack = r->lo;
+    weft__ctx_make(&t->ctx, r->lo, (char *)r, weft__thread_entry, t);
+    return 0;
+  }
+#endif
+  (void)r;
+  return weft__stack_bind_slow(vp, t);
+}
+
+/* Takes t's stack back (t is off it): to the VP's free list if it has the default
+ * size and there is room, else the slow path balances with the pool. */
+static inline void weft__stack_release(weft_vp_t *vp, weft_thread_t *t) {
+#if !defined(WEFT_ASAN) && !defined(WEFT_TSAN)
+  if (WEFT__LIKELY(t->stack_size == 0 && vp->nstk < vp->free_limit)) {
+    weft__stack_rec_t *r =
+        (weft__stack_rec_t *)((char *)t->stack + vp->def_stack - WEFT__STACK_RESERVE);
+    t->stack = NULL;
+    t->ctx.sp = NULL;
+    r->next = vp->stk_free;
+    vp->stk_free = r;
+    vp->nstk++;
+    return;
+  }
+#endif
+  weft__stack_release_slow(vp, t);
+}
+
 /* ---- dispatch (runtime.c) --------------------------------------------------------- */
 void weft__wake_one(void);
-void weft__thread_entry(void *t);       /* first code on a new thread's stack */
-void weft__switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
-void weft__prepare(weft_vp_t *vp, weft_thread_t **next); /* bind a stack if needed */
-void weft__block(weft_vp_t *vp, weft_thread_t *self, weft_ctx_fn fn, void *arg);
 void weft__unblock(weft_vp_t *vp, weft_thread_t *t);
 weft_vp_t *weft__os_target_vp(void);
 void weft__key_run_dtors(weft_thread_t *t);
@@ -289,6 +364,28 @@ static inline weft_thread_t *weft__dequeue(weft_vp_t *vp) {
   }
   weft__spin_unlock(&vp->q.lock);
   return t;
+}
+
+/* If *next has never run, bind its stack. If that fails (out of memory), put it
+ * back on the queue and report NULL: the caller switches to the idle loop, which
+ * retries later. */
+static inline void weft__prepare(weft_vp_t *vp, weft_thread_t **next) {
+  weft_thread_t *t = *next;
+  if (WEFT__LIKELY(t->ctx.sp != NULL)) return;
+  if (WEFT__UNLIKELY(weft__stack_bind(vp, t) != 0)) {
+    weft__enqueue(vp, t);
+    *next = NULL;
+  }
+}
+
+/* Switches the calling thread `self` away: runs the next ready thread of this VP or
+ * the idle loop, and runs fn(arg) once self is saved. Returns when self is resumed. */
+static inline void weft__block(weft_vp_t *vp, weft_thread_t *self, weft_ctx_fn fn, void *arg) {
+  weft_thread_t *next = weft__dequeue(vp);
+  if (next) weft__prepare(vp, &next);
+  weft_ctx_t *to = next ? &next->ctx : &vp->idle_ctx;
+  vp->current = next;
+  weft__switch(&self->ctx, to, fn, arg);
 }
 
 static inline void weft__stat_inc(_Atomic uint64_t *c) {

@@ -28,7 +28,8 @@
 
 weft__rt_t weft__rt;
 _Atomic uint64_t weft__next_id_block = 1;
-__thread weft_vp_t *weft__tls_vp __attribute__((tls_model("initial-exec")));
+/* used: referenced only from inline asm, which link-time optimisation cannot see */
+__thread weft_vp_t *weft__tls_vp __attribute__((tls_model("initial-exec"), used));
 
 void weft__spin_unlock_cont(void *lock) { weft__spin_unlock((weft__spin_t *)lock); }
 
@@ -60,7 +61,7 @@ void weft__switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
 }
 
 /* A finishing thread never resumes: tell ASan to drop its fake stack. */
-static void switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
+void weft__switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
   struct san_cont c = {fn, arg, to};
 #if defined(WEFT_ASAN)
   __sanitizer_start_switch_fiber(NULL, to->stack_lo, to->stack_size);
@@ -85,41 +86,7 @@ static void san_init_self(weft_ctx_t *ctx) {
   ctx->tsan_fiber = NULL;
 #endif
 }
-#else
-void weft__switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
-  weft__ctx_switch(from, to, fn, arg);
-}
-#define switch_dying weft__switch
 #endif
-
-void weft__switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
-void weft__switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
-  switch_dying(from, to, fn, arg);
-}
-
-/* ---- picking the next context ------------------------------------------------------ */
-
-/* If *next has never run, bind its stack. If that fails (out of memory), put it
- * back on the queue and switch to the idle loop instead, which retries later. */
-void weft__prepare(weft_vp_t *vp, weft_thread_t **next) {
-  weft_thread_t *t = *next;
-  if (WEFT__LIKELY(t->ctx.sp != NULL)) return;
-  if (weft__stack_bind(vp, t) != 0) {
-    weft__enqueue(vp, t);
-    *next = NULL;
-  }
-}
-
-/* Switches the calling thread `self` away: runs the next ready thread of this VP or
- * the idle loop, and runs fn(arg) once self is saved. Returns when self is resumed. */
-void weft__block(weft_vp_t *vp, weft_thread_t *self, weft_ctx_fn fn, void *arg) {
-  weft_thread_t *next = weft__dequeue(vp);
-  if (next) weft__prepare(vp, &next);
-  weft_ctx_t *to = next ? &next->ctx : &vp->idle_ctx;
-  vp->current = next;
-  weft__stat_inc(&vp->n_switches);
-  weft__switch(&self->ctx, to, fn, arg);
-}
 
 /* Raises thread_unblocked (default scheduler: inlined enqueue on the caller's VP). */
 void weft__unblock(weft_vp_t *vp, weft_thread_t *t) {
@@ -256,7 +223,6 @@ static void run_from_idle(weft_vp_t *vp, weft_thread_t *t) {
     return;
   }
   vp->current = t;
-  weft__stat_inc(&vp->n_switches);
   weft__switch(&vp->idle_ctx, &t->ctx, NULL, NULL);
   vp->current = NULL;
 }
@@ -334,7 +300,8 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
   weft_thread_t *t = vp ? vp->current : NULL;
   uintptr_t a = (uintptr_t)si->si_addr;
   if (t && t->stack) {
-    uintptr_t lo = (uintptr_t)t->stack, hi = lo + t->stack_size;
+    size_t size = t->stack_size ? t->stack_size : weft__rt.cfg.stack_size;
+    uintptr_t lo = (uintptr_t)t->stack, hi = lo + size;
     uintptr_t glo = lo - weft__rt.page;
     if (a >= glo && a < lo) {
       char buf[256], *p = buf;
@@ -416,6 +383,8 @@ static weft_vp_t *vp_new(int index) {
   weft_vp_t *vp = weft__sys_calloc(1, sizeof *vp);
   if (!vp) return NULL;
   vp->index = index;
+  vp->free_limit = 2 * weft__rt.cfg.freelist_local;
+  vp->def_stack = weft__rt.cfg.stack_size;
   vp->rng = 0x9e3779b9u * (uint32_t)(index + 1);
   return vp;
 }
@@ -637,7 +606,6 @@ void weft_debug_stats(weft_debug_stats_t *out) {
     weft_vp_t *v = weft__rt.vps[i];
     out->created += atomic_load_explicit(&v->n_created, memory_order_relaxed);
     out->finished += atomic_load_explicit(&v->n_finished, memory_order_relaxed);
-    out->switches += atomic_load_explicit(&v->n_switches, memory_order_relaxed);
     out->steals += atomic_load_explicit(&v->n_steals, memory_order_relaxed);
     out->sleeps += atomic_load_explicit(&v->n_sleeps, memory_order_relaxed);
     out->tcb_cached += (uint64_t)v->ntcb;

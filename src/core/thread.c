@@ -14,7 +14,6 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
-void weft__switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
 
 void weft_attr_init(weft_attr_t *attr) {
   if (!attr) return;
@@ -128,7 +127,7 @@ static int create_os(weft_thread_t **out, const weft_attr_t *attr, weft_thread_f
   } else if (!out) {
     return WEFT_EINVAL;
   }
-  weft_thread_t *t = weft__tcb_alloc(NULL);
+  weft_thread_t *t = weft__tcb_alloc_slow(NULL);
   if (!t) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
   attr_stack_round(t);
@@ -216,7 +215,6 @@ static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *resul
     if (next) weft__prepare(vp, &next);
   }
   vp->current = next;
-  weft__stat_inc(&vp->n_switches);
   weft__switch_dying(&t->ctx, next ? &next->ctx : &vp->idle_ctx, finish_cont, t);
   __builtin_unreachable();
 }
@@ -331,7 +329,6 @@ void weft_yield(void) {
     weft__prepare(vp, &next);
     if (!next) return;
     vp->current = next;
-    weft__stat_inc(&vp->n_switches);
     weft__switch(&self->ctx, &next->ctx, yield_cont, self);
     return;
   }
@@ -345,8 +342,7 @@ void weft_yield(void) {
       weft__prepare(vp, &next);
       if (!next) return;
       vp->current = next;
-      weft__stat_inc(&vp->n_switches);
-      weft__switch(&self->ctx, &next->ctx, yield_cont, self);
+        weft__switch(&self->ctx, &next->ctx, yield_cont, self);
     }
     return;
   }
@@ -361,8 +357,7 @@ void weft_yield(void) {
   }
   vp->q.tail = self;
   vp->current = next;
-  weft__stat_inc(&vp->n_switches);
-  weft__switch(&self->ctx, &next->ctx, weft__spin_unlock_cont, &vp->q.lock);
+  weft__switch_unlock(&self->ctx, &next->ctx, &vp->q.lock);
 }
 
 /* ---- self, ids, the fast local pointer ---------------------------------------------- */

@@ -59,6 +59,47 @@ weft__ctx_switch:
         .cfi_endproc
         .size   weft__ctx_switch,.-weft__ctx_switch
 
+/* void weft__ctx_switch_unlock(weft_ctx_t *from, weft_ctx_t *to, uint32_t *word)
+ *                              x0                x1              x2
+ * The continuation specialised to "store-release 0 to *word" (unlock). */
+        .globl  weft__ctx_switch_unlock
+        .hidden weft__ctx_switch_unlock
+        .type   weft__ctx_switch_unlock,%function
+        .p2align 4
+weft__ctx_switch_unlock:
+        .cfi_startproc
+        sub     sp, sp, #160
+        stp     x19, x20, [sp, #0]
+        stp     x21, x22, [sp, #16]
+        stp     x23, x24, [sp, #32]
+        stp     x25, x26, [sp, #48]
+        stp     x27, x28, [sp, #64]
+        stp     x29, x30, [sp, #80]
+        stp     d8,  d9,  [sp, #96]
+        stp     d10, d11, [sp, #112]
+        stp     d12, d13, [sp, #128]
+        stp     d14, d15, [sp, #144]
+        mov     x9, sp
+        str     x9, [x0]                /* *from fully saved */
+        ldr     x9, [x1]
+        mov     sp, x9
+        stlr    wzr, [x2]               /* release the lock (pairs with the acquire
+                                           exchange of the next lock holder) */
+        ldp     x19, x20, [sp, #0]
+        ldp     x21, x22, [sp, #16]
+        ldp     x23, x24, [sp, #32]
+        ldp     x25, x26, [sp, #48]
+        ldp     x27, x28, [sp, #64]
+        ldp     x29, x30, [sp, #80]
+        ldp     d8,  d9,  [sp, #96]
+        ldp     d10, d11, [sp, #112]
+        ldp     d12, d13, [sp, #128]
+        ldp     d14, d15, [sp, #144]
+        add     sp, sp, #160
+        ret
+        .cfi_endproc
+        .size   weft__ctx_switch_unlock,.-weft__ctx_switch_unlock
+
 /* First resume of a context built by weft__ctx_make(): x19 = entry, x20 = arg,
  * sp = top of the new stack. entry never returns. */
         .globl  weft__ctx_trampoline

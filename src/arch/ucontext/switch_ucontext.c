@@ -64,3 +64,11 @@ void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi, void (*entry)(void *), 
 }
 
 void weft__ctx_init_self(weft_ctx_t *ctx, void *storage) { ctx->sp = storage; }
+
+static void store_zero(void *word) {
+  atomic_store_explicit((_Atomic uint32_t *)word, 0, memory_order_release);
+}
+
+void weft__ctx_switch_unlock(weft_ctx_t *from, weft_ctx_t *to, _Atomic uint32_t *word) {
+  weft__ctx_switch(from, to, store_zero, (void *)word);
+}

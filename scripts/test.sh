@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The test command: installs what the build needs, then builds and runs the whole
+# test suite (GoogleTest through ctest) in every configuration CI checks:
+#   release   gcc, assembly context switch, checked assertions on
+#   asan      clang, ASan+UBSan
+#   tsan      clang, TSan (fiber annotations on the assembly path)
+#   ucontext  gcc, the portable ucontext fallback
+#   aarch64   cross-built with gcc-aarch64-linux-gnu, run under qemu-aarch64
+# Usage: scripts/test.sh [config...]   (default: all of them)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+
+configs=("$@")
+[ ${#configs[@]} -eq 0 ] && configs=(release asan tsan ucontext aarch64)
+jobs=$(nproc)
+failed=()
+
+run_config() {
+  local name=$1; shift
+  local dir=build-test-$name
+  echo "=== [$name] configure + build"
+  cmake -S . -B "$dir" -G Ninja -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TESTS=ON "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  echo "=== [$name] ctest"
+  if ! ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 300; then
+    failed+=("$name")
+  fi
+}
+
+for c in "${configs[@]}"; do
+  case $c in
+    release)  run_config release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_CHECKED=ON ;;
+    asan)     ASAN_OPTIONS=detect_leaks=1 WEFT_TEST_SCALE=0.2 \
+              run_config asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=address \
+                -DWEFT_CHECKED=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ ;;
+    tsan)     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" WEFT_TEST_SCALE=0.05 \
+              run_config tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=thread \
+                -DWEFT_CHECKED=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ ;;
+    ucontext) run_config ucontext -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_CONTEXT=ucontext -DWEFT_CHECKED=ON ;;
+    aarch64)  WEFT_TEST_SCALE=0.05 \
+              run_config aarch64 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_CHECKED=ON \
+                -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake ;;
+    *) echo "unknown config $c"; exit 2 ;;
+  esac
+done
+
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "FAILED configurations: ${failed[*]}"
+  exit 1
+fi
+echo "all configurations passed: ${configs[*]}"
