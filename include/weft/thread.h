@@ -75,8 +75,9 @@ WEFT_API weft_thread_t *weft_self(void);
 WEFT_API uint64_t weft_thread_id(const weft_thread_t *t);
 
 /* The one fast thread-specific pointer (papers/003 3.2.1): a word in the control
- * block, read and written in a few instructions. From a plain OS thread, get
- * returns NULL and set returns WEFT_EPERM. */
+ * block, read and written in a few instructions. From a plain OS thread (which
+ * includes any thread while weft is not running), get returns NULL and set returns
+ * WEFT_EPERM. */
 WEFT_API void *weft_local_get(void);
 WEFT_API int weft_local_set(void *value);
 
@@ -99,8 +100,9 @@ WEFT_API int weft_key_delete(weft_key_t key);
 WEFT_API void *weft_key_get(weft_key_t key);
 
 /* weft_key_set() sets the calling weft thread's value for `key`. Errors:
- * WEFT_EINVAL (stale key); WEFT_EPERM (plain OS thread); WEFT_ENOMEM (the first
- * set in a thread allocates its table). */
+ * WEFT_EPERM (plain OS thread, also while weft is not running); WEFT_EINVAL (stale
+ * key); WEFT_ENOMEM (the first set in a thread allocates its table). The main weft
+ * thread's destructors run in weft_shutdown(). */
 WEFT_API int weft_key_set(weft_key_t key, const void *value);
 
 #ifdef __cplusplus

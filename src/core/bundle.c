@@ -30,6 +30,7 @@ int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
   b->list_next = weft__rt.bundles;
   if (b->list_next) b->list_next->list_prev = b;
   weft__rt.bundles = b;
+  atomic_fetch_add_explicit(&weft__rt.nbundles, 1, memory_order_relaxed);
   weft__spin_unlock(&weft__rt.bundle_lock);
   weft_bundle_t *p = b->parent;
   if (p->ops.bundle_created) p->ops.bundle_created(p, b);
@@ -47,6 +48,7 @@ int weft_bundle_destroy(weft_bundle_t *b) {
   weft__spin_lock(&weft__rt.bundle_lock);
   if (b->list_prev) b->list_prev->list_next = b->list_next;
   else weft__rt.bundles = b->list_next;
+  atomic_fetch_sub_explicit(&weft__rt.nbundles, 1, memory_order_relaxed);
   if (b->list_next) b->list_next->list_prev = b->list_prev;
   weft__spin_unlock(&weft__rt.bundle_lock);
   weft_bundle_t *p = b->parent;

@@ -114,7 +114,9 @@ struct weft_thread {
 
 /* An OS thread waiting in weft_join: the finishing thread sets `done` to 1
  * (release; pairs with the waiter's acquire load) and wakes the futex. */
-typedef struct weft__os_waiter { _Atomic uint32_t done; } weft__os_waiter_t;
+typedef struct weft__os_waiter {
+  _Alignas(8) _Atomic uint32_t done; /* 8-aligned: its address carries a 3-bit tag */
+} weft__os_waiter_t;
 
 /* ---- free stacks ------------------------------------------------------------------
  * A cached stack keeps its record in its own top bytes. */
@@ -208,6 +210,8 @@ typedef struct weft__rt {
   _Atomic unsigned rr;           /* round robin for OS-thread creations */
   weft__spin_t bundle_lock;
   weft_bundle_t *bundles;        /* non-root bundles: bundle_lock */
+  _Atomic int nbundles;          /* their count: written under bundle_lock, read
+                                    relaxed by idle pollers as a hint */
 } weft__rt_t;
 
 extern weft__rt_t weft__rt;

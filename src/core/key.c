@@ -60,7 +60,7 @@ void *weft_key_get(weft_key_t key) {
 
 int weft_key_set(weft_key_t key, const void *value) {
   weft_vp_t *vp = weft__vp();
-  if (!vp) return atomic_load(&weft__rt.state) ? WEFT_EPERM : WEFT_ENOTINIT;
+  if (!vp) return WEFT_EPERM;
   if (!key_live(key)) return WEFT_EINVAL;
   weft_thread_t *t = vp->current;
   tsd_slot_t *s = (tsd_slot_t *)t->tsd;

@@ -171,7 +171,7 @@ static int any_queued_hint(void) {
 static weft_thread_t *raise_idle(weft_vp_t *vp) {
   weft_bundle_t *root = weft__rt.root;
   weft_thread_t *t = root->ops.processor_idle ? root->ops.processor_idle(root, vp) : NULL;
-  if (t || !weft__rt.bundles) return t;
+  if (t || !atomic_load_explicit(&weft__rt.nbundles, memory_order_relaxed)) return t;
   weft__spin_lock(&weft__rt.bundle_lock);
   for (weft_bundle_t *b = weft__rt.bundles; b && !t; b = b->list_next)
     if (b->ops.processor_idle) t = b->ops.processor_idle(b, vp);
@@ -194,7 +194,7 @@ static void vp_sleep(weft_vp_t *vp) {
   weft__spin_unlock(&rt->idle_lock);
 
   int work = any_queued_locked_look() || atomic_load(&rt->stopping);
-  if (!work && rt->bundles) work = 1; /* custom schedulers: keep polling their idle */
+  if (!work && atomic_load_explicit(&rt->nbundles, memory_order_relaxed)) work = 1; /* custom schedulers: keep polling their idle */
   if (work) {
     /* cancel, unless a waker already took us off the sleeper stack */
     weft__spin_lock(&rt->idle_lock);
@@ -256,7 +256,7 @@ static void idle_loop(weft_vp_t *vp) {
     int seen = 0;
     do {
       for (int i = 0; i < 64; i++) weft__os_relax();
-      if (any_queued_hint() || rt->bundles ||
+      if (any_queued_hint() || atomic_load_explicit(&rt->nbundles, memory_order_relaxed) ||
           atomic_load_explicit(&rt->stopping, memory_order_relaxed)) {
         seen = 1;
         break;
@@ -581,6 +581,12 @@ int weft_shutdown(void) {
       quiet_rounds = 0;
     }
     weft__os_sleep_ns(200000);
+  }
+  /* the main weft thread ends here: its key destructors run like any thread's */
+  if (self->tsd) {
+    weft__key_run_dtors(self);
+    vp = weft__vp();
+    if (live_threads() > 0) return WEFT_EBUSY; /* a destructor created threads */
   }
   /* 2. stop the other VPs' stealing, move to VP 0's kernel thread */
   atomic_store_explicit(&rt->stopping, 1, memory_order_release);

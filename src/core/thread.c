@@ -376,7 +376,7 @@ void *weft_local_get(void) {
 
 int weft_local_set(void *value) {
   weft_vp_t *vp = weft__vp();
-  if (!vp) return atomic_load(&weft__rt.state) ? WEFT_EPERM : WEFT_ENOTINIT;
+  if (!vp) return WEFT_EPERM;
   vp->current->local = value;
   return 0;
 }
