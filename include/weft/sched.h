@@ -102,6 +102,12 @@ WEFT_API void weft_sched_enqueue(weft_vp_t *vp, weft_thread_t *t);
  * queue, or NULL if it is empty. Never switches; callable from handlers. */
 WEFT_API weft_thread_t *weft_sched_steal(weft_vp_t *vp);
 
+/* weft_sched_steal_half() moves the older half of victim's dispatch queue (at most
+ * 64 threads) to the tail of to's, except the oldest, which it removes and returns
+ * for the caller to run; NULL if victim's queue is empty. With victim == to it is a
+ * plain dequeue. Never switches; callable from handlers. */
+WEFT_API weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to);
+
 /* weft_sched_bind_stack() binds t's stack now instead of when it first runs (eager
  * binding). t must not have run. Errors: WEFT_ENOMEM; WEFT_EINVAL (t NULL). */
 WEFT_API int weft_sched_bind_stack(weft_thread_t *t);

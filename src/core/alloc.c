@@ -60,6 +60,15 @@ void *weft__sys_calloc(size_t n, size_t size) {
   return p;
 }
 
+void *weft__sys_calloc_aligned(size_t size, size_t align) {
+  if (inject_failure()) return NULL;
+  void *p = NULL;
+  if (posix_memalign(&p, align, size) != 0) return NULL;
+  memset(p, 0, size);
+  atomic_fetch_add_explicit(&weft__live_blocks, 1, memory_order_relaxed);
+  return p;
+}
+
 void weft__sys_free(void *p) {
   if (!p) return;
   atomic_fetch_sub_explicit(&weft__live_blocks, 1, memory_order_relaxed);

@@ -3,6 +3,8 @@
 
 #include "core/internal.h"
 
+#define WEFT__STEAL_MAX 64 /* most threads one steal moves */
+
 weft_bundle_t *weft__bundle_new_root(void) {
   weft_bundle_t *b = weft__sys_calloc(1, sizeof *b);
   if (!b) return NULL;
@@ -73,6 +75,46 @@ weft_thread_t *weft_sched_steal(weft_vp_t *vp) {
     if (me && me != vp) weft__stat_inc(&me->n_steals);
   }
   return t;
+}
+
+weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to) {
+  if (!victim || !to) return NULL;
+  if (victim == to) return weft__dequeue(to);
+  if (!atomic_load_explicit(&victim->q.head, memory_order_relaxed)) return NULL;
+  /* take the older half (at most WEFT__STEAL_MAX: the walk happens under the
+   * victim's lock) */
+  weft__spin_lock(&victim->q.lock);
+  long n = victim->q.n, k = (n + 1) / 2;
+  if (k > WEFT__STEAL_MAX) k = WEFT__STEAL_MAX;
+  weft_thread_t *first = atomic_load_explicit(&victim->q.head, memory_order_relaxed);
+  if (!first) {
+    weft__spin_unlock(&victim->q.lock);
+    return NULL;
+  }
+  weft_thread_t *last = first;
+  for (long i = 1; i < k; i++) last = last->next;
+  weft_thread_t *rest = last->next;
+  atomic_store_explicit(&victim->q.head, rest, memory_order_relaxed);
+  if (!rest) victim->q.tail = NULL;
+  victim->q.n -= k;
+  weft__spin_unlock(&victim->q.lock);
+  last->next = NULL;
+  /* run the first; queue the others on `to` */
+  weft_thread_t *more = first->next;
+  if (more) {
+    weft__spin_lock(&to->q.lock);
+    if (to->q.tail) to->q.tail->next = more;
+    else atomic_store_explicit(&to->q.head, more, memory_order_relaxed);
+    to->q.tail = last;
+    to->q.n += k - 1;
+    uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+    weft__spin_unlock(&to->q.lock);
+    if (idle != 0 && (idle & 0xffff) == 0) weft__wake_one();
+  }
+  first->next = NULL;
+  weft_vp_t *me = weft__vp();
+  if (me) weft__stat_inc(&me->n_steals);
+  return first;
 }
 
 int weft_sched_bind_stack(weft_thread_t *t) {

@@ -149,6 +149,7 @@ struct weft_vp {
     _Atomic(weft_thread_t *) head; /* written under lock; read unlocked (relaxed) by
                                       idle pollers as a hint only */
     weft_thread_t *tail;           /* q.lock */
+    long n;                        /* threads in the queue: q.lock */
   } q WEFT__ALIGNED;
 
   /* parking: 1 = asleep (or going to sleep), 0 = awake. The waker stores 0
@@ -268,6 +269,7 @@ static inline void weft__switch_unlock(weft_ctx_t *from, weft_ctx_t *to, weft__s
 /* ---- allocation (alloc.c; fast paths inline here) ---------------------------------- */
 void *weft__sys_malloc(size_t size);    /* counted, failure-injectable */
 void *weft__sys_calloc(size_t n, size_t size);
+void *weft__sys_calloc_aligned(size_t size, size_t align); /* zeroed */
 void weft__sys_free(void *p);
 weft_thread_t *weft__tcb_alloc_slow(weft_vp_t *vp);        /* vp may be NULL */
 void weft__tcb_free_slow(weft_vp_t *vp, weft_thread_t *t); /* vp may be NULL */
@@ -350,6 +352,7 @@ static inline void weft__enqueue(weft_vp_t *vp, weft_thread_t *t) {
   if (vp->q.tail) vp->q.tail->next = t;
   else atomic_store_explicit(&vp->q.head, t, memory_order_relaxed);
   vp->q.tail = t;
+  vp->q.n++;
   /* relaxed: ordered after the sleeper's seq_cst update by the queue lock */
   uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
   weft__spin_unlock(&vp->q.lock);
@@ -365,6 +368,7 @@ static inline weft_thread_t *weft__dequeue(weft_vp_t *vp) {
     weft_thread_t *n = t->next;
     atomic_store_explicit(&vp->q.head, n, memory_order_relaxed);
     if (!n) vp->q.tail = NULL;
+    vp->q.n--;
   }
   weft__spin_unlock(&vp->q.lock);
   return t;

@@ -380,7 +380,9 @@ static void *vp_main(void *p) {
 }
 
 static weft_vp_t *vp_new(int index) {
-  weft_vp_t *vp = weft__sys_calloc(1, sizeof *vp);
+  /* cache-line aligned: VPs write their own fields constantly, and two VPs must
+   * never share a line (false sharing cost T1 about 40% at P=2) */
+  weft_vp_t *vp = weft__sys_calloc_aligned(sizeof *vp, WEFT__CACHELINE);
   if (!vp) return NULL;
   vp->index = index;
   vp->free_limit = 2 * weft__rt.cfg.freelist_local;
