@@ -1,0 +1,79 @@
+/* bench_common.h - small helpers shared by the benchmark programs (C and C++):
+ * a monotonic clock, the machine's identity, VmRSS, and summary statistics. */
+#ifndef WEFT_BENCH_COMMON_H
+#define WEFT_BENCH_COMMON_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/utsname.h>
+
+static inline double bench_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The machine a result was measured on: CPU model, online CPUs, kernel release. */
+typedef struct bench_machine {
+  char model[128];
+  int cores;
+  char kernel[128];
+} bench_machine_t;
+
+static inline void bench_machine_read(bench_machine_t *m) {
+  snprintf(m->model, sizeof m->model, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) == 0) {
+      const char *v = strchr(line, ':');
+      if (v) {
+        v += 1 + (v[1] == ' ');
+        snprintf(m->model, sizeof m->model, "%.*s", (int)strcspn(v, "\n"), v);
+      }
+      break;
+    }
+  }
+  if (f) fclose(f);
+  m->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  struct utsname u;
+  snprintf(m->kernel, sizeof m->kernel, "%s", uname(&u) == 0 ? u.release : "unknown");
+}
+
+static inline void bench_machine_json(FILE *out, const bench_machine_t *m) {
+  fprintf(out, "{\"cpu_model\": \"%s\", \"cores\": %d, \"kernel\": \"%s\"}", m->model, m->cores,
+          m->kernel);
+}
+
+/* VmRSS of this process in KiB, or -1. */
+static inline long bench_rss_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  if (f) fclose(f);
+  return kib;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median, minimum and maximum of v[0..n) (n >= 1); v is sorted in place. */
+typedef struct bench_summary { double median, min, max; } bench_summary_t;
+
+static inline bench_summary_t bench_summarize(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+  bench_summary_t s;
+  s.min = v[0];
+  s.max = v[n - 1];
+  s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return s;
+}
+
+#endif

@@ -1,0 +1,3 @@
+module weft/bench/go
+
+go 1.21

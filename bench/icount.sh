@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# icount.sh - instructions per operation for the L2 (null thread) and L3 (switch) loops,
+# counted by valgrind's callgrind: each loop runs N and 2N times, only the loop is
+# collected, and (Ir(2N) - Ir(N)) / (ops(2N) - ops(N)) cancels every fixed cost.
+# User-mode instructions only: pthreads are not counted (their switch is kernel work).
+#
+# usage: bench/icount.sh [BUILD_DIR] [OUT_DIR]    (defaults: build, bench-results)
+# env:   ICOUNT_N (default 50000)
+# Prints a table and writes OUT_DIR/icount.json.
+set -euo pipefail
+build=${1:-build}
+out=${2:-bench-results}
+n=${ICOUNT_N:-50000}
+mkdir -p "$out"
+command -v valgrind >/dev/null || { echo "icount: valgrind not installed, skipped"; exit 0; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# run PROG MODE ITERATIONS -> "IR OPS"
+run() {
+  local f="$tmp/cg.$RANDOM" ops ir
+  ops=$(valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$f" \
+          "$1" "$2" "$3" 2>"$tmp/vg.log" | sed -n 's/^ops=//p')
+  ir=$(sed -n 's/^summary: *//p' "$f")
+  [ -n "$ops" ] && [ -n "$ir" ] || { echo "icount: $1 $2 $3 failed:" >&2; tail -5 "$tmp/vg.log" >&2; return 1; }
+  echo "$ir $ops"
+}
+
+# per_op PROG MODE -> instructions per operation
+per_op() {
+  local a b
+  a=$(run "$1" "$2" "$n") && b=$(run "$1" "$2" $((2 * n))) || { echo "null"; return; }
+  echo "$a $b" | awk '{ printf "%.1f\n", ($3 - $1) / ($4 - $2) }'
+}
+
+rows=()
+add() { rows+=("{\"row\": \"$1\", \"lib\": \"$2\", \"instructions_per_op\": $3}"); }
+printf '%-6s %-12s %s\n' row lib "instructions/op (callgrind, N=$n vs 2N)"
+for mode in l2 l3; do
+  row=$(echo "$mode" | tr l L)
+  v=$(per_op "$build/bench/weft_icount" "$mode"); add "$row" weft "$v"
+  printf '%-6s %-12s %s\n' "$row" weft "$v"
+  if [ -x "$build/bench/weft_icount_fiber" ]; then
+    v=$(per_op "$build/bench/weft_icount_fiber" "$mode"); add "$row" boost_fiber "$v"
+    printf '%-6s %-12s %s\n' "$row" boost_fiber "$v"
+  fi
+done
+{
+  printf '{"tool": "valgrind --tool=callgrind", "n": %d, "rows": [' "$n"
+  (IFS=,; printf '%s' "${rows[*]}")
+  printf ']}\n'
+} >"$out/icount.json"

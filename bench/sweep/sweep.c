@@ -1,0 +1,451 @@
+/* sweep.c - thread management throughput as processors are added: T1, T4, T5
+ * (BENCHMARKS.md; papers/004 Fig 3.1/3.2, papers/000 Fig 3), weft beside POSIX threads
+ * and Boost.Fiber in one run.
+ *
+ *   T1  create, start and finish N null threads: each of P workers starts one chain in
+ *       which every thread creates its successor (detached) and finishes (004 Table 3.2).
+ *       Timed: from creating the P chain heads until the last thread of the last chain
+ *       has finished and woken the main thread.
+ *   T4  create and delete N threads that are never started, shared by P workers. No
+ *       library here can delete a thread that has not run, so each worker creates a
+ *       batch of 1000 unstarted threads and then joins them (each runs an empty body
+ *       and is reclaimed). Timed: from creating the P workers until all are joined.
+ *       Boost.Fiber the same way; pthreads cannot hold a thread unstarted: not run.
+ *   T5  fork-join: the main thread creates N threads in batches of 1000 and joins each
+ *       batch. Timed: all batches.
+ *
+ * Threads: --n (1,000,000) for weft and for Boost.Fiber T1; --slow-n (50,000) where a
+ * thread costs microseconds: every pthreads point, and Boost.Fiber T4/T5 (1000 live
+ * fibers each get a freshly allocated default stack). ns per thread compares them.
+ *
+ * P is weft's nvps, Boost.Fiber's number of threads (algo::work_stealing, default
+ * suspend=false, one child process per P because work_stealing fixes its thread count
+ * once per process), and for pthreads the number of chains (T1) with every thread
+ * confined to min(P, cores) CPUs. Each point: one warm-up run, then --reps timed runs;
+ * median and min..max. P beyond the core count is reported separately as oversubscribed.
+ *
+ * usage: weft_sweep [--out DIR] [--reps R] [--n N] [--slow-n N] [--procs 1,2]
+ *                   [--oversub 4] [--libs weft,pthreads,boost_fiber] [--tests T1,T4,T5]
+ * Prints a table and writes DIR/sweep.json (DIR defaults to ./bench-results). */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "weft/debug.h"
+#include "weft/weft.h"
+
+#define MAX_REPS 50
+#define MAX_POINTS 64
+#define BATCH 1000
+
+enum { T1, T4, T5, NTESTS };
+static const char *const test_name[NTESTS] = {"T1", "T4", "T5"};
+enum { LIB_WEFT, LIB_PTHREADS, LIB_BOOST, NLIBS };
+static const char *const lib_name[NLIBS] = {"weft", "pthreads", "boost_fiber"};
+
+#ifdef WEFT_BENCH_BOOST
+/* sweep_fiber.cc: runs the selected tests on p Boost.Fiber threads; out[t * reps + r]. */
+int weft_bench_fiber_sweep(int p, const long *n, int reps, const int *run_test, double *out);
+#endif
+
+static void check(int rc, const char *what) {
+  if (rc != 0) {
+    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
+    exit(2);
+  }
+}
+
+/* Share i of n split over p workers. */
+static long share(long n, int p, int i) { return n / p + (i < n % p); }
+
+/* ---- weft ------------------------------------------------------------------------- */
+
+/* The main thread waits for the work to end by blocking itself; whichever of its
+ * release function and the finishing thread comes second unblocks it (exactly once). */
+enum { W_IDLE, W_WAITING, W_DONE };
+static _Atomic int waiter_state;
+static weft_thread_t *waiter;
+
+static void waiter_release(void *arg) {
+  (void)arg;
+  if (atomic_exchange(&waiter_state, W_WAITING) == W_DONE) weft_thread_unblock(waiter);
+}
+static void waiter_signal(void) {
+  if (atomic_exchange(&waiter_state, W_DONE) == W_WAITING) weft_thread_unblock(waiter);
+}
+
+static weft_attr_t detached;
+static _Atomic long chains_left;
+
+static void *empty_body(void *arg) { return arg; }
+
+static void *t1_cycle(void *arg) {
+  long left = (long)(intptr_t)arg;
+  if (left > 1)
+    check(weft_create(NULL, &detached, t1_cycle, (void *)(intptr_t)(left - 1)), "weft_create");
+  else if (atomic_fetch_sub(&chains_left, 1) == 1)
+    waiter_signal();
+  return NULL;
+}
+
+static double weft_t1(int p, long n) {
+  atomic_store(&waiter_state, W_IDLE);
+  atomic_store(&chains_left, p);
+  waiter = weft_self();
+  double t0 = bench_now_ns();
+  for (int i = 0; i < p; i++) {
+    weft_attr_t a = detached;
+    a.affinity = i;
+    check(weft_create(NULL, &a, t1_cycle, (void *)(intptr_t)share(n, p, i)), "weft_create");
+  }
+  weft_thread_block(waiter_release, NULL);
+  return bench_now_ns() - t0;
+}
+
+static void *t4_worker(void *arg) {
+  long n = (long)(intptr_t)arg;
+  weft_thread_t *b[BATCH];
+  for (long done = 0; done < n;) {
+    int k = n - done < BATCH ? (int)(n - done) : BATCH;
+    for (int j = 0; j < k; j++) check(weft_create(&b[j], NULL, empty_body, NULL), "weft_create");
+    for (int j = 0; j < k; j++) check(weft_join(b[j], NULL), "weft_join");
+    done += k;
+  }
+  return NULL;
+}
+
+static double weft_t4(int p, long n) {
+  weft_thread_t *w[WEFT_MAX_VPS];
+  double t0 = bench_now_ns();
+  for (int i = 0; i < p; i++) {
+    weft_attr_t a;
+    weft_attr_init(&a);
+    a.affinity = i;
+    check(weft_create(&w[i], &a, t4_worker, (void *)(intptr_t)share(n, p, i)), "weft_create");
+  }
+  for (int i = 0; i < p; i++) check(weft_join(w[i], NULL), "weft_join");
+  return bench_now_ns() - t0;
+}
+
+static double weft_t5(long n) {
+  static weft_thread_t *b[BATCH];
+  double t0 = bench_now_ns();
+  for (long done = 0; done < n;) {
+    int k = n - done < BATCH ? (int)(n - done) : BATCH;
+    for (int j = 0; j < k; j++) check(weft_create(&b[j], NULL, empty_body, NULL), "weft_create");
+    for (int j = 0; j < k; j++) check(weft_join(b[j], NULL), "weft_join");
+    done += k;
+  }
+  return bench_now_ns() - t0;
+}
+
+/* ---- pthreads --------------------------------------------------------------------- */
+
+static pthread_attr_t p_detached;
+static sem_t p_done;
+
+/* pthread_create, retrying while the kernel is still reaping finished threads. */
+static void p_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg) {
+  int rc;
+  while ((rc = pthread_create(t, a, fn, arg)) == EAGAIN) sched_yield();
+  if (rc != 0) {
+    fprintf(stderr, "pthread_create failed: %s\n", strerror(rc));
+    exit(2);
+  }
+}
+
+static void *p_cycle(void *arg) {
+  long left = (long)(intptr_t)arg;
+  pthread_t t;
+  if (left > 1)
+    p_create(&t, &p_detached, p_cycle, (void *)(intptr_t)(left - 1));
+  else if (atomic_fetch_sub(&chains_left, 1) == 1)
+    sem_post(&p_done);
+  return NULL;
+}
+
+/* The first min(p, allowed) CPUs this process may use. */
+static cpu_set_t cpus_for(int p) {
+  cpu_set_t all, set;
+  sched_getaffinity(0, sizeof all, &all);
+  CPU_ZERO(&set);
+  for (int c = 0, got = 0; c < CPU_SETSIZE && got < p; c++)
+    if (CPU_ISSET(c, &all)) CPU_SET(c, &set), got++;
+  return set;
+}
+
+/* Every thread of the chains inherits the head's CPU set. */
+static double pthread_t1(int p, long n) {
+  cpu_set_t set = cpus_for(p);
+  pthread_attr_t head;
+  pthread_attr_init(&head);
+  pthread_attr_setdetachstate(&head, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setaffinity_np(&head, sizeof set, &set);
+  atomic_store(&chains_left, p);
+  double t0 = bench_now_ns();
+  for (int i = 0; i < p; i++) {
+    pthread_t t;
+    p_create(&t, &head, p_cycle, (void *)(intptr_t)share(n, p, i));
+  }
+  sem_wait(&p_done);
+  double ns = bench_now_ns() - t0;
+  pthread_attr_destroy(&head);
+  return ns;
+}
+
+/* The main thread runs on, and its children inherit, min(p, cores) CPUs. */
+static double pthread_t5(int p, long n) {
+  static pthread_t b[BATCH];
+  cpu_set_t saved, set = cpus_for(p);
+  sched_getaffinity(0, sizeof saved, &saved);
+  sched_setaffinity(0, sizeof set, &set);
+  double t0 = bench_now_ns();
+  for (long done = 0; done < n;) {
+    int k = n - done < BATCH ? (int)(n - done) : BATCH;
+    for (int j = 0; j < k; j++) p_create(&b[j], NULL, empty_body, NULL);
+    for (int j = 0; j < k; j++) pthread_join(b[j], NULL);
+    done += k;
+  }
+  double ns = bench_now_ns() - t0;
+  sched_setaffinity(0, sizeof saved, &saved);
+  return ns;
+}
+
+/* ---- driver ----------------------------------------------------------------------- */
+
+typedef struct point {
+  int test, lib, p, oversub;
+  long threads;
+  int reps;
+  double s[MAX_REPS]; /* seconds, sorted */
+  bench_summary_t sum;
+  double steals, sleeps; /* weft only: runtime counters per timed run (else -1) */
+} point_t;
+
+static point_t points[MAX_POINTS];
+static int npoints;
+static int reps = 5;
+
+static void record(int test, int lib, int p, int oversub, long threads, const double *sec) {
+  if (npoints == MAX_POINTS) return;
+  point_t *pt = &points[npoints++];
+  *pt = (point_t){.test = test, .lib = lib, .p = p, .oversub = oversub, .threads = threads,
+                  .reps = reps, .steals = -1, .sleeps = -1};
+  memcpy(pt->s, sec, (size_t)reps * sizeof *sec);
+  pt->sum = bench_summarize(pt->s, reps);
+}
+
+static const point_t *find(int test, int lib, int p) {
+  for (int i = 0; i < npoints; i++)
+    if (points[i].test == test && points[i].lib == lib && points[i].p == p) return &points[i];
+  return NULL;
+}
+
+/* Speedup: this library's median at P=1 over its median at P (same thread count). */
+static double speedup(const point_t *pt) {
+  const point_t *one = find(pt->test, pt->lib, 1);
+  return one ? one->sum.median / pt->sum.median : 0;
+}
+
+static int parse_list(const char *s, int *v, int max) {
+  int n = 0;
+  while (*s && n < max) {
+    v[n++] = atoi(s);
+    s += strcspn(s, ",");
+    s += *s == ',';
+  }
+  return n;
+}
+
+static int has(const char *list, const char *word) {
+  size_t w = strlen(word);
+  for (const char *s = list; (s = strstr(s, word)) != NULL; s += w)
+    if ((s == list || s[-1] == ',') && (s[w] == ',' || s[w] == 0)) return 1;
+  return 0;
+}
+
+static int run_test[NTESTS];
+
+static void run_weft(int p, int oversub, long n) {
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  cfg.nvps = p;
+  check(weft_init(&cfg), "weft_init");
+  double sec[MAX_REPS];
+  for (int t = 0; t < NTESTS; t++) {
+    if (!run_test[t]) continue;
+    weft_debug_stats_t s0, s1;
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+      if (r == 0) weft_debug_stats(&s0);
+      double ns = t == T1 ? weft_t1(p, n) : t == T4 ? weft_t4(p, n) : weft_t5(n);
+      if (r >= 0) sec[r] = ns * 1e-9;
+    }
+    weft_debug_stats(&s1);
+    record(t, LIB_WEFT, p, oversub, n, sec);
+    points[npoints - 1].steals = (double)(s1.steals - s0.steals) / reps;
+    points[npoints - 1].sleeps = (double)(s1.sleeps - s0.sleeps) / reps;
+  }
+  check(weft_shutdown(), "weft_shutdown");
+}
+
+static void run_pthreads(int p, int oversub, long n) {
+  double sec[MAX_REPS];
+  for (int t = 0; t < NTESTS; t++) {
+    if (!run_test[t] || t == T4) continue;
+    for (int r = -1; r < reps; r++) {
+      double ns = t == T1 ? pthread_t1(p, n) : pthread_t5(p, n);
+      if (r >= 0) sec[r] = ns * 1e-9;
+    }
+    record(t, LIB_PTHREADS, p, oversub, n, sec);
+  }
+}
+
+#ifdef WEFT_BENCH_BOOST
+/* One child process per P (work_stealing's thread count is fixed per process). */
+static void run_boost(int p, int oversub, long n, long slow_n) {
+  const long tn[NTESTS] = {n, slow_n, slow_n};
+  double out[NTESTS * MAX_REPS];
+  int fd[2];
+  fflush(NULL);
+  if (pipe(fd) != 0) return;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    int rc = weft_bench_fiber_sweep(p, tn, reps, run_test, out);
+    ssize_t w = write(fd[1], out, sizeof out);
+    _exit(rc != 0 || w != (ssize_t)sizeof out);
+  }
+  close(fd[1]);
+  size_t got = 0;
+  for (ssize_t r; got < sizeof out && (r = read(fd[0], (char *)out + got, sizeof out - got)) > 0;)
+    got += (size_t)r;
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (got != sizeof out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "boost_fiber sweep at P=%d failed (status %d): no result\n", p, status);
+    return;
+  }
+  for (int t = 0; t < NTESTS; t++)
+    if (run_test[t]) record(t, LIB_BOOST, p, oversub, tn[t], out + t * reps);
+}
+#endif
+
+static void print_table(const bench_machine_t *m) {
+  printf("\nmachine: %s, %d cores, Linux %s\n", m->model, m->cores, m->kernel);
+  for (int over = 0; over <= 1; over++) {
+    int any = 0;
+    for (int i = 0; i < npoints; i++) any |= points[i].oversub == over;
+    if (!any) continue;
+    printf("\n%s\n", over ? "OVERSUBSCRIBED (P > cores; speedup vs the same library at P=1)"
+                          : "P = 1 .. cores (speedup vs the same library at P=1)");
+    printf("%-4s %3s  %-12s %9s  %10s  %-23s %9s  %7s\n", "test", "P", "library", "threads",
+           "median s", "[min .. max] s", "ns/thread", "speedup");
+    for (int t = 0; t < NTESTS; t++)
+      for (int i = 0; i < npoints; i++) {
+        const point_t *pt = &points[i];
+        if (pt->test != t || pt->oversub != over) continue;
+        printf("%-4s %3d  %-12s %9ld  %10.4f  [%8.4f .. %8.4f]  %9.1f  %6.2fx\n", test_name[t],
+               pt->p, lib_name[pt->lib], pt->threads, pt->sum.median, pt->sum.min, pt->sum.max,
+               pt->sum.median * 1e9 / (double)pt->threads, speedup(pt));
+      }
+  }
+  printf("\nnot run: T4 for pthreads (a pthread cannot be created without starting it)\n");
+}
+
+static int write_json(const char *dir, const bench_machine_t *m, long n, long slow_n) {
+  mkdir(dir, 0777);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/sweep.json", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) { perror(path); return -1; }
+  fprintf(f, "{\"machine\": ");
+  bench_machine_json(f, m);
+  fprintf(f, ",\n \"config\": {\"reps\": %d, \"warmup_runs\": 1, \"threads\": %ld, "
+             "\"slow_threads\": %ld, \"slow_points\": \"all pthreads; boost_fiber T4, T5\", "
+             "\"batch\": %d,\n"
+             "  \"boost_fiber\": \"algo::work_stealing(P, suspend=false), one process per P\",\n"
+             "  \"pthreads\": \"T1 detached chains, T5 create/join batches; all threads on "
+             "min(P, cores) CPUs; T4 not applicable\",\n"
+             "  \"T4\": \"create a batch of 1000 unstarted threads, then join them (each runs an "
+             "empty body): create+reclaim\"},\n \"results\": [",
+          reps, n, slow_n, BATCH);
+  for (int i = 0; i < npoints; i++) {
+    const point_t *pt = &points[i];
+    fprintf(f, "%s\n  {\"test\": \"%s\", \"lib\": \"%s\", \"P\": %d, \"oversubscribed\": %s, "
+               "\"threads\": %ld, \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": %.6g, "
+               "\"ns_per_thread\": %.4g, \"speedup\": %.4g, ",
+            i ? "," : "", test_name[pt->test], lib_name[pt->lib], pt->p,
+            pt->oversub ? "true" : "false", pt->threads, pt->sum.median, pt->sum.min, pt->sum.max,
+            pt->sum.median * 1e9 / (double)pt->threads, speedup(pt));
+    if (pt->lib == LIB_WEFT)
+      fprintf(f, "\"weft_steals_per_run\": %.6g, \"weft_sleeps_per_run\": %.6g, ", pt->steals,
+              pt->sleeps);
+    fprintf(f, "\"seconds\": [");
+    for (int r = 0; r < pt->reps; r++) fprintf(f, "%s%.6g", r ? ", " : "", pt->s[r]);
+    fprintf(f, "]}");
+  }
+  fprintf(f, "\n]}\n");
+  fclose(f);
+  printf("wrote %s\n", path);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  bench_machine_t m;
+  bench_machine_read(&m);
+  const char *out = "bench-results", *libs = "weft,pthreads,boost_fiber", *tests = "T1,T4,T5";
+  long n = 1000000, slow_n = 50000;
+  int procs[16], oversub[16], nprocs = 0, nover = 0;
+  for (int p = 1; p <= m.cores && nprocs < 16; p++) procs[nprocs++] = p;
+  oversub[nover++] = 2 * m.cores;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const char *k = argv[i], *v = argv[i + 1];
+    if (!strcmp(k, "--out")) out = v;
+    else if (!strcmp(k, "--reps")) reps = atoi(v);
+    else if (!strcmp(k, "--n")) n = atol(v);
+    else if (!strcmp(k, "--slow-n")) slow_n = atol(v);
+    else if (!strcmp(k, "--procs")) nprocs = parse_list(v, procs, 16);
+    else if (!strcmp(k, "--oversub")) nover = parse_list(v, oversub, 16);
+    else if (!strcmp(k, "--libs")) libs = v;
+    else if (!strcmp(k, "--tests")) tests = v;
+    else { fprintf(stderr, "unknown option %s (see the comment at the top of sweep.c)\n", k); return 1; }
+  }
+  if (reps < 1 || reps > MAX_REPS) reps = 5;
+  for (int t = 0; t < NTESTS; t++) run_test[t] = has(tests, test_name[t]);
+
+  weft_attr_init(&detached);
+  detached.detached = 1;
+  pthread_attr_init(&p_detached);
+  pthread_attr_setdetachstate(&p_detached, PTHREAD_CREATE_DETACHED);
+  sem_init(&p_done, 0, 0);
+
+  printf("sweep: machine %s, %d cores; %ld threads (pthreads, Boost.Fiber T4/T5: %ld);"
+         " 1 warm-up + %d runs per point\n", m.model, m.cores, n, slow_n, reps);
+  for (int k = 0; k < nprocs + nover; k++) {
+    int over = k >= nprocs, p = over ? oversub[k - nprocs] : procs[k];
+    if (p < 1 || p > WEFT_MAX_VPS) continue;
+    printf("P=%d%s ...\n", p, over ? " (oversubscribed)" : "");
+    fflush(stdout);
+    if (has(libs, "weft")) run_weft(p, over, n);
+    if (has(libs, "pthreads")) run_pthreads(p, over, slow_n);
+#ifdef WEFT_BENCH_BOOST
+    if (has(libs, "boost_fiber")) run_boost(p, over, n, slow_n);
+#endif
+  }
+#ifndef WEFT_BENCH_BOOST
+  if (has(libs, "boost_fiber")) printf("boost_fiber: not built (Boost.Fiber not found)\n");
+#endif
+  print_table(&m);
+  return write_json(out, &m, n, slow_n) == 0 ? 0 : 1;
+}
