@@ -24,7 +24,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifndef __cplusplus
 #include <stdatomic.h>
+#endif
 
 typedef struct weft_ctx {
   void *sp;  /* saved stack pointer (ucontext: the ucontext_t); NULL: never made */
@@ -45,7 +47,12 @@ void weft__ctx_switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *ar
 
 /* weft__ctx_switch_unlock() is weft__ctx_switch() with the continuation fixed to
  * "release-store 0 to *word": unlocking a spinlock held across the switch. */
-void weft__ctx_switch_unlock(weft_ctx_t *from, weft_ctx_t *to, _Atomic uint32_t *word);
+#ifdef __cplusplus
+typedef uint32_t weft__ctx_word_t;  /* C++ tests: same size and layout */
+#else
+typedef _Atomic uint32_t weft__ctx_word_t;
+#endif
+void weft__ctx_switch_unlock(weft_ctx_t *from, weft_ctx_t *to, weft__ctx_word_t *word);
 
 /* weft__ctx_make() prepares *ctx so that the first switch to it runs the
  * continuation, then entry(arg) on the stack [lo, hi). entry must never return.

@@ -69,6 +69,6 @@ static void store_zero(void *word) {
   atomic_store_explicit((_Atomic uint32_t *)word, 0, memory_order_release);
 }
 
-void weft__ctx_switch_unlock(weft_ctx_t *from, weft_ctx_t *to, _Atomic uint32_t *word) {
+void weft__ctx_switch_unlock(weft_ctx_t *from, weft_ctx_t *to, weft__ctx_word_t *word) {
   weft__ctx_switch(from, to, store_zero, (void *)word);
 }
