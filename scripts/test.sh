@@ -20,7 +20,7 @@ run_config() {
   local name=$1; shift
   local dir=build-test-$name
   echo "=== [$name] configure + build"
-  cmake -S . -B "$dir" -G Ninja -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TESTS=ON "$@" >/dev/null
+  cmake -S . -B "$dir" -G Ninja -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TESTS=ON -DWEFT_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
   echo "=== [$name] ctest"
   if ! ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 300; then
