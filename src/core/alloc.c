@@ -130,7 +130,7 @@ weft_thread_t *weft__tcb_alloc_slow(weft_vp_t *vp) {
   if (vp && vp->tcb_free) {
     weft_thread_t *t = vp->tcb_free;
     vp->tcb_free = t->next;
-    vp->ntcb--;
+    weft__own_add(&vp->ntcb, -1);
     return t;
   }
   /* refill up to T from the global pool, then fall back to the system */
@@ -152,17 +152,17 @@ weft_thread_t *weft__tcb_alloc_slow(weft_vp_t *vp) {
   weft_thread_t *t = got;
   if (vp) {
     vp->tcb_free = got->next;
-    vp->ntcb = n - 1;
+    atomic_store_explicit(&vp->ntcb, n - 1, memory_order_relaxed);
   }
   return t;
 }
 
 void weft__tcb_free_slow(weft_vp_t *vp, weft_thread_t *t) {
   int T = weft__rt.cfg.freelist_local;
-  if (vp && vp->ntcb < 2 * T) {
+  if (vp && atomic_load_explicit(&vp->ntcb, memory_order_relaxed) < 2 * T) {
     t->next = vp->tcb_free;
     vp->tcb_free = t;
-    vp->ntcb++;
+    weft__own_add(&vp->ntcb, 1);
     return;
   }
   /* move T (or, from a plain OS thread, just t) to the global pool */
@@ -173,7 +173,7 @@ void weft__tcb_free_slow(weft_vp_t *vp, weft_thread_t *t) {
     while (n < T && vp->tcb_free) {
       weft_thread_t *x = vp->tcb_free;
       vp->tcb_free = x->next;
-      vp->ntcb--;
+      weft__own_add(&vp->ntcb, -1);
       last->next = x;
       last = x;
       last->next = NULL;
@@ -215,7 +215,7 @@ int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t) {
     if (WEFT__LIKELY(vp && vp->stk_free)) {
       r = vp->stk_free;
       vp->stk_free = r->next;
-      vp->nstk--;
+      weft__own_add(&vp->nstk, -1);
     } else {
       weft__pool_t *p = &weft__rt.pool;
       int want = vp ? weft__rt.cfg.freelist_local : 1, n = 0;
@@ -234,7 +234,7 @@ int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t) {
         r = got;
         if (vp) {
           vp->stk_free = got->next;
-          vp->nstk = n - 1;
+          atomic_store_explicit(&vp->nstk, n - 1, memory_order_relaxed);
         }
       }
     }
@@ -275,10 +275,10 @@ void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t) {
     return;
   }
   int T = weft__rt.cfg.freelist_local;
-  if (vp && vp->nstk < 2 * T) {
+  if (vp && atomic_load_explicit(&vp->nstk, memory_order_relaxed) < 2 * T) {
     r->next = vp->stk_free;
     vp->stk_free = r;
-    vp->nstk++;
+    weft__own_add(&vp->nstk, 1);
     return;
   }
   weft__stack_rec_t *batch = r, *last = r;
@@ -288,7 +288,7 @@ void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t) {
     while (n < T && vp->stk_free) {
       weft__stack_rec_t *x = vp->stk_free;
       vp->stk_free = x->next;
-      vp->nstk--;
+      weft__own_add(&vp->nstk, -1);
       last->next = x;
       last = x;
       last->next = NULL;
@@ -324,9 +324,9 @@ void weft__vp_free_caches(weft_vp_t *vp) {
     vp->stk_free = r->next;
     stack_unmap_rec(r);
   }
-  vp->nstk = 0;
+  atomic_store_explicit(&vp->nstk, 0, memory_order_relaxed);
   vp->tcb_free = NULL;
-  vp->ntcb = 0;
+  atomic_store_explicit(&vp->ntcb, 0, memory_order_relaxed);
 }
 
 /* Frees the pool's stacks and every control block ever allocated (cached ones and

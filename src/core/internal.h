@@ -110,6 +110,10 @@ struct weft_thread {
   int32_t affinity;            /* -1 or a VP hint */
   uint32_t flags;              /* WEFT__TF_* ; running VP only */
   struct weft_thread *all_prev, *all_next; /* registry of allocated TCBs: pool.lock */
+#ifdef WEFT_CHECKED
+  _Atomic int dbg_blocked;     /* 1 while blocked in weft_thread_block: set before
+                                  release() publishes it, cleared by the unblocker */
+#endif
 };
 
 /* An OS thread waiting in weft_join: the finishing thread sets `done` to 1
@@ -134,9 +138,10 @@ struct weft_vp {
   int index;
   uint32_t rng;                 /* victim selection */
   weft_thread_t *tcb_free;      /* free control blocks, count ntcb (owner) */
-  int ntcb;
+  _Atomic int ntcb;             /* owner writes (relaxed load+store, no RMW);
+                                   weft_debug_stats reads (relaxed) */
   weft__stack_rec_t *stk_free;  /* free default-size stacks, count nstk (owner) */
-  int nstk;
+  _Atomic int nstk;
   uint64_t id_next, id_end;     /* block of thread ids */
   int free_limit;               /* 2T: most free blocks (and stacks) kept locally */
   size_t def_stack;             /* cfg.stack_size */
@@ -218,6 +223,13 @@ typedef struct weft__rt {
 extern weft__rt_t weft__rt;
 extern _Atomic uint64_t weft__next_id_block;
 
+/* Owner-only counter update readable by others: relaxed load + store, which
+ * compiles to a plain add (no locked read-modify-write). */
+static inline void weft__own_add(_Atomic int *c, int d) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + d,
+                        memory_order_relaxed);
+}
+
 /* ---- which VP am I on -----------------------------------------------------------
  * The VP is found through TLS, read with an asm volatile so that the compiler can
  * never keep the value (or, on AArch64, the TLS address) across a switch: a thread
@@ -285,7 +297,7 @@ static inline weft_thread_t *weft__tcb_alloc(weft_vp_t *vp) {
   weft_thread_t *t = vp->tcb_free;
   if (WEFT__LIKELY(t != NULL)) {
     vp->tcb_free = t->next;
-    vp->ntcb--;
+    weft__own_add(&vp->ntcb, -1);
     return t;
   }
   return weft__tcb_alloc_slow(vp);
@@ -293,10 +305,10 @@ static inline weft_thread_t *weft__tcb_alloc(weft_vp_t *vp) {
 
 /* vp may be NULL (a plain OS thread): then straight to the pool. */
 static inline void weft__tcb_free(weft_vp_t *vp, weft_thread_t *t) {
-  if (WEFT__LIKELY(vp && vp->ntcb < vp->free_limit)) {
+  if (WEFT__LIKELY(vp && atomic_load_explicit(&vp->ntcb, memory_order_relaxed) < vp->free_limit)) {
     t->next = vp->tcb_free;
     vp->tcb_free = t;
-    vp->ntcb++;
+    weft__own_add(&vp->ntcb, 1);
     return;
   }
   weft__tcb_free_slow(vp, t);
@@ -308,7 +320,7 @@ static inline int weft__stack_bind(weft_vp_t *vp, weft_thread_t *t) {
 #if !defined(WEFT_ASAN) && !defined(WEFT_TSAN)
   if (WEFT__LIKELY(r != NULL && t->stack_size == 0)) {
     vp->stk_free = r->next;
-    vp->nstk--;
+    weft__own_add(&vp->nstk, -1);
     t->stack = r->lo;
     weft__ctx_make(&t->ctx, r->lo, (char *)r, weft__thread_entry, t);
     return 0;
@@ -322,14 +334,14 @@ static inline int weft__stack_bind(weft_vp_t *vp, weft_thread_t *t) {
  * size and there is room, else the slow path balances with the pool. */
 static inline void weft__stack_release(weft_vp_t *vp, weft_thread_t *t) {
 #if !defined(WEFT_ASAN) && !defined(WEFT_TSAN)
-  if (WEFT__LIKELY(t->stack_size == 0 && vp->nstk < vp->free_limit)) {
+  if (WEFT__LIKELY(t->stack_size == 0 && atomic_load_explicit(&vp->nstk, memory_order_relaxed) < vp->free_limit)) {
     weft__stack_rec_t *r =
         (weft__stack_rec_t *)((char *)t->stack + vp->def_stack - WEFT__STACK_RESERVE);
     t->stack = NULL;
     t->ctx.sp = NULL;
     r->next = vp->stk_free;
     vp->stk_free = r;
-    vp->nstk++;
+    weft__own_add(&vp->nstk, 1);
     return;
   }
 #endif

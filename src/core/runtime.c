@@ -352,12 +352,11 @@ static void restore_segv(void) {
 
 static stack_t old_altstack; /* VP 0's kernel thread is the caller's: restore it */
 
-static int altstack_setup(weft_vp_t *vp, stack_t *old) {
+/* Allocates a VP's signal stack; each kernel thread installs its own (vp_main, or
+ * weft_init for VP 0, which saves the caller's previous one first). */
+static int altstack_alloc(weft_vp_t *vp) {
   vp->altstack = weft__sys_malloc(WEFT__ALTSTACK_SIZE);
-  if (!vp->altstack) return WEFT_ENOMEM;
-  stack_t ss = {.ss_sp = vp->altstack, .ss_size = WEFT__ALTSTACK_SIZE, .ss_flags = 0};
-  sigaltstack(&ss, old);
-  return 0;
+  return vp->altstack ? 0 : WEFT_ENOMEM;
 }
 
 /* ---- virtual processors -------------------------------------------------------------- */
@@ -486,8 +485,8 @@ int weft_init(const weft_config_t *cfg) {
   if (!rt->root) goto fail;
   for (int i = 0; i < c.nvps; i++)
     if (!(rt->vps[i] = vp_new(i))) goto fail;
-  for (int i = 1; i < c.nvps; i++)
-    if (altstack_setup(rt->vps[i], NULL)) goto fail;
+  for (int i = 0; i < c.nvps; i++)
+    if (altstack_alloc(rt->vps[i])) goto fail;
   rt->main = main_new();
   if (!rt->main) goto fail;
   weft_vp_t *vp0 = rt->vps[0];
@@ -503,7 +502,10 @@ int weft_init(const weft_config_t *cfg) {
   vp0->idle_ctx.asan_fake = NULL;
   vp0->idle_ctx.tsan_fiber = NULL;
 #endif
-  if (altstack_setup(vp0, &old_altstack)) goto fail;
+  {
+    stack_t ss = {.ss_sp = vp0->altstack, .ss_size = WEFT__ALTSTACK_SIZE, .ss_flags = 0};
+    sigaltstack(&ss, &old_altstack); /* the caller's own is restored at shutdown */
+  }
   install_segv();
   atomic_store_explicit(&rt->state, 1, memory_order_release);
   int started = 1;
@@ -570,6 +572,7 @@ int weft_shutdown(void) {
   /* 1. run until every other thread has finished, or none can run */
   int quiet_rounds = 0;
   while (live_threads() > 0) {
+    vp = weft__vp();  /* a yield may have moved us to another VP */
     if (atomic_load_explicit(&vp->q.head, memory_order_relaxed)) {
       weft_yield();
       quiet_rounds = 0;
@@ -593,6 +596,7 @@ int weft_shutdown(void) {
   /* 2. stop the other VPs' stealing, move to VP 0's kernel thread */
   atomic_store_explicit(&rt->stopping, 1, memory_order_release);
   wake_all();
+  vp = weft__vp();
   while (vp->index != 0) {
     weft__block(vp, self, to_vp0_cont, self);
     vp = weft__vp();
@@ -616,10 +620,12 @@ void weft_debug_stats(weft_debug_stats_t *out) {
     out->finished += atomic_load_explicit(&v->n_finished, memory_order_relaxed);
     out->steals += atomic_load_explicit(&v->n_steals, memory_order_relaxed);
     out->sleeps += atomic_load_explicit(&v->n_sleeps, memory_order_relaxed);
-    out->tcb_cached += (uint64_t)v->ntcb;
-    out->stacks_cached += (uint64_t)v->nstk;
+    out->tcb_cached += (uint64_t)atomic_load_explicit(&v->ntcb, memory_order_relaxed);
+    out->stacks_cached += (uint64_t)atomic_load_explicit(&v->nstk, memory_order_relaxed);
   }
   out->created += atomic_load(&weft__rt.os_created);
+  weft__spin_lock(&weft__rt.pool.lock);
   out->tcb_cached += (uint64_t)weft__rt.pool.ntcbs;
   out->stacks_cached += (uint64_t)weft__rt.pool.nstacks;
+  weft__spin_unlock(&weft__rt.pool.lock);
 }

@@ -52,6 +52,9 @@ static inline void tcb_init(weft_thread_t *t, weft_bundle_t *b, weft_thread_fn f
   t->tsd = NULL;
   t->sched_data = 0;
   t->flags = 0;
+#ifdef WEFT_CHECKED
+  atomic_store_explicit(&t->dbg_blocked, 0, memory_order_relaxed);
+#endif
   if (WEFT__LIKELY(!attr)) {
     t->stack_size = 0;
     t->affinity = -1;
@@ -387,6 +390,10 @@ static void block_cont(void *p) {
   weft_thread_t *self = p;
   weft_bundle_t *b = self->bundle;
   if (WEFT__UNLIKELY(b->ops.thread_blocked != NULL)) b->ops.thread_blocked(b, self);
+#ifdef WEFT_CHECKED
+  /* relaxed: release() publishes self with a release operation after this */
+  atomic_store_explicit(&self->dbg_blocked, 1, memory_order_relaxed);
+#endif
   self->cont_fn(self->cont_arg);
 }
 
@@ -402,5 +409,9 @@ void weft_thread_block(void (*release)(void *arg), void *arg) {
 
 void weft_thread_unblock(weft_thread_t *t) {
   if (!t) return;
+#ifdef WEFT_CHECKED
+  WEFT__ASSERT(atomic_exchange_explicit(&t->dbg_blocked, 0, memory_order_relaxed) == 1,
+               "weft_thread_unblock of a thread not blocked in weft_thread_block");
+#endif
   weft__unblock(weft__vp(), t);
 }
