@@ -50,6 +50,9 @@ bench/icount.sh "$build" "$out"
 section "memory per created-but-unstarted thread"
 "$build/bench/weft_mem_per_thread" --out "$out"
 
+section "machine parallelism: independent work on P pinned kernel threads"
+"$build/bench/weft_calibrate" --out "$out"
+
 section "throughput sweep: T1 T4 T5"
 "$build/bench/weft_sweep" --out "$out"
 
