@@ -1,0 +1,184 @@
+// tests/unit/stack_test.cc - thread stacks: the default, minimum and large sizes are
+// usable, and running off the end hits the guard page and kills the process with a
+// report naming the thread and its stack bounds.
+#include <alloca.h>
+
+#include <cstdio>
+#include <regex>
+#include <string>
+#include <tuple>
+
+#include "weft_test.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define WEFT_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WEFT_TEST_TSAN 1
+#endif
+#endif
+
+using namespace weft_test;
+
+namespace {
+
+class StackTest : public VpTest {};
+WEFT_INSTANTIATE_VPS(StackTest);
+
+constexpr size_t KiB = 1024, MiB = 1024 * 1024;
+
+// Uses `bytes` of stack in one frame, writing one byte per KiB from the high end
+// down (the order a growing stack is touched in); returns a checksum.
+__attribute__((noinline)) intptr_t TouchStack(size_t bytes) {
+  volatile char *p = static_cast<volatile char *>(alloca(bytes));
+  for (size_t i = bytes; i >= KiB; i -= KiB) p[i - 1] = static_cast<char>(i / KiB);
+  intptr_t sum = 0;
+  for (size_t i = bytes; i >= KiB; i -= KiB) sum += p[i - 1];
+  return sum;
+}
+intptr_t ExpectedSum(size_t bytes) {
+  intptr_t sum = 0;
+  for (size_t i = bytes; i >= KiB; i -= KiB) sum += static_cast<char>(i / KiB);
+  return sum;
+}
+
+void *TouchThread(void *arg) {
+  size_t bytes = static_cast<size_t>(I(arg));
+  weft_yield();  // and again after a switch, possibly on another VP
+  return P(TouchStack(bytes) + TouchStack(bytes));
+}
+
+// Runs a thread with the given stack size that uses `bytes` of it.
+void ExpectUsable(size_t stack_size, size_t bytes) {
+  weft_attr_t attr;
+  weft_attr_init(&attr);
+  attr.stack_size = stack_size;
+  EXPECT_EQ(Join(Spawn(TouchThread, P(static_cast<intptr_t>(bytes)), &attr)), P(2 * ExpectedSum(bytes)));
+}
+
+// Most of the default 256 KiB stack is usable.
+TEST_P(StackTest, DefaultStackIsUsable) { ExpectUsable(0, 192 * KiB); }
+
+// Half of a minimum-size stack is usable.
+TEST_P(StackTest, MinimumStackIsUsable) { ExpectUsable(WEFT_MIN_STACK_SIZE, WEFT_MIN_STACK_SIZE / 2); }
+
+// A 4 MiB stack can be used for 3 MiB.
+TEST_P(StackTest, LargeStackIsUsable) { ExpectUsable(4 * MiB, 3 * MiB); }
+
+// Stacks of different sizes, created and recycled in any order, each give the
+// thread at least the size it asked for.
+TEST_P(StackTest, MixedSizesAreRecycledCorrectly) {
+  const size_t sizes[] = {0, WEFT_MIN_STACK_SIZE, 1 * MiB, 64 * KiB, 2 * MiB, 0};
+  for (int round = 0; round < 3; ++round) {
+    std::vector<weft_thread_t *> ts;
+    std::vector<size_t> used;
+    for (int i = 0; i < 24; ++i) {
+      size_t size = sizes[i % 6];
+      size_t effective = size == 0 ? WEFT_DEFAULT_STACK_SIZE : size;
+      weft_attr_t attr;
+      weft_attr_init(&attr);
+      attr.stack_size = size;
+      used.push_back(effective / 2);
+      ts.push_back(Spawn(TouchThread, P(static_cast<intptr_t>(used.back())), &attr));
+    }
+    for (size_t i = 0; i < ts.size(); ++i) EXPECT_EQ(Join(ts[i]), P(2 * ExpectedSum(used[i])));
+  }
+}
+
+// ---- overflow death tests -------------------------------------------------------------
+
+std::atomic<bool> g_recurse{true};
+
+// Recurses without bound (the flag is never cleared; it only defeats the
+// compiler's infinite-recursion analysis and tail calls).
+__attribute__((noinline)) int Recurse(int depth) {
+  volatile char pad[512];
+  pad[0] = static_cast<char>(depth);
+  asm volatile("" ::: "memory");
+  if (g_recurse.load(std::memory_order_relaxed)) return Recurse(depth + 1) + pad[0];
+  return pad[0];
+}
+
+void *OverflowThread(void *) {
+  char local = 0;
+  std::fprintf(stderr, "overflowing thread id=%llu local=%p\n",
+               static_cast<unsigned long long>(weft_thread_id(weft_self())),
+               static_cast<void *>(&local));
+  std::fflush(stderr);
+  return P(Recurse(local));
+}
+
+// Starts weft, runs OverflowThread with `stack_size`, and waits for it. With more
+// than one VP the main thread keeps VP 0 busy, so the thread overflows on another
+// VP's kernel thread.
+void OverflowInWeftThread(int nvps, size_t stack_size) {
+  if (InitWithVps(nvps) != 0) return;
+  weft_attr_t attr;
+  weft_attr_init(&attr);
+  attr.stack_size = stack_size;
+  attr.affinity = nvps > 1 ? 1 : -1;
+  weft_thread_t *t = nullptr;
+  if (weft_create(&t, &attr, OverflowThread, nullptr) != 0) return;
+  if (nvps > 1) SpinUntil([] { return false; }, 30.0);
+  weft_join(t, nullptr);
+}
+
+// Matches stderr that has weft's report for the overflowing thread: a line
+// "weft: stack overflow in thread <its id>" carrying two hex addresses that bound
+// the thread's stack (they bracket an address on it, and are at most 64 MiB apart).
+class OverflowReport : public ::testing::MatcherInterface<const std::string &> {
+ public:
+  bool MatchAndExplain(const std::string &err, ::testing::MatchResultListener *listener) const override {
+    std::smatch m;
+    if (!std::regex_search(err, m, std::regex("overflowing thread id=([0-9]+) local=(0x[0-9a-fA-F]+)"))) {
+      *listener << "the overflowing thread never ran";
+      return false;
+    }
+    const std::string id = m[1].str();
+    const uintptr_t local = std::stoull(m[2].str(), nullptr, 16);
+    std::smatch line;
+    if (!std::regex_search(err, line, std::regex("weft: stack overflow in thread " + id + "([^0-9\n][^\n]*)?"))) {
+      *listener << "no line 'weft: stack overflow in thread " << id << "'";
+      return false;
+    }
+    const std::string text = line[0].str();
+    std::vector<uintptr_t> addrs;
+    std::regex hex("0x[0-9a-fA-F]+");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), hex); it != std::sregex_iterator(); ++it) {
+      addrs.push_back(std::stoull(it->str(), nullptr, 16));
+    }
+    for (uintptr_t a : addrs) {
+      for (uintptr_t b : addrs) {
+        if (a <= local && local < b && b - a <= 64 * MiB) return true;
+      }
+    }
+    *listener << "the report line '" << text << "' has no stack bounds around " << std::hex << local;
+    return false;
+  }
+  void DescribeTo(std::ostream *os) const override {
+    *os << "reports 'weft: stack overflow in thread <id>' with the stack bounds";
+  }
+};
+
+class StackDeathTest : public ::testing::TestWithParam<std::tuple<int, size_t>> {};
+
+// A thread that recurses without bound dies on its guard page; weft reports the
+// thread id and its stack bounds on stderr.
+TEST_P(StackDeathTest, OverflowIsReported) {
+  SetDeathTestStyle();
+  const int nvps = std::get<0>(GetParam());
+  const size_t stack_size = std::get<1>(GetParam());
+  EXPECT_DEATH(OverflowInWeftThread(nvps, stack_size),
+               ::testing::Matcher<const std::string &>(new OverflowReport));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, StackDeathTest,
+                         ::testing::Combine(::testing::Values(1, 2),
+                                            ::testing::Values(size_t{0}, WEFT_MIN_STACK_SIZE, 1 * MiB)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, size_t>> &info) {
+                           size_t s = std::get<1>(info.param);
+                           return std::to_string(std::get<0>(info.param)) + "vp_" +
+                                  (s == 0 ? std::string("default") : std::to_string(s / KiB) + "KiB");
+                         });
+
+}  // namespace
