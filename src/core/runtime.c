@@ -48,10 +48,15 @@ static void san_cont_fn(void *p) {
   if (c.fn) c.fn(c.arg);
 }
 
-void weft__switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
+/* fake_save: where ASan keeps the switched-away context's fake stack; NULL for a
+ * context that will never resume (ASan then frees it). */
+static void switch_annotated(void **fake_save, weft_ctx_t *from, weft_ctx_t *to,
+                             weft_ctx_fn fn, void *arg) {
   struct san_cont c = {fn, arg, to};
 #if defined(WEFT_ASAN)
-  __sanitizer_start_switch_fiber(&from->asan_fake, to->stack_lo, to->stack_size);
+  __sanitizer_start_switch_fiber(fake_save, to->stack_lo, to->stack_size);
+#else
+  (void)fake_save;
 #endif
 #if defined(WEFT_TSAN)
   if (!to->tsan_fiber) to->tsan_fiber = __tsan_create_fiber(0);
@@ -60,17 +65,13 @@ void weft__switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
   weft__ctx_switch(from, to, san_cont_fn, &c);
 }
 
-/* A finishing thread never resumes: tell ASan to drop its fake stack. */
+void weft__switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
+  switch_annotated(&from->asan_fake, from, to, fn, arg);
+}
+
+/* A finishing thread never resumes: ASan may drop its fake stack. */
 void weft__switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
-  struct san_cont c = {fn, arg, to};
-#if defined(WEFT_ASAN)
-  __sanitizer_start_switch_fiber(NULL, to->stack_lo, to->stack_size);
-#endif
-#if defined(WEFT_TSAN)
-  if (!to->tsan_fiber) to->tsan_fiber = __tsan_create_fiber(0);
-  __tsan_switch_to_fiber(to->tsan_fiber, 0);
-#endif
-  weft__ctx_switch(from, to, san_cont_fn, &c);
+  switch_annotated(NULL, from, to, fn, arg);
 }
 
 static void san_init_self(weft_ctx_t *ctx) {

@@ -318,6 +318,17 @@ int weft_detach(weft_thread_t *t) {
 
 static void yield_cont(void *p) { weft__unblock(weft__vp(), (weft_thread_t *)p); }
 
+/* The general yield: dequeue the next ready thread (binding its stack if it never
+ * ran) and give the caller to thread_unblocked once it is saved. */
+static void yield_generic(weft_vp_t *vp, weft_thread_t *self) {
+  weft_thread_t *next = weft__dequeue(vp);
+  if (!next) return;
+  weft__prepare(vp, &next);
+  if (!next) return;
+  vp->current = next;
+  weft__switch(&self->ctx, &next->ctx, yield_cont, self);
+}
+
 void weft_yield(void) {
   weft_vp_t *vp = weft__vp();
   if (WEFT__UNLIKELY(!vp)) {
@@ -327,26 +338,14 @@ void weft_yield(void) {
   weft_thread_t *self = vp->current;
   if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) return;
   if (WEFT__UNLIKELY(!weft__is_default(self->bundle))) {
-    weft_thread_t *next = weft__dequeue(vp);
-    if (!next) return;
-    weft__prepare(vp, &next);
-    if (!next) return;
-    vp->current = next;
-    weft__switch(&self->ctx, &next->ctx, yield_cont, self);
+    yield_generic(vp, self);
     return;
   }
   weft__spin_lock(&vp->q.lock);
   weft_thread_t *next = atomic_load_explicit(&vp->q.head, memory_order_relaxed);
   if (WEFT__UNLIKELY(!next || !next->ctx.sp)) {
     weft__spin_unlock(&vp->q.lock);
-    if (next) {                          /* first run: bind outside the lock */
-      next = weft__dequeue(vp);
-      if (!next) return;
-      weft__prepare(vp, &next);
-      if (!next) return;
-      vp->current = next;
-        weft__switch(&self->ctx, &next->ctx, yield_cont, self);
-    }
+    if (next) yield_generic(vp, self);  /* first run: bind the stack outside the lock */
     return;
   }
   /* next->next, not head, becomes the head; self goes to the tail */

@@ -18,6 +18,30 @@
  * than the one the return-stack predictor remembers, so it mispredicts on every
  * switch (measured on this project's machine: 5.5 ns vs 17.5 ns per bare switch).
  */
+
+/* Push the callee-saved registers of the running context (the frame above). */
+.macro WEFT_SAVE_CALLEE_SAVED
+        pushq   %rbp
+        pushq   %rbx
+        pushq   %r12
+        pushq   %r13
+        pushq   %r14
+        pushq   %r15
+.endm
+
+/* Pop the callee-saved registers of the context whose stack we are on, and resume
+ * it at its saved resume address (pop + indirect jmp; r8 is caller-saved). */
+.macro WEFT_RESTORE_AND_RESUME
+        popq    %r15
+        popq    %r14
+        popq    %r13
+        popq    %r12
+        popq    %rbx
+        popq    %rbp
+        popq    %r8
+        jmpq    *%r8
+.endm
+
         .text
         .globl  weft__ctx_switch
         .hidden weft__ctx_switch
@@ -25,24 +49,12 @@
         .p2align 4
 weft__ctx_switch:
         .cfi_startproc
-        pushq   %rbp                    /* save callee-saved registers of *from */
-        pushq   %rbx
-        pushq   %r12
-        pushq   %r13
-        pushq   %r14
-        pushq   %r15
+        WEFT_SAVE_CALLEE_SAVED          /* save callee-saved registers of *from */
         movq    %rsp, (%rdi)            /* from->sp = rsp: *from is now fully saved */
         movq    (%rsi), %rsp            /* rsp = to->sp: we are on the new stack */
         testq   %rdx, %rdx              /* continuation to run? */
         jnz     2f
-1:      popq    %r15                    /* restore callee-saved registers of *to */
-        popq    %r14
-        popq    %r13
-        popq    %r12
-        popq    %rbx
-        popq    %rbp
-        popq    %r8                     /* resume address (r8 is caller-saved) */
-        jmpq    *%r8                    /* resume *to */
+1:      WEFT_RESTORE_AND_RESUME         /* restore *to and resume it */
 2:      movq    %rcx, %rdi              /* fn(arg) on the new stack */
         subq    $8, %rsp                /* to->sp is 8 mod 16: align for the call */
         callq   *%rdx
@@ -61,23 +73,11 @@ weft__ctx_switch:
         .p2align 4
 weft__ctx_switch_unlock:
         .cfi_startproc
-        pushq   %rbp
-        pushq   %rbx
-        pushq   %r12
-        pushq   %r13
-        pushq   %r14
-        pushq   %r15
+        WEFT_SAVE_CALLEE_SAVED
         movq    %rsp, (%rdi)            /* *from fully saved */
         movq    (%rsi), %rsp            /* on the new stack */
         movl    $0, (%rdx)              /* release the lock: *from may now be taken */
-        popq    %r15
-        popq    %r14
-        popq    %r13
-        popq    %r12
-        popq    %rbx
-        popq    %rbp
-        popq    %r8
-        jmpq    *%r8
+        WEFT_RESTORE_AND_RESUME
         .cfi_endproc
         .size   weft__ctx_switch_unlock,.-weft__ctx_switch_unlock
 
