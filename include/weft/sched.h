@@ -35,8 +35,10 @@
  *   bundle_terminated(b, child) child was destroyed (raised on the parent).
  *   processor_idle(b, vp)    vp's dispatch queue is empty; return a ready thread for
  *                            vp to run (removed from wherever the scheduler kept it),
- *                            or NULL. Raised repeatedly while vp polls; it must be
- *                            cheap and must not sleep.
+ *                            or NULL. Raised repeatedly while vp polls and once more
+ *                            before it sleeps; it must be cheap and must not sleep.
+ *                            A VP sleeps when every bundle's processor_idle returned
+ *                            NULL; see weft_sched_notify() for waking it.
  */
 #ifndef WEFT_SCHED_H
 #define WEFT_SCHED_H
@@ -97,6 +99,14 @@ WEFT_API weft_bundle_t *weft_thread_bundle(const weft_thread_t *t);
  * if t may otherwise wait while a VP sleeps, wakes a sleeping VP. Never switches;
  * callable from handlers and from any thread. */
 WEFT_API void weft_sched_enqueue(weft_vp_t *vp, weft_thread_t *t);
+
+/* weft_sched_notify() tells the kernel that a ready thread may be waiting in a
+ * scheduler's own structure (not in a dispatch queue): if a VP sleeps and none is
+ * polling, one is woken, and it raises processor_idle. The kernel calls it itself
+ * after thread_created and thread_unblocked of every non-default bundle; a scheduler
+ * calls it when it makes a thread available at any other time. The thread must be
+ * findable by processor_idle before the call. Never switches; callable anywhere. */
+WEFT_API void weft_sched_notify(void);
 
 /* weft_sched_steal() removes and returns the thread at the head of vp's dispatch
  * queue, or NULL if it is empty. Never switches; callable from handlers. */

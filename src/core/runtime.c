@@ -97,6 +97,7 @@ void weft__unblock(weft_vp_t *vp, weft_thread_t *t) {
     weft__enqueue(vp, t);
   } else {
     b->ops.thread_unblocked(b, t);
+    weft_sched_notify();  /* the scheduler may have kept t in its own structure */
   }
 }
 
@@ -111,8 +112,9 @@ weft_vp_t *weft__os_target_vp(void) {
  * stack, and then takes every dispatch queue's lock to look once more. An enqueuer
  * reads rt.idle inside the queue lock. So either the sleeper's look comes after the
  * enqueue (it sees the thread), or the enqueuer's read comes after the sleeper's
- * RMW (it sees a sleeper and, if nobody spins, wakes one). Custom schedulers use
- * weft__notify(), which pairs its seq_cst fence with the same RMW. */
+ * RMW (it sees a sleeper and, if nobody spins, wakes one). Threads a custom
+ * scheduler keeps to itself are covered by weft_sched_notify(), whose seq_cst
+ * fence pairs with the same RMW, and by the sleeper's last processor_idle look. */
 
 static void idle_add(int32_t delta) {
   atomic_fetch_add_explicit(&weft__rt.idle, (uint32_t)delta, memory_order_seq_cst);
@@ -168,11 +170,10 @@ static int any_queued_hint(void) {
   return 0;
 }
 
-/* processor_idle: the default bundle first (steal), then every other bundle. */
-static weft_thread_t *raise_idle(weft_vp_t *vp) {
-  weft_bundle_t *root = weft__rt.root;
-  weft_thread_t *t = root->ops.processor_idle ? root->ops.processor_idle(root, vp) : NULL;
-  if (t || !atomic_load_explicit(&weft__rt.nbundles, memory_order_relaxed)) return t;
+/* processor_idle on every non-root bundle, until one gives a thread. */
+static weft_thread_t *custom_idle(weft_vp_t *vp) {
+  weft_thread_t *t = NULL;
+  if (!atomic_load_explicit(&weft__rt.nbundles, memory_order_relaxed)) return NULL;
   weft__spin_lock(&weft__rt.bundle_lock);
   for (weft_bundle_t *b = weft__rt.bundles; b && !t; b = b->list_next)
     if (b->ops.processor_idle) t = b->ops.processor_idle(b, vp);
@@ -180,13 +181,21 @@ static weft_thread_t *raise_idle(weft_vp_t *vp) {
   return t;
 }
 
+/* processor_idle: the default bundle first (steal), then every other bundle. */
+static weft_thread_t *raise_idle(weft_vp_t *vp) {
+  weft_bundle_t *root = weft__rt.root;
+  weft_thread_t *t = root->ops.processor_idle ? root->ops.processor_idle(root, vp) : NULL;
+  return t ? t : custom_idle(vp);
+}
+
 static weft_thread_t *find_work(weft_vp_t *vp) {
   weft_thread_t *t = weft__dequeue(vp);
   return t ? t : raise_idle(vp);
 }
 
-/* Sleeps until woken; returns with the VP counted as spinning again. */
-static void vp_sleep(weft_vp_t *vp) {
+/* Sleeps until woken; returns with the VP counted as spinning again, and with a
+ * thread if the last look before sleeping found one in a custom scheduler. */
+static weft_thread_t *vp_sleep(weft_vp_t *vp) {
   weft__rt_t *rt = &weft__rt;
   weft__spin_lock(&rt->idle_lock);
   atomic_store_explicit(&vp->park, 1, memory_order_relaxed);
@@ -194,8 +203,15 @@ static void vp_sleep(weft_vp_t *vp) {
   idle_add((int32_t)WEFT__IDLE_SLEEP - (int32_t)WEFT__IDLE_SPIN);
   weft__spin_unlock(&rt->idle_lock);
 
-  int work = any_queued_locked_look() || atomic_load(&rt->stopping);
-  if (!work && atomic_load_explicit(&rt->nbundles, memory_order_relaxed)) work = 1; /* custom schedulers: keep polling their idle */
+  /* the last look: every dispatch queue under its lock, and every custom
+   * scheduler. The seq_cst fence pairs with the one in weft_sched_notify: either
+   * its caller's thread is visible to processor_idle below, or its load of rt.idle
+   * sees us asleep (store-buffering; the RMW alone does not order our later loads
+   * on every architecture). */
+  atomic_thread_fence(memory_order_seq_cst);
+  weft_thread_t *t = NULL;
+  int work = any_queued_locked_look() || atomic_load(&rt->stopping) ||
+             (t = custom_idle(vp)) != NULL;
   if (work) {
     /* cancel, unless a waker already took us off the sleeper stack */
     weft__spin_lock(&rt->idle_lock);
@@ -209,12 +225,37 @@ static void vp_sleep(weft_vp_t *vp) {
       atomic_store_explicit(&vp->park, 0, memory_order_relaxed);
     }
     weft__spin_unlock(&rt->idle_lock);
-    return;
+    return t;
   }
   weft__stat_inc(&vp->n_sleeps);
   /* acquire: pairs with the release store of 0 in weft__wake_one */
   while (atomic_load_explicit(&vp->park, memory_order_acquire))
     weft__os_futex_wait(&vp->park, 1);
+  return NULL;
+}
+
+/* Polls without locks for cfg.spin_us, then sleeps. Returns a thread found in a
+ * custom scheduler, or NULL: then the caller looks again (something was seen in a
+ * dispatch queue, or the VP slept and was woken). */
+static weft_thread_t *idle_wait(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  uint64_t until = weft__os_now_ns() + (uint64_t)rt->cfg.spin_us * 1000u;
+  do {
+    for (int i = 0; i < 64; i++) weft__os_relax();
+    if (any_queued_hint() || atomic_load_explicit(&rt->stopping, memory_order_relaxed))
+      return NULL;
+    weft_thread_t *t = custom_idle(vp);
+    if (t) return t;
+  } while (weft__os_now_ns() < until);
+  return vp_sleep(vp);
+}
+
+void weft_sched_notify(void) {
+  /* seq_cst fence: pairs with the sleeper's seq_cst update of rt.idle; the
+   * scheduler's store of the thread comes before it (see vp_sleep) */
+  atomic_thread_fence(memory_order_seq_cst);
+  uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+  if (idle != 0 && (idle & 0xffff) == 0) weft__wake_one();
 }
 
 static void run_from_idle(weft_vp_t *vp, weft_thread_t *t) {
@@ -240,30 +281,19 @@ static void idle_loop(weft_vp_t *vp) {
       return;
     }
     weft_thread_t *t = find_work(vp);
-    if (t) {
-      /* leaving the spinning state; the last spinner to find work wakes another VP
-       * so that work left behind is never stranded while a VP sleeps */
-      uint32_t old = atomic_fetch_sub_explicit(&rt->idle, WEFT__IDLE_SPIN, memory_order_seq_cst);
-      if ((old & 0xffff) == 1 && (old >> 16) != 0 && any_queued_hint()) weft__wake_one();
-      do {
-        run_from_idle(vp, t);
-        t = weft__dequeue(vp);
-      } while (t);
-      idle_add((int32_t)WEFT__IDLE_SPIN);
-      continue;
-    }
-    /* poll without locks for a bounded time, then sleep in the kernel */
-    uint64_t until = weft__os_now_ns() + (uint64_t)rt->cfg.spin_us * 1000u;
-    int seen = 0;
+    if (!t) t = idle_wait(vp);
+    if (!t) continue;
+    /* leaving the spinning state; the last spinner to find work wakes another VP
+     * so that work left behind is never stranded while a VP sleeps */
+    uint32_t old = atomic_fetch_sub_explicit(&rt->idle, WEFT__IDLE_SPIN, memory_order_seq_cst);
+    if ((old & 0xffff) == 1 && (old >> 16) != 0 &&
+        (any_queued_hint() || atomic_load_explicit(&rt->nbundles, memory_order_relaxed)))
+      weft__wake_one();
     do {
-      for (int i = 0; i < 64; i++) weft__os_relax();
-      if (any_queued_hint() || atomic_load_explicit(&rt->nbundles, memory_order_relaxed) ||
-          atomic_load_explicit(&rt->stopping, memory_order_relaxed)) {
-        seen = 1;
-        break;
-      }
-    } while (weft__os_now_ns() < until);
-    if (!seen) vp_sleep(vp);
+      run_from_idle(vp, t);
+      t = weft__dequeue(vp);
+    } while (t);
+    idle_add((int32_t)WEFT__IDLE_SPIN);
   }
 }
 

@@ -114,6 +114,7 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   } else {
     if (b != weft__rt.root) atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
     b->ops.thread_created(b, t);
+    weft_sched_notify();  /* the scheduler may have kept t to itself */
   }
   return 0;
 }
@@ -144,6 +145,7 @@ static int create_os(weft_thread_t **out, const weft_attr_t *attr, weft_thread_f
   } else {
     if (b != weft__rt.root) atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
     b->ops.thread_created(b, t);
+    weft_sched_notify();  /* the scheduler may have kept t to itself */
   }
   return 0;
 }
