@@ -89,7 +89,11 @@ enum {
   WEFT__TF_STARTED = 2,   /* has run (stack bound) */
 };
 
-struct weft_thread {
+typedef struct weft__slab weft__slab_t;  /* alloc.c */
+
+/* Aligned to (and sized in) whole cache lines: control blocks of threads running on
+ * different VPs never share a line. */
+struct __attribute__((aligned(64))) weft_thread {
   weft_ctx_t ctx;              /* running VP only; NULL sp until the stack is bound */
   struct weft_thread *next;    /* dispatch-queue / free-list link: q.lock or owner */
   weft_bundle_t *bundle;       /* set at create, then read-only */
@@ -109,7 +113,7 @@ struct weft_thread {
   uintptr_t sched_data;        /* weft_sched_thread_data(): the scheduler's word */
   int32_t affinity;            /* -1 or a VP hint */
   uint32_t flags;              /* WEFT__TF_* ; running VP only */
-  struct weft_thread *all_prev, *all_next; /* registry of allocated TCBs: pool.lock */
+  weft__slab_t *slab;          /* the slab this block was carved from (alloc.c) */
 #ifdef WEFT_CHECKED
   _Atomic int dbg_blocked;     /* 1 while blocked in weft_thread_block: set before
                                   release() publishes it, cleared by the unblocker */
@@ -189,7 +193,9 @@ typedef struct weft__pool {
   long ntcbs;
   weft__stack_rec_t *stacks;     /* pool.lock */
   long nstacks;
-  weft_thread_t *all;            /* every allocated control block (registry) */
+  weft__slab_t *slabs;           /* every slab of control blocks: pool.lock */
+  weft__slab_t *partial;         /* slabs holding given-back blocks: pool.lock */
+  weft__slab_t *carving;         /* the slab new blocks are carved from: pool.lock */
 } weft__pool_t;
 
 /* idle word: low 16 bits = VPs spinning in the idle loop, high 16 bits = VPs

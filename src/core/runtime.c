@@ -463,7 +463,7 @@ weft_bundle_t *weft__bundle_new_root(void);
 void weft__bundle_free_root(weft_bundle_t *b);
 
 static weft_thread_t *main_new(void) {
-  weft_thread_t *t = weft__sys_calloc(1, sizeof *t + WEFT__CTX_SELF_SIZE + 16);
+  weft_thread_t *t = weft__sys_calloc_aligned(sizeof *t + WEFT__CTX_SELF_SIZE + 16, WEFT__CACHELINE);
   if (!t) return NULL;
   t->flags = WEFT__TF_MAIN | WEFT__TF_STARTED;
   t->affinity = -1;
