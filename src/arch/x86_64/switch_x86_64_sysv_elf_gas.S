@@ -16,7 +16,8 @@
  * Only the registers the System V ABI makes callee-saved are saved. The resume is
  * `pop` + indirect `jmp`, not `ret`: a `ret` here returns to a different call site
  * than the one the return-stack predictor remembers, so it mispredicts on every
- * switch (measured on this project's machine: 5.5 ns vs 17.5 ns per bare switch).
+ * switch (the runtime-core issue measured a bare switch on this project's machine at
+ * 5.5 ns with pop + jmp against 17.5 ns with ret).
  */
 
 /* Push the callee-saved registers of the running context (the frame above). */
