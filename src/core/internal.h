@@ -86,7 +86,6 @@ void weft__spin_unlock_cont(void *lock);
 
 enum {
   WEFT__TF_MAIN = 1,      /* the main weft thread: runs on its OS thread's stack */
-  WEFT__TF_STARTED = 2,   /* has run (stack bound) */
 };
 
 typedef struct weft__slab weft__slab_t;  /* alloc.c */
@@ -140,7 +139,6 @@ struct weft_vp {
   /* owner-only, hot */
   weft_thread_t *current;       /* running thread; NULL while in the idle loop */
   int index;
-  uint32_t rng;                 /* victim selection */
   weft_thread_t *tcb_free;      /* free control blocks, count ntcb (owner) */
   _Atomic int ntcb;             /* owner writes (relaxed load+store, no RMW);
                                    weft_debug_stats reads (relaxed) */
@@ -171,7 +169,6 @@ struct weft_vp {
   unsigned idle_stack_vg;
   pthread_t kthread;            /* kernel thread (VP > 0) */
   void *altstack;               /* signal stack for the overflow handler */
-  int stopping;                 /* owner: leave the idle loop (VP > 0) */
   unsigned char ctx_storage[WEFT__CTX_SELF_SIZE + 1] __attribute__((aligned(16)));
 };
 

@@ -417,7 +417,6 @@ static weft_vp_t *vp_new(int index) {
   vp->index = index;
   vp->free_limit = 2 * weft__rt.cfg.freelist_local;
   vp->def_stack = weft__rt.cfg.stack_size;
-  vp->rng = 0x9e3779b9u * (uint32_t)(index + 1);
   return vp;
 }
 
@@ -465,7 +464,7 @@ void weft__bundle_free_root(weft_bundle_t *b);
 static weft_thread_t *main_new(void) {
   weft_thread_t *t = weft__sys_calloc_aligned(sizeof *t + WEFT__CTX_SELF_SIZE + 16, WEFT__CACHELINE);
   if (!t) return NULL;
-  t->flags = WEFT__TF_MAIN | WEFT__TF_STARTED;
+  t->flags = WEFT__TF_MAIN;
   t->affinity = -1;
   t->bundle = weft__rt.root;
   t->id = atomic_fetch_add_explicit(&weft__next_id_block, 1, memory_order_relaxed) << 10;

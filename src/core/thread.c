@@ -157,7 +157,6 @@ static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *resul
 void weft__thread_entry(void *p) {
   weft_thread_t *t = p;
   weft_bundle_t *b = t->bundle;
-  t->flags |= WEFT__TF_STARTED;
   if (WEFT__UNLIKELY(b->ops.thread_started != NULL)) b->ops.thread_started(b, t);
   void *r = t->fn(t->arg);
   thread_finish(weft__vp(), t, r);
