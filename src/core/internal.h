@@ -86,6 +86,8 @@ void weft__spin_unlock_cont(void *lock);
 
 enum {
   WEFT__TF_MAIN = 1,      /* the main weft thread: runs on its OS thread's stack */
+  WEFT__TF_CUSTOM = 2,    /* its bundle is not the root: no inlined scheduler paths
+                             (weft__is_default of its bundle, cached: one load) */
 };
 
 typedef struct weft__slab weft__slab_t;  /* alloc.c */

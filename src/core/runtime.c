@@ -92,7 +92,7 @@ static void san_init_self(weft_ctx_t *ctx) {
 /* Raises thread_unblocked (default scheduler: inlined enqueue on the caller's VP). */
 void weft__unblock(weft_vp_t *vp, weft_thread_t *t) {
   weft_bundle_t *b = t->bundle;
-  if (WEFT__LIKELY(weft__is_default(b))) {
+  if (WEFT__LIKELY(!(t->flags & WEFT__TF_CUSTOM))) {
     if (!vp) vp = weft__os_target_vp();
     weft__enqueue(vp, t);
   } else {

@@ -51,7 +51,7 @@ static inline void tcb_init(weft_thread_t *t, weft_bundle_t *b, weft_thread_fn f
   t->local = NULL;
   t->tsd = NULL;
   t->sched_data = 0;
-  t->flags = 0;
+  t->flags = 0;  /* weft_create/create_os set WEFT__TF_CUSTOM for other bundles */
 #ifdef WEFT_CHECKED
   atomic_store_explicit(&t->dbg_blocked, 0, memory_order_relaxed);
 #endif
@@ -105,11 +105,18 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   weft_thread_t *t = weft__tcb_alloc(vp);
   if (WEFT__UNLIKELY(!t)) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
-  if (WEFT__UNLIKELY(attr != NULL)) attr_stack_round(t);
+  int custom = 0;
+  if (WEFT__UNLIKELY(attr != NULL)) {
+    attr_stack_round(t);
+    if (!weft__is_default(b)) {
+      custom = 1;
+      t->flags = WEFT__TF_CUSTOM;
+    }
+  }
   t->id = next_id(vp);
   weft__stat_inc(&vp->n_created);
   if (out) *out = t;  /* before the thread can run and be reaped elsewhere */
-  if (WEFT__LIKELY(weft__is_default(b))) {
+  if (WEFT__LIKELY(!custom)) {
     weft__enqueue(placement(vp, t), t);
   } else {
     if (b != weft__rt.root) atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
@@ -135,6 +142,7 @@ static int create_os(weft_thread_t **out, const weft_attr_t *attr, weft_thread_f
   if (!t) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
   attr_stack_round(t);
+  if (!weft__is_default(b)) t->flags = WEFT__TF_CUSTOM;
   uint64_t blk = atomic_fetch_add_explicit(&weft__next_id_block, 1, memory_order_relaxed);
   t->id = blk << 10;  /* a whole id block for one thread: OS-thread creation is rare */
   atomic_fetch_add_explicit(&weft__rt.os_created, 1, memory_order_relaxed);
@@ -157,7 +165,9 @@ static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *resul
 void weft__thread_entry(void *p) {
   weft_thread_t *t = p;
   weft_bundle_t *b = t->bundle;
-  if (WEFT__UNLIKELY(b->ops.thread_started != NULL)) b->ops.thread_started(b, t);
+  /* the root bundle has no started/terminated/blocked handlers: test the flag first */
+  if (WEFT__UNLIKELY(t->flags & WEFT__TF_CUSTOM) && b->ops.thread_started)
+    b->ops.thread_started(b, t);
   void *r = t->fn(t->arg);
   thread_finish(weft__vp(), t, r);
 }
@@ -205,14 +215,15 @@ static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *resul
   vp = weft__vp();                       /* destructors may have switched */
   t->result = result;
   weft_bundle_t *b = t->bundle;
-  if (WEFT__UNLIKELY(b->ops.thread_terminated != NULL)) b->ops.thread_terminated(b, t);
+  if (WEFT__UNLIKELY(t->flags & WEFT__TF_CUSTOM) && b->ops.thread_terminated)
+    b->ops.thread_terminated(b, t);
   /* A joiner already published (it is saved and waits) can only be released by
    * us: hand the VP straight to it if the default scheduler owns it. */
   weft_thread_t *next = NULL;
   uintptr_t w = atomic_load_explicit(&t->join, memory_order_acquire);
   if (WEFT__JW_TAG(w) == WEFT__JW_WEFT) {
     weft_thread_t *j = WEFT__JW_PTR(w);
-    if (weft__is_default(j->bundle)) next = j;
+    if (!(j->flags & WEFT__TF_CUSTOM)) next = j;
   }
   if (!next) {
     next = weft__dequeue(vp);
@@ -240,7 +251,8 @@ static void join_cont(void *p) {
   weft_thread_t *self = p;
   weft_thread_t *t = self->blocked_on;
   weft_bundle_t *b = self->bundle;
-  if (WEFT__UNLIKELY(b->ops.thread_blocked != NULL)) b->ops.thread_blocked(b, self);
+  if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM) && b->ops.thread_blocked)
+    b->ops.thread_blocked(b, self);
   uintptr_t expect = 0;
   /* release: the joiner's saved context is visible to whoever unblocks it (pairs
    * with the acquire half of the finisher's exchange) */
@@ -338,7 +350,7 @@ void weft_yield(void) {
   }
   weft_thread_t *self = vp->current;
   if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) return;
-  if (WEFT__UNLIKELY(!weft__is_default(self->bundle))) {
+  if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM)) {
     yield_generic(vp, self);
     return;
   }
@@ -389,7 +401,8 @@ int weft_local_set(void *value) {
 static void block_cont(void *p) {
   weft_thread_t *self = p;
   weft_bundle_t *b = self->bundle;
-  if (WEFT__UNLIKELY(b->ops.thread_blocked != NULL)) b->ops.thread_blocked(b, self);
+  if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM) && b->ops.thread_blocked)
+    b->ops.thread_blocked(b, self);
 #ifdef WEFT_CHECKED
   /* relaxed: release() publishes self with a release operation after this */
   atomic_store_explicit(&self->dbg_blocked, 1, memory_order_relaxed);
