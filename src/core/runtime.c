@@ -120,35 +120,30 @@ static void idle_add(int32_t delta) {
   atomic_fetch_add_explicit(&weft__rt.idle, (uint32_t)delta, memory_order_seq_cst);
 }
 
-void weft__wake_one(void) {
+/* Takes a sleeping VP off the sleeper stack (only if no VP spins, unless `always`),
+ * counts it as spinning so that other enqueuers need not wake more, and wakes it.
+ * Returns 0 if there was none to wake. */
+static int wake_sleeper(int always) {
   weft__rt_t *rt = &weft__rt;
   weft_vp_t *vp = NULL;
   weft__spin_lock(&rt->idle_lock);
   uint32_t idle = atomic_load_explicit(&rt->idle, memory_order_relaxed);
-  if (rt->nsleepers > 0 && (idle & 0xffff) == 0) {
+  if (rt->nsleepers > 0 && (always || (idle & 0xffff) == 0)) {
     vp = rt->sleepers[--rt->nsleepers];
-    /* it wakes up counted as spinning, so other enqueuers need not wake more */
     idle_add((int32_t)WEFT__IDLE_SPIN - (int32_t)WEFT__IDLE_SLEEP);
     /* release: pairs with the acquire load in vp_sleep's wait loop */
     atomic_store_explicit(&vp->park, 0, memory_order_release);
   }
   weft__spin_unlock(&rt->idle_lock);
-  if (vp) weft__os_futex_wake(&vp->park, 1);
+  if (!vp) return 0;
+  weft__os_futex_wake(&vp->park, 1);
+  return 1;
 }
 
+void weft__wake_one(void) { wake_sleeper(0); }
+
 static void wake_all(void) {
-  weft__rt_t *rt = &weft__rt;
-  for (;;) {
-    weft_vp_t *vp = NULL;
-    weft__spin_lock(&rt->idle_lock);
-    if (rt->nsleepers > 0) {
-      vp = rt->sleepers[--rt->nsleepers];
-      idle_add((int32_t)WEFT__IDLE_SPIN - (int32_t)WEFT__IDLE_SLEEP);
-      atomic_store_explicit(&vp->park, 0, memory_order_release);
-    }
-    weft__spin_unlock(&rt->idle_lock);
-    if (!vp) return;
-    weft__os_futex_wake(&vp->park, 1);
+  while (wake_sleeper(1)) {
   }
 }
 

@@ -89,72 +89,69 @@ static inline weft_vp_t *placement(weft_vp_t *vp, const weft_thread_t *t) {
   return vp;
 }
 
+/* Checks create's arguments and picks the bundle: 0 or WEFT_EINVAL. */
+static inline int create_args(weft_thread_t **out, const weft_attr_t *attr,
+                              weft_thread_fn fn, weft_bundle_t **b) {
+  if (WEFT__UNLIKELY(!fn)) return WEFT_EINVAL;
+  *b = weft__rt.root;
+  if (WEFT__LIKELY(attr == NULL)) return out ? 0 : WEFT_EINVAL;
+  int rc = attr_check(attr);
+  if (rc) return rc;
+  if (!out && !attr->detached) return WEFT_EINVAL;
+  if (attr->bundle) *b = attr->bundle;
+  return 0;
+}
+
+/* Applies the attributes beyond tcb_init's; returns 1 if t belongs to a bundle
+ * other than the root (so its scheduler's handlers must be raised). */
+static inline int create_attrs(weft_thread_t *t, const weft_attr_t *attr, weft_bundle_t *b) {
+  if (WEFT__LIKELY(attr == NULL)) return 0;
+  attr_stack_round(t);
+  if (weft__is_default(b)) return 0;
+  t->flags = WEFT__TF_CUSTOM;
+  return 1;
+}
+
+/* A thread of a non-root bundle goes to its scheduler. */
+static void raise_created(weft_bundle_t *b, weft_thread_t *t) {
+  atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
+  b->ops.thread_created(b, t);
+  weft_sched_notify();  /* the scheduler may have kept t to itself */
+}
+
 int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg) {
   weft_vp_t *vp = weft__vp();
   if (WEFT__UNLIKELY(!vp)) return create_os(out, attr, fn, arg);
-  if (WEFT__UNLIKELY(!fn)) return WEFT_EINVAL;
-  weft_bundle_t *b = weft__rt.root;
-  if (WEFT__UNLIKELY(attr != NULL)) {
-    int rc = attr_check(attr);
-    if (rc) return rc;
-    if (!out && !attr->detached) return WEFT_EINVAL;
-    if (attr->bundle) b = attr->bundle;
-  } else if (WEFT__UNLIKELY(!out)) {
-    return WEFT_EINVAL;
-  }
+  weft_bundle_t *b;
+  int rc = create_args(out, attr, fn, &b);
+  if (WEFT__UNLIKELY(rc)) return rc;
   weft_thread_t *t = weft__tcb_alloc(vp);
   if (WEFT__UNLIKELY(!t)) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
-  int custom = 0;
-  if (WEFT__UNLIKELY(attr != NULL)) {
-    attr_stack_round(t);
-    if (!weft__is_default(b)) {
-      custom = 1;
-      t->flags = WEFT__TF_CUSTOM;
-    }
-  }
+  int custom = create_attrs(t, attr, b);
   t->id = next_id(vp);
   weft__stat_inc(&vp->n_created);
   if (out) *out = t;  /* before the thread can run and be reaped elsewhere */
-  if (WEFT__LIKELY(!custom)) {
-    weft__enqueue(placement(vp, t), t);
-  } else {
-    if (b != weft__rt.root) atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
-    b->ops.thread_created(b, t);
-    weft_sched_notify();  /* the scheduler may have kept t to itself */
-  }
+  if (WEFT__LIKELY(!custom)) weft__enqueue(placement(vp, t), t);
+  else raise_created(b, t);
   return 0;
 }
 
 static int create_os(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg) {
   if (!atomic_load_explicit(&weft__rt.state, memory_order_acquire)) return WEFT_ENOTINIT;
-  if (!fn) return WEFT_EINVAL;
-  weft_bundle_t *b = weft__rt.root;
-  if (attr) {
-    int rc = attr_check(attr);
-    if (rc) return rc;
-    if (!out && !attr->detached) return WEFT_EINVAL;
-    if (attr->bundle) b = attr->bundle;
-  } else if (!out) {
-    return WEFT_EINVAL;
-  }
+  weft_bundle_t *b;
+  int rc = create_args(out, attr, fn, &b);
+  if (rc) return rc;
   weft_thread_t *t = weft__tcb_alloc_slow(NULL);
   if (!t) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
-  attr_stack_round(t);
-  if (!weft__is_default(b)) t->flags = WEFT__TF_CUSTOM;
+  int custom = create_attrs(t, attr, b);
   uint64_t blk = atomic_fetch_add_explicit(&weft__next_id_block, 1, memory_order_relaxed);
   t->id = blk << 10;  /* a whole id block for one thread: OS-thread creation is rare */
   atomic_fetch_add_explicit(&weft__rt.os_created, 1, memory_order_relaxed);
   if (out) *out = t;
-  if (weft__is_default(b)) {
-    weft_vp_t *target = t->affinity >= 0 ? placement(NULL, t) : weft__os_target_vp();
-    weft__enqueue(target, t);
-  } else {
-    if (b != weft__rt.root) atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
-    b->ops.thread_created(b, t);
-    weft_sched_notify();  /* the scheduler may have kept t to itself */
-  }
+  if (!custom) weft__enqueue(t->affinity >= 0 ? placement(NULL, t) : weft__os_target_vp(), t);
+  else raise_created(b, t);
   return 0;
 }
 
@@ -183,8 +180,8 @@ static void finish_cont(void *p) {
   t->ctx.tsan_fiber = NULL;
 #endif
   weft__stack_release(vp, t);
-  weft_bundle_t *b = t->bundle;
-  if (b != weft__rt.root) atomic_fetch_sub_explicit(&b->nthreads, 1, memory_order_release);
+  if (t->flags & WEFT__TF_CUSTOM)  /* the root bundle keeps no count */
+    atomic_fetch_sub_explicit(&t->bundle->nthreads, 1, memory_order_release);
   weft__stat_inc(&vp->n_finished);
   /* acq_rel: release publishes result (and the thread's writes) to the joiner's
    * acquire load; acquire pairs with the joiner's release CAS that published it */
