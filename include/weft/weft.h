@@ -7,5 +7,6 @@
 #include "weft/runtime.h"
 #include "weft/thread.h"
 #include "weft/sched.h"
+#include "weft/sync.h"
 
 #endif

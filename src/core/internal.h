@@ -54,6 +54,11 @@ static inline void weft__spin_lock(weft__spin_t *l) {
     while (atomic_load_explicit(&l->word, memory_order_relaxed)) weft__os_relax();
   }
 }
+/* One attempt: 0 -> 1 by exchange (acquire, as in lock) if it looks free. */
+static inline int weft__spin_trylock(weft__spin_t *l) {
+  return !atomic_load_explicit(&l->word, memory_order_relaxed) &&
+         !atomic_exchange_explicit(&l->word, 1, memory_order_acquire);
+}
 static inline void weft__spin_unlock(weft__spin_t *l) {
   atomic_store_explicit(&l->word, 0, memory_order_release);
 }
@@ -136,6 +141,29 @@ typedef struct weft__stack_rec {
 } weft__stack_rec_t;
 #define WEFT__STACK_RESERVE 64  /* bytes at the top of every stack kept for the record */
 
+/* ---- per-VP timers (src/sync/timer.c) ---------------------------------------------
+ * A binary min-heap of the waiters (src/sync/sync.h) of timed waits and sleeps made
+ * by threads running on this VP. Only threads of this VP arm timers here (in a
+ * block continuation); any VP may fire or cancel them, under the lock. */
+struct weft__waiter;
+typedef struct weft__tmheap {
+  weft__spin_t lock;
+  struct weft__waiter **v;       /* heap ordered by deadline: lock */
+  int cap;                       /* lock (grown by this VP's threads only) */
+  _Atomic int n;                 /* entries: written under lock; read relaxed by
+                                    this VP's scheduler as a hint (it re-checks
+                                    under the lock) */
+  _Atomic uint64_t earliest;     /* v[0]'s deadline or UINT64_MAX: written under
+                                    lock, read relaxed by pollers as a hint */
+} weft__tmheap_t;
+
+/* Fires the expired timers of this VP (out of line; called only when n > 0). */
+void weft__timers_check(weft_vp_t *vp);
+
+/* Slow-path counters of weft/sync.h, per VP (owner-only adds). */
+enum { WEFT__ST_MISSED, WEFT__ST_SPIN, WEFT__ST_POLL, WEFT__ST_BLOCKED, WEFT__ST_IDLED,
+       WEFT__ST_TIMEOUT, WEFT__ST_N };
+
 /* ---- virtual processor ------------------------------------------------------------ */
 struct weft_vp {
   /* owner-only, hot */
@@ -151,6 +179,9 @@ struct weft_vp {
   size_t def_stack;             /* cfg.stack_size */
   /* statistics: written by the owner only (relaxed stores), read by anyone */
   _Atomic uint64_t n_created, n_finished, n_steals, n_sleeps;
+  _Atomic uint64_t sync_st[WEFT__ST_N];
+
+  weft__tmheap_t tm WEFT__ALIGNED;
 
   /* dispatch queue: FIFO of ready threads linked through t->next */
   struct {
@@ -406,6 +437,7 @@ static inline void weft__prepare(weft_vp_t *vp, weft_thread_t **next) {
 /* Switches the calling thread `self` away: runs the next ready thread of this VP or
  * the idle loop, and runs fn(arg) once self is saved. Returns when self is resumed. */
 static inline void weft__block(weft_vp_t *vp, weft_thread_t *self, weft_ctx_fn fn, void *arg) {
+  if (WEFT__UNLIKELY(atomic_load_explicit(&vp->tm.n, memory_order_relaxed))) weft__timers_check(vp);
   weft_thread_t *next = weft__dequeue(vp);
   if (next) weft__prepare(vp, &next);
   weft_ctx_t *to = next ? &next->ctx : &vp->idle_ctx;

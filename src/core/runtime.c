@@ -31,6 +31,11 @@ _Atomic uint64_t weft__next_id_block = 1;
 /* used: referenced only from inline asm, which link-time optimisation cannot see */
 __thread weft_vp_t *weft__tls_vp __attribute__((tls_model("initial-exec"), used));
 
+/* src/sync/timer.c */
+int weft__timers_poll_all(void);
+uint64_t weft__timers_earliest(void);
+void weft__timers_free(weft_vp_t *vp);
+
 void weft__spin_unlock_cont(void *lock) { weft__spin_unlock((weft__spin_t *)lock); }
 
 /* ---- the switch, with sanitizer annotations -------------------------------------- */
@@ -184,6 +189,7 @@ static weft_thread_t *raise_idle(weft_vp_t *vp) {
 }
 
 static weft_thread_t *find_work(weft_vp_t *vp) {
+  weft__timers_poll_all();  /* expired timers of every VP: their threads come here */
   weft_thread_t *t = weft__dequeue(vp);
   return t ? t : raise_idle(vp);
 }
@@ -223,9 +229,28 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
     return t;
   }
   weft__stat_inc(&vp->n_sleeps);
+  /* Sleep no longer than the earliest timer of any VP (read after the last look:
+   * a timer armed later belongs to a VP that is awake, and bounds its own sleep). */
+  uint64_t until = weft__timers_earliest();
   /* acquire: pairs with the release store of 0 in weft__wake_one */
-  while (atomic_load_explicit(&vp->park, memory_order_acquire))
-    weft__os_futex_wait(&vp->park, 1);
+  while (atomic_load_explicit(&vp->park, memory_order_acquire)) {
+    weft__os_futex_wait_until(&vp->park, 1, until);
+    if (until != UINT64_MAX && weft__os_now_ns() >= until) {
+      /* a timer is due: stop sleeping, unless a waker already took us */
+      weft__spin_lock(&rt->idle_lock);
+      if (atomic_load_explicit(&vp->park, memory_order_relaxed)) {
+        for (int i = 0; i < rt->nsleepers; i++)
+          if (rt->sleepers[i] == vp) {
+            rt->sleepers[i] = rt->sleepers[--rt->nsleepers];
+            break;
+          }
+        idle_add((int32_t)WEFT__IDLE_SPIN - (int32_t)WEFT__IDLE_SLEEP);
+        atomic_store_explicit(&vp->park, 0, memory_order_relaxed);
+      }
+      weft__spin_unlock(&rt->idle_lock);
+      break;
+    }
+  }
   return NULL;
 }
 
@@ -237,7 +262,8 @@ static weft_thread_t *idle_wait(weft_vp_t *vp) {
   uint64_t until = weft__os_now_ns() + (uint64_t)rt->cfg.spin_us * 1000u;
   do {
     for (int i = 0; i < 64; i++) weft__os_relax();
-    if (any_queued_hint() || atomic_load_explicit(&rt->stopping, memory_order_relaxed))
+    if (any_queued_hint() || atomic_load_explicit(&rt->stopping, memory_order_relaxed) ||
+        weft__timers_poll_all())
       return NULL;
     weft_thread_t *t = custom_idle(vp);
     if (t) return t;
@@ -262,6 +288,7 @@ static void run_from_idle(weft_vp_t *vp, weft_thread_t *t) {
   vp->current = t;
   weft__switch(&vp->idle_ctx, &t->ctx, NULL, NULL);
   vp->current = NULL;
+  weft__stat_inc(&vp->sync_st[WEFT__ST_IDLED]);  /* a thread left us nothing to run */
 }
 
 /* The idle loop (diagram at the top). VP 0 never leaves it: at shutdown the main
@@ -412,12 +439,14 @@ static weft_vp_t *vp_new(int index) {
   vp->index = index;
   vp->free_limit = 2 * weft__rt.cfg.freelist_local;
   vp->def_stack = weft__rt.cfg.stack_size;
+  atomic_store_explicit(&vp->tm.earliest, UINT64_MAX, memory_order_relaxed); /* no timer */
   return vp;
 }
 
 static void vp_destroy(weft_vp_t *vp) {
   if (!vp) return;
   weft__vp_free_caches(vp);
+  weft__timers_free(vp);
   if (vp->idle_stack) weft__sys_stack_unmap(vp->idle_stack, vp->idle_stack_size, vp->idle_stack_vg);
   weft__sys_free(vp->altstack);
   weft__sys_free(vp);
@@ -603,9 +632,11 @@ int weft_shutdown(void) {
       quiet_rounds = 0;
       continue;
     }
+    weft__timers_poll_all();  /* our own VP's timers fire only if someone polls */
     uint32_t idle = atomic_load(&rt->idle);
     int idle_vps = (int)(idle & 0xffff) + (int)(idle >> 16);
-    if (idle_vps == rt->nvps - 1 && !any_queued_locked_look()) {
+    if (idle_vps == rt->nvps - 1 && !any_queued_locked_look() &&
+        weft__timers_earliest() == UINT64_MAX) {
       if (++quiet_rounds >= 3) return WEFT_EBUSY;
     } else {
       quiet_rounds = 0;

@@ -346,6 +346,8 @@ void weft_yield(void) {
     return;
   }
   weft_thread_t *self = vp->current;
+  /* relaxed: a hint; the timers are re-checked under their lock */
+  if (WEFT__UNLIKELY(atomic_load_explicit(&vp->tm.n, memory_order_relaxed))) weft__timers_check(vp);
   if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) return;
   if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM)) {
     yield_generic(vp, self);

@@ -10,6 +10,9 @@
 /* Futex on a 32-bit word. wait returns when *word != expected, on a wake, or
  * spuriously; callers loop. */
 void weft__os_futex_wait(_Atomic uint32_t *word, uint32_t expected);
+/* Like weft__os_futex_wait, but returns by `deadline` (CLOCK_MONOTONIC ns) at the
+ * latest; UINT64_MAX means no deadline. */
+void weft__os_futex_wait_until(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline);
 void weft__os_futex_wake(_Atomic uint32_t *word, int n);
 
 int weft__os_ncpus(void);

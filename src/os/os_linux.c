@@ -21,6 +21,17 @@ void weft__os_futex_wait(_Atomic uint32_t *word, uint32_t expected) {
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
 
+void weft__os_futex_wait_until(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline) {
+  if (deadline == UINT64_MAX) {
+    weft__os_futex_wait(word, expected);
+    return;
+  }
+  struct timespec ts = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
+  /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time */
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET_PRIVATE, expected, &ts, NULL,
+          FUTEX_BITSET_MATCH_ANY);
+}
+
 void weft__os_futex_wake(_Atomic uint32_t *word, int n) {
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }

@@ -1,0 +1,60 @@
+/* weft/cond.h - condition variables (papers/002 2.1.3, 4.4; papers/001 appendix).
+ *
+ * Mesa semantics: a woken waiter re-acquires the mutex and must re-check its
+ * predicate; spurious wake-ups are allowed by the contract (weft produces them
+ * only when a timed wait races with a signal). When the mutex is held at the time
+ * of weft_cond_signal()/broadcast() (the usual case: the signaller holds it), a
+ * blocked weft-thread waiter is moved straight onto the mutex's wait queue instead
+ * of being woken only to block again on the mutex: papers/002 4.4's continuation
+ * recognition, today called wait morphing. It runs when the holder unlocks.
+ *
+ * Usable from weft threads and plain OS threads (which block in the kernel). An
+ * all-zero object is valid; WEFT_COND_INIT is the static initializer. Waiting with
+ * different mutexes on one condition at the same time is undefined.
+ */
+#ifndef WEFT_COND_H
+#define WEFT_COND_H
+
+#include "weft/mutex.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weft_cond {
+  uint32_t qlock_;     /* internal spinlock of the wait queue */
+  uint32_t nwait_;     /* waiters queued (qlock) */
+  void *head_, *tail_;
+} weft_cond_t;
+
+#define WEFT_COND_INIT {0, 0, 0, 0}
+
+/* weft_cond_init() makes *c a condition with no waiters. Errors: WEFT_EINVAL. */
+WEFT_API int weft_cond_init(weft_cond_t *c);
+
+/* weft_cond_destroy(): Errors: WEFT_EINVAL (NULL), WEFT_EBUSY if threads wait on
+ * it (in every build; the object is left untouched). */
+WEFT_API int weft_cond_destroy(weft_cond_t *c);
+
+/* weft_cond_wait() atomically releases *m (which the caller holds) and blocks
+ * until signalled, then re-acquires *m before returning. May switch.
+ * Errors: WEFT_EINVAL (c or m NULL). */
+WEFT_API int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m);
+
+/* weft_cond_timedwait() is weft_cond_wait() that stops waiting at `deadline`
+ * (absolute, weft_time_now() clock). It re-acquires *m in every case, timeout
+ * included. Errors: WEFT_ETIMEDOUT, WEFT_EINVAL. */
+WEFT_API int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline);
+
+/* weft_cond_signal() wakes (or morphs onto the mutex queue) the longest-waiting
+ * thread, if any. Callable from any thread, mutex held or not. Never switches.
+ * Errors: WEFT_EINVAL. */
+WEFT_API int weft_cond_signal(weft_cond_t *c);
+
+/* weft_cond_broadcast() does the same for every waiter. Never switches. */
+WEFT_API int weft_cond_broadcast(weft_cond_t *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,140 @@
+/* src/sync/cond.c - condition variables with wait morphing (weft/cond.h).
+ *
+ * A waiter links itself on the condition's queue under the queue lock, and gives
+ * up the queue lock and then its mutex in the block continuation (a plain OS
+ * thread: just before it sleeps). A signaller that holds the mutex therefore sees
+ * every waiter that released the mutex before it, with no lost wake-up: the
+ * waiter's link (under qlock) and count store precede its mutex release, which
+ * precedes the signaller's mutex acquire.
+ *
+ * Signal claims the oldest live waiter (WAITING -> SIGNALED, under qlock). A weft
+ * thread is then moved onto its mutex's queue if the mutex is held (wait morphing,
+ * papers/002 4.4): it runs when the holder unlocks, instead of waking only to
+ * block on the mutex. Its timer is cancelled first, so no timeout can fire while it
+ * sits on the mutex queue.
+ */
+#include "sync/sync.h"
+
+typedef struct weft__cond {
+  weft__spin_t qlock;
+  _Atomic uint32_t nwait;  /* linked waiters: written under qlock; read relaxed by
+                              signal's fast path (ordered by the user's mutex) */
+  weft__wq_t q;            /* qlock */
+} weft__cond_t;
+
+_Static_assert(sizeof(weft__cond_t) == sizeof(weft_cond_t), "cond layout");
+_Static_assert(offsetof(weft__cond_t, q) == offsetof(weft_cond_t, head_), "cond layout");
+#define C(c) ((weft__cond_t *)(void *)(c))
+
+int weft_cond_init(weft_cond_t *c) {
+  if (!c) return WEFT_EINVAL;
+  *c = (weft_cond_t)WEFT_COND_INIT;
+  return 0;
+}
+
+int weft_cond_destroy(weft_cond_t *c) {
+  if (!c) return WEFT_EINVAL;
+  weft__cond_t *x = C(c);
+  weft__spin_lock(&x->qlock);
+  int busy = x->q.head != NULL;
+  weft__spin_unlock(&x->qlock);
+  return busy ? WEFT_EBUSY : 0;
+}
+
+static void nwait_add(weft__cond_t *x, int d) {
+  atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) + (uint32_t)d,
+                        memory_order_relaxed);
+}
+
+int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline) {
+  if (!c || !m) return WEFT_EINVAL;
+  weft__cond_t *x = C(c);
+  weft__waiter_t w;
+  weft__waiter_init(&w, deadline);
+  w.mutex = m;
+  if (w.t && deadline != WEFT_FOREVER) {
+    int rc = weft__timer_reserve(weft__vp());
+    if (rc) return rc;
+  }
+  weft__spin_lock(&x->qlock);
+  weft__wq_push(&x->q, &w);
+  nwait_add(x, 1);
+  uint32_t st = weft__wait(&w, &x->qlock, weft__mutex_unlock_cont, WEFT__M(m));
+  if (w.morphed) return weft__mutex_lock_woken(WEFT__M(m), &w);
+  int rc = 0;
+  if (st == WEFT__W_TIMEDOUT) {
+    weft__spin_lock(&x->qlock);
+    if (w.linked) {
+      weft__wq_remove(&x->q, &w);
+      nwait_add(x, -1);
+    }
+    weft__spin_unlock(&x->qlock);
+    weft__sync_count(WEFT__ST_TIMEOUT);
+    rc = WEFT_ETIMEDOUT;
+  }
+  weft_mutex_lock(m);
+  return rc;
+}
+
+int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m) {
+  return weft_cond_timedwait(c, m, WEFT_FOREVER);
+}
+
+/* Hands a claimed weft-thread waiter to its mutex (or wakes it). */
+static void deliver(weft__waiter_t *w) {
+  if (w->heap) weft__timer_cancel(w);
+  weft__mutex_morph(WEFT__M(w->mutex), w);
+}
+
+int weft_cond_signal(weft_cond_t *c) {
+  if (!c) return WEFT_EINVAL;
+  weft__cond_t *x = C(c);
+  if (!atomic_load_explicit(&x->nwait, memory_order_relaxed)) return 0;
+  weft__spin_lock(&x->qlock);
+  weft__waiter_t *w;
+  weft_thread_t *t = NULL;
+  while ((w = weft__wq_pop(&x->q)) != NULL) {
+    nwait_add(x, -1);
+    t = w->t;
+    if (weft__waiter_claim(w)) break;
+  }
+  weft__spin_unlock(&x->qlock);
+  if (!w) return 0;
+  if (t) deliver(w);
+  else weft__wake(NULL, w);
+  return 0;
+}
+
+int weft_cond_broadcast(weft_cond_t *c) {
+  if (!c) return WEFT_EINVAL;
+  weft__cond_t *x = C(c);
+  if (!atomic_load_explicit(&x->nwait, memory_order_relaxed)) return 0;
+  weft__waiter_t *list = NULL, *w;
+  weft__spin_lock(&x->qlock);
+  while ((w = weft__wq_pop(&x->q)) != NULL) {
+    nwait_add(x, -1);
+    weft_thread_t *t = w->t;
+    if (!weft__waiter_claim(w)) continue;
+    if (t) {
+      w->next = list;   /* a claimed weft thread cannot run: w stays valid */
+      list = w;
+    } else {
+      weft__wake(NULL, w);  /* an OS waiter may leave at once: wake it now */
+    }
+  }
+  weft__spin_unlock(&x->qlock);
+  /* the list is newest-first; deliver oldest first to keep the queue order */
+  weft__waiter_t *rev = NULL;
+  while (list) {
+    w = list;
+    list = w->next;
+    w->next = rev;
+    rev = w;
+  }
+  while (rev) {
+    w = rev;
+    rev = w->next;
+    deliver(w);
+  }
+  return 0;
+}

@@ -1,0 +1,277 @@
+/* src/sync/mutex.c - the two-phase mutex and the hybrid lock (weft/mutex.h).
+ *
+ * Lock word (weft__mutex_t.word):
+ *   0  free
+ *   1  held, no thread queued
+ *   2  held, threads may be queued: unlock must look at the queue
+ * Transitions:
+ *   lock fast     0 -> 1   CAS, acquire (pairs with unlock's release exchange)
+ *   spin phase    0 -> 1   CAS, acquire (a thread that never queued)
+ *   polling/queue 0 -> 2   CAS or exchange, acquire: a thread on its way to the
+ *                          queue, or woken from it, takes the lock as 2, because
+ *                          others may still be queued behind it
+ *   queueing      1 -> 2   exchange under the queue lock, just before linking
+ *   unlock        x -> 0   exchange, release; if x was 2, wake one waiter
+ * No lost wake-up: a thread queues only after its exchange under the queue lock
+ * returned nonzero, so the holder's later unlock exchange returns 2 and it takes
+ * the queue lock (after the queuer released it) and finds the queuer. A woken
+ * waiter that loses the race to a barging thread re-queues, re-setting 2.
+ */
+#include <pthread.h>
+
+#include "sync/sync.h"
+
+extern _Atomic int weft__spin_max, weft__spin_polling;
+
+#ifdef WEFT_CHECKED
+static void *holder_token(void) {
+  weft_vp_t *vp = weft__vp();
+  return vp ? (void *)vp->current : (void *)((uintptr_t)pthread_self() | 1);
+}
+#define OWNER_SET(m) ((m)->owner = holder_token())
+#else
+#define OWNER_SET(m) ((void)0)
+#endif
+
+static inline int cas_word(weft__mutex_t *m, uint32_t from, uint32_t to) {
+  /* acquire on success: pairs with the release exchange of the previous unlock */
+  return atomic_compare_exchange_strong_explicit(&m->word, &from, to, memory_order_acquire,
+                                                 memory_order_relaxed);
+}
+
+/* Busy Spinning: polls the word up to an adaptive bound; the hybrid lock backs off
+ * exponentially between polls. Returns 1 if it took the lock. */
+static int spin_phase(weft__mutex_t *m, weft_vp_t *vp, int hybrid) {
+  int smax = atomic_load_explicit(&weft__spin_max, memory_order_relaxed);
+  /* spinning helps only if the holder can run meanwhile: another VP, or the
+   * caller is a plain OS thread */
+  if (smax == 0 || (vp && weft__rt.nvps < 2)) return 0;
+  int est = atomic_load_explicit(&m->spin, memory_order_relaxed);
+  int limit = est * 2 + 16;
+  if (limit > smax) limit = smax;
+  unsigned delay = 1;
+  for (int i = 0; i < limit; i++) {
+    if (hybrid) {
+      for (unsigned d = 0; d < delay; d++) weft__os_relax();
+      if (delay < 64) delay *= 2;
+    } else {
+      weft__os_relax();
+    }
+    if (atomic_load_explicit(&m->word, memory_order_relaxed) == 0 && cas_word(m, 0, 1)) {
+      /* relaxed: an estimate; races only blur it */
+      atomic_store_explicit(&m->spin, est + (i - est) / 8, memory_order_relaxed);
+      return 1;
+    }
+  }
+  atomic_store_explicit(&m->spin, est + (limit - est) / 8, memory_order_relaxed);
+  return 0;
+}
+
+/* Takes the queue lock, polling the lock word meanwhile (Spin Polling). Returns 1
+ * with the mutex taken (and the queue lock not held), 0 with the queue lock held. */
+static int qlock_polling(weft__mutex_t *m) {
+  int polling = atomic_load_explicit(&weft__spin_polling, memory_order_relaxed);
+  for (;;) {
+    if (polling && atomic_load_explicit(&m->word, memory_order_relaxed) == 0 && cas_word(m, 0, 2))
+      return 1;
+    if (weft__spin_trylock(&m->qlock)) return 0;
+    weft__os_relax();
+  }
+}
+
+static void unlock_slow(weft__mutex_t *m);
+
+/* A woken waiter that gives up (its deadline passed) consumed a wake-up meant to
+ * keep the queue moving: pass it on. If threads are still queued, make sure the
+ * word says so (1 -> 2), or, if the mutex is free, wake the next one. */
+static void pass_on(weft__mutex_t *m) {
+  weft__spin_lock(&m->qlock);
+  int queued = m->q.head != NULL;
+  uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
+  while (queued && v == 1 &&
+         !atomic_compare_exchange_weak_explicit(&m->word, &v, 2, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+  weft__spin_unlock(&m->qlock);
+  if (queued && v == 0) unlock_slow(m);
+}
+
+/* The blocking part of lock. w: the caller's waiter. woken: the caller has been
+ * queued before (takes the word as 2). */
+static int lock_queue(weft__mutex_t *m, weft__waiter_t *w, int woken) {
+  for (;;) {
+    if (woken && cas_word(m, 0, 2)) return 0;
+    if (w->deadline != WEFT_FOREVER) {
+      int rc = weft__os_now_ns() >= w->deadline ? WEFT_ETIMEDOUT : 0;
+      if (!rc && w->t) rc = weft__timer_reserve(weft__vp());
+      if (rc) {
+        if (woken) pass_on(m);
+        if (rc == WEFT_ETIMEDOUT) weft__sync_count(WEFT__ST_TIMEOUT);
+        return rc;
+      }
+    }
+    if (qlock_polling(m)) {
+      weft__sync_count(WEFT__ST_POLL);
+      return 0;
+    }
+    /* acquire if it returns 0 (we own it); pairs with unlock's release */
+    if (atomic_exchange_explicit(&m->word, 2, memory_order_acquire) == 0) {
+      weft__spin_unlock(&m->qlock);
+      weft__sync_count(WEFT__ST_POLL);
+      return 0;
+    }
+    atomic_store_explicit(&w->state, WEFT__W_WAITING, memory_order_relaxed);
+    w->morphed = 0;
+    weft__wq_push(&m->q, w);
+    weft__sync_count(WEFT__ST_BLOCKED);
+    if (weft__wait(w, &m->qlock, NULL, NULL) == WEFT__W_TIMEDOUT) {
+      weft__spin_lock(&m->qlock);
+      if (w->linked) weft__wq_remove(&m->q, w);
+      weft__spin_unlock(&m->qlock);
+      weft__sync_count(WEFT__ST_TIMEOUT);
+      return WEFT_ETIMEDOUT;
+    }
+    woken = 1;
+  }
+}
+
+static int lock_slow(weft__mutex_t *m, uint64_t deadline, int hybrid) {
+  weft_vp_t *vp = weft__vp();
+  weft__sync_count(WEFT__ST_MISSED);
+  WEFT__ASSERT(m->owner != holder_token(), "weft_mutex_lock of a mutex the caller holds");
+  if (spin_phase(m, vp, hybrid)) {
+    weft__sync_count(WEFT__ST_SPIN);
+    return 0;
+  }
+  weft__waiter_t w;
+  weft__waiter_init(&w, deadline);
+  return lock_queue(m, &w, 0);
+}
+
+int weft__mutex_lock_woken(weft__mutex_t *m, weft__waiter_t *w) {
+  w->deadline = WEFT_FOREVER;
+  w->heap = NULL;
+  int rc = lock_queue(m, w, 1);
+  if (rc == 0) OWNER_SET(m);
+  return rc;
+}
+
+static inline int lock_common(weft__mutex_t *m, uint64_t deadline, int hybrid) {
+  if (WEFT__UNLIKELY(!m)) return WEFT_EINVAL;
+  if (WEFT__LIKELY(cas_word(m, 0, 1))) {
+    OWNER_SET(m);
+    return 0;
+  }
+  int rc = lock_slow(m, deadline, hybrid);
+  if (rc == 0) OWNER_SET(m);
+  return rc;
+}
+
+static void unlock_slow(weft__mutex_t *m) {
+  weft__spin_lock(&m->qlock);
+  weft__waiter_t *w;
+  while ((w = weft__wq_pop(&m->q)) != NULL) {
+    weft_thread_t *t = w->t;
+    if (weft__waiter_claim(w)) {
+      weft__spin_unlock(&m->qlock);
+      weft__wake(t, w);
+      return;
+    }
+    /* it timed out: it returns on its own */
+  }
+  weft__spin_unlock(&m->qlock);
+}
+
+static inline int unlock_common(weft__mutex_t *m) {
+  if (WEFT__UNLIKELY(!m)) return WEFT_EINVAL;
+#ifdef WEFT_CHECKED
+  WEFT__ASSERT(atomic_load_explicit(&m->word, memory_order_relaxed) == 0 ||
+               m->owner == holder_token(), "weft_mutex_unlock by a thread that does not hold it");
+  m->owner = NULL;
+#endif
+  /* release: pairs with the acquire of the next lock */
+  uint32_t old = atomic_exchange_explicit(&m->word, 0, memory_order_release);
+  if (WEFT__LIKELY(old == 1)) return 0;
+  if (old == 0) return WEFT_EPERM;
+  unlock_slow(m);
+  return 0;
+}
+
+/* cond_wait's continuation: the waiter (already saved) gives up its mutex. */
+void weft__mutex_unlock_cont(void *p) {
+  weft__mutex_t *m = p;
+#ifdef WEFT_CHECKED
+  m->owner = NULL;
+#endif
+  if (atomic_exchange_explicit(&m->word, 0, memory_order_release) == 2) unlock_slow(m);
+}
+
+/* Wait morphing (cond.c): w, a weft-thread waiter already claimed by the
+ * signaller and with no timer armed, goes onto m's queue if m is held (it runs
+ * when the holder unlocks), or is woken to compete if m is free. */
+void weft__mutex_morph(weft__mutex_t *m, weft__waiter_t *w) {
+  weft_thread_t *t = w->t;
+  weft__spin_lock(&m->qlock);
+  uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
+  while (v != 0) {
+    /* relaxed: under the queue lock, which the unlocker takes when it sees 2 */
+    if (v == 2 || atomic_compare_exchange_weak_explicit(&m->word, &v, 2, memory_order_relaxed,
+                                                        memory_order_relaxed)) {
+      atomic_store_explicit(&w->state, WEFT__W_WAITING, memory_order_relaxed);
+      w->morphed = 1;
+      weft__wq_push(&m->q, w);
+      weft__spin_unlock(&m->qlock);
+      return;
+    }
+  }
+  weft__spin_unlock(&m->qlock);
+  weft__wake(t, w);
+}
+
+/* ---- public: mutex -------------------------------------------------------------- */
+
+int weft_mutex_init(weft_mutex_t *m) {
+  if (!m) return WEFT_EINVAL;
+  *m = (weft_mutex_t)WEFT_MUTEX_INIT;
+  return 0;
+}
+
+int weft_mutex_destroy(weft_mutex_t *m) {
+  if (!m) return WEFT_EINVAL;
+  weft__mutex_t *x = WEFT__M(m);
+  weft__spin_lock(&x->qlock);
+  int busy = atomic_load_explicit(&x->word, memory_order_acquire) != 0 || x->q.head != NULL;
+  weft__spin_unlock(&x->qlock);
+  return busy ? WEFT_EBUSY : 0;
+}
+
+int weft_mutex_lock(weft_mutex_t *m) { return lock_common(WEFT__M(m), WEFT_FOREVER, 0); }
+
+int weft_mutex_timedlock(weft_mutex_t *m, uint64_t deadline) {
+  return lock_common(WEFT__M(m), deadline, 0);
+}
+
+int weft_mutex_trylock(weft_mutex_t *m) {
+  if (WEFT__UNLIKELY(!m)) return WEFT_EINVAL;
+  weft__mutex_t *x = WEFT__M(m);
+  if (atomic_load_explicit(&x->word, memory_order_relaxed) == 0 && cas_word(x, 0, 1)) {
+    OWNER_SET(x);
+    return 0;
+  }
+  return WEFT_EBUSY;
+}
+
+int weft_mutex_unlock(weft_mutex_t *m) { return unlock_common(WEFT__M(m)); }
+
+/* ---- public: hybrid lock -------------------------------------------------------- */
+
+int weft_hybrid_init(weft_hybrid_t *h) { return h ? weft_mutex_init(&h->m_) : WEFT_EINVAL; }
+int weft_hybrid_destroy(weft_hybrid_t *h) { return h ? weft_mutex_destroy(&h->m_) : WEFT_EINVAL; }
+int weft_hybrid_lock(weft_hybrid_t *h) {
+  return lock_common(h ? WEFT__M(&h->m_) : NULL, WEFT_FOREVER, 1);
+}
+int weft_hybrid_timedlock(weft_hybrid_t *h, uint64_t deadline) {
+  return lock_common(h ? WEFT__M(&h->m_) : NULL, deadline, 1);
+}
+int weft_hybrid_trylock(weft_hybrid_t *h) { return h ? weft_mutex_trylock(&h->m_) : WEFT_EINVAL; }
+int weft_hybrid_unlock(weft_hybrid_t *h) { return unlock_common(h ? WEFT__M(&h->m_) : NULL); }

@@ -1,0 +1,135 @@
+/* src/sync/sem.c - counting semaphores (weft/sem.h).
+ *
+ * count: free units. nwait: threads registered as waiting (written under qlock).
+ * wait registers itself (nwait++, seq_cst) and then re-reads count; signal adds a
+ * unit (seq_cst RMW) and then reads nwait. Store-buffering with seq_cst on both
+ * sides: either the waiter's re-read sees the unit, or the signaller sees the
+ * waiter and takes the slow path, which hands a unit to the oldest waiter under
+ * qlock (it takes the unit from count itself, then claims the waiter; a waiter
+ * that was claimed returns owning the unit it was handed).
+ */
+#include "sync/sync.h"
+
+typedef struct weft__sem {
+  _Atomic int32_t count;
+  _Atomic uint32_t nwait;
+  weft__spin_t qlock;
+  uint32_t pad;
+  weft__wq_t q;          /* qlock */
+} weft__sem_t;
+
+_Static_assert(sizeof(weft__sem_t) == sizeof(weft_sem_t), "sem layout");
+_Static_assert(offsetof(weft__sem_t, q) == offsetof(weft_sem_t, head_), "sem layout");
+#define S(s) ((weft__sem_t *)(void *)(s))
+
+int weft_sem_init(weft_sem_t *s, int32_t count) {
+  if (!s || count < 0) return WEFT_EINVAL;
+  *s = (weft_sem_t)WEFT_SEM_INIT(count);
+  return 0;
+}
+
+int weft_sem_destroy(weft_sem_t *s) {
+  if (!s) return WEFT_EINVAL;
+  weft__sem_t *x = S(s);
+  weft__spin_lock(&x->qlock);
+  int busy = x->q.head != NULL || atomic_load_explicit(&x->nwait, memory_order_relaxed) != 0;
+  weft__spin_unlock(&x->qlock);
+  return busy ? WEFT_EBUSY : 0;
+}
+
+int32_t weft_sem_value(const weft_sem_t *s) {
+  return s ? atomic_load_explicit(&S(s)->count, memory_order_relaxed) : 0;
+}
+
+/* Takes a unit if there is one: CAS count -> count-1, acquire (pairs with the
+ * release of signal's add). */
+static inline int take(weft__sem_t *x) {
+  int32_t c = atomic_load_explicit(&x->count, memory_order_relaxed);
+  while (c > 0)
+    if (atomic_compare_exchange_weak_explicit(&x->count, &c, c - 1, memory_order_acquire,
+                                              memory_order_relaxed))
+      return 1;
+  return 0;
+}
+
+int weft_sem_trywait(weft_sem_t *s) {
+  if (!s) return WEFT_EINVAL;
+  return take(S(s)) ? 0 : WEFT_EBUSY;
+}
+
+static int wait_slow(weft__sem_t *x, uint64_t deadline) {
+  weft__waiter_t w;
+  weft__waiter_init(&w, deadline);
+  if (w.t && deadline != WEFT_FOREVER) {
+    if (deadline <= weft__os_now_ns()) return WEFT_ETIMEDOUT;
+    int rc = weft__timer_reserve(weft__vp());
+    if (rc) return rc;
+  }
+  weft__spin_lock(&x->qlock);
+  /* seq_cst: the store-buffering pair with signal's add and load (above) */
+  atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) + 1,
+                        memory_order_seq_cst);
+  if (take(x)) {
+    atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+    weft__spin_unlock(&x->qlock);
+    return 0;
+  }
+  weft__wq_push(&x->q, &w);
+  if (weft__wait(&w, &x->qlock, NULL, NULL) == WEFT__W_SIGNALED) return 0;
+  /* timed out: leave the queue unless a signaller already dropped us */
+  weft__spin_lock(&x->qlock);
+  if (w.linked) {
+    weft__wq_remove(&x->q, &w);
+    atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+  }
+  weft__spin_unlock(&x->qlock);
+  weft__sync_count(WEFT__ST_TIMEOUT);
+  return WEFT_ETIMEDOUT;
+}
+
+int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline) {
+  if (!s) return WEFT_EINVAL;
+  weft__sem_t *x = S(s);
+  if (WEFT__LIKELY(take(x))) return 0;
+  return wait_slow(x, deadline);
+}
+
+int weft_sem_wait(weft_sem_t *s) { return weft_sem_timedwait(s, WEFT_FOREVER); }
+
+static void signal_slow(weft__sem_t *x) {
+  weft__spin_lock(&x->qlock);
+  while (x->q.head && take(x)) {
+    /* we hold one unit for the oldest live waiter */
+    weft__waiter_t *w;
+    while ((w = weft__wq_pop(&x->q)) != NULL) {
+      atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) - 1,
+                            memory_order_relaxed);
+      weft_thread_t *t = w->t;
+      if (weft__waiter_claim(w)) {
+        weft__spin_unlock(&x->qlock);
+        weft__wake(t, w);
+        return;
+      }
+      /* timed out: try the next one with the same unit */
+    }
+    /* nobody left: give the unit back (release: pairs with take's acquire) */
+    atomic_fetch_add_explicit(&x->count, 1, memory_order_release);
+  }
+  weft__spin_unlock(&x->qlock);
+}
+
+int weft_sem_signal(weft_sem_t *s) {
+  if (!s) return WEFT_EINVAL;
+  weft__sem_t *x = S(s);
+  int32_t c = atomic_load_explicit(&x->count, memory_order_relaxed);
+  do {
+    if (c == WEFT_SEM_MAX) return WEFT_EAGAIN;
+    /* seq_cst: release for take's acquire, and the store-buffering pair with
+     * wait_slow's nwait store */
+  } while (!atomic_compare_exchange_weak_explicit(&x->count, &c, c + 1, memory_order_seq_cst,
+                                                  memory_order_relaxed));
+  if (WEFT__UNLIKELY(atomic_load_explicit(&x->nwait, memory_order_seq_cst))) signal_slow(x);
+  return 0;
+}

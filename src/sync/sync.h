@@ -1,0 +1,157 @@
+/* src/sync/sync.h - the one wait-queue, block and wake path that every blocking
+ * object uses, the private views of the public objects, and the timers.
+ *
+ * A waiter lives on the waiting thread's stack for the length of one wait:
+ *
+ *   state (futex word for plain OS threads)
+ *     WAITING  -> SIGNALED   by the waker, under the object's queue lock: the wait
+ *                            succeeded (for handing-off objects the waiter now owns
+ *                            what it waited for)
+ *     WAITING  -> TIMEDOUT   by the timer (weft thread: under the VP's timer lock)
+ *                            or by the OS waiter itself after its futex timed out
+ *   Exactly one of the two CASes wins; the winner alone may wake the thread.
+ *
+ *   linked: 1 while on an object's queue (object's queue lock). A waker that pops
+ *   a TIMEDOUT waiter just drops it; a timed-out waiter that is still linked
+ *   unlinks itself under the queue lock before it returns.
+ *
+ * Publishing: a weft thread links itself on the queue under the queue lock, then
+ * blocks; the lock is released by the switch's continuation, after its context is
+ * saved, so no waker can see it before it can be resumed (papers/002 3). Its timer
+ * (if any) is armed in the same continuation, for the same reason.
+ */
+#ifndef WEFT_SYNC_INTERNAL_H
+#define WEFT_SYNC_INTERNAL_H
+
+#include "core/internal.h"
+#include "weft/sync.h"
+
+enum { WEFT__W_WAITING = 0, WEFT__W_SIGNALED = 1, WEFT__W_TIMEDOUT = 2 };
+
+typedef struct weft__waiter {
+  struct weft__waiter *next, *prev; /* object queue links: queue lock */
+  weft_thread_t *t;                 /* the weft thread; NULL: a plain OS thread */
+  _Atomic uint32_t state;           /* above; OS waiters futex-wait on it */
+  uint32_t linked;                  /* queue lock */
+  uint32_t mode;                    /* rwlock: 1 reader, 2 writer */
+  uint32_t morphed;                 /* cond: moved onto the mutex queue */
+  weft_mutex_t *mutex;              /* cond: the waiter's mutex */
+  /* timer (weft threads with a deadline) */
+  uint64_t deadline;                /* WEFT_FOREVER: none */
+  weft__tmheap_t *heap;             /* the heap it is armed in: set in the
+                                       continuation, read by the waiter after */
+  int tidx;                         /* index in heap->v, -1 if not in it: heap lock */
+} weft__waiter_t;
+
+/* A FIFO of waiters: the private view of every public object's head_/tail_. */
+typedef struct weft__wq {
+  weft__waiter_t *head, *tail;
+} weft__wq_t;
+
+static inline void weft__wq_push(weft__wq_t *q, weft__waiter_t *w) {
+  w->next = NULL;
+  w->prev = q->tail;
+  if (q->tail) q->tail->next = w;
+  else q->head = w;
+  q->tail = w;
+  w->linked = 1;
+}
+
+static inline void weft__wq_remove(weft__wq_t *q, weft__waiter_t *w) {
+  if (w->prev) w->prev->next = w->next;
+  else q->head = w->next;
+  if (w->next) w->next->prev = w->prev;
+  else q->tail = w->prev;
+  w->linked = 0;
+}
+
+static inline weft__waiter_t *weft__wq_pop(weft__wq_t *q) {
+  weft__waiter_t *w = q->head;
+  if (w) weft__wq_remove(q, w);
+  return w;
+}
+
+static inline void weft__waiter_init(weft__waiter_t *w, uint64_t deadline) {
+  w->next = w->prev = NULL;
+  weft_vp_t *vp = weft__vp();
+  w->t = vp ? vp->current : NULL;
+  atomic_store_explicit(&w->state, WEFT__W_WAITING, memory_order_relaxed);
+  w->linked = 0;
+  w->mode = 0;
+  w->morphed = 0;
+  w->mutex = NULL;
+  w->deadline = deadline;
+  w->heap = NULL;
+  w->tidx = -1;
+}
+
+/* Claims w for waking: WAITING -> SIGNALED. Caller holds the queue lock w was on
+ * (and has unlinked it). acq_rel: release publishes what the waker handed over
+ * (a unit, the lock) to the waiter's acquire load of state; acquire orders the
+ * claim after a timer's failed claim is visible. Returns 1 if the caller won and
+ * must wake it with weft__wake(t, w) after saving t = w->t. */
+static inline int weft__waiter_claim(weft__waiter_t *w) {
+  uint32_t exp = WEFT__W_WAITING;
+  return atomic_compare_exchange_strong_explicit(&w->state, &exp, WEFT__W_SIGNALED,
+                                                 memory_order_acq_rel, memory_order_acquire);
+}
+
+/* Wakes a claimed waiter. t is w->t read before the queue lock was released: an
+ * OS waiter may return (and its stack frame die) as soon as it sees SIGNALED, so
+ * w is not read here; the futex wake on its old address is harmless if it did. */
+static inline void weft__wake(weft_thread_t *t, weft__waiter_t *w) {
+  if (t) weft__unblock(weft__vp(), t);
+  else weft__os_futex_wake(&w->state, 1);
+}
+
+/* Blocks the caller on w, which it has linked on a queue under `qlock` (held).
+ * Releases qlock (for a weft thread: in the switch's continuation), and also runs
+ * extra(arg) after that when extra is not NULL (cond_wait unlocks its mutex
+ * there). Returns w's final state, SIGNALED or TIMEDOUT, with acquire ordering.
+ * After TIMEDOUT the caller re-takes qlock and unlinks w if still linked. */
+uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg);
+
+/* Removes w's timer from its heap if it is still armed (idempotent). */
+void weft__timer_cancel(weft__waiter_t *w);
+
+/* ---- timers (timer.c): the per-VP heap is in core/internal.h --------------------- */
+/* Makes room for one more timer in the caller's VP heap: 0 or WEFT_ENOMEM. Called
+ * before the wait queue's lock is taken; the entry is armed in the continuation. */
+int weft__timer_reserve(weft_vp_t *vp);
+/* Arms w's timer in vp's heap (continuation of the blocking thread, vp's kernel
+ * thread). May fire at once on a later poll. */
+void weft__timer_arm(weft_vp_t *vp, weft__waiter_t *w);
+/* Fires the expired timers of every VP; returns how many threads it woke. */
+int weft__timers_poll_all(void);
+/* The earliest armed deadline of any VP, or WEFT_FOREVER. */
+uint64_t weft__timers_earliest(void);
+void weft__timers_free(weft_vp_t *vp);
+
+/* Counts one slow-path event (weft/sync.h counters). */
+void weft__sync_count(int which);
+
+/* ---- private views of the public objects ---------------------------------------- */
+typedef struct weft__mutex {
+  _Atomic uint32_t word;   /* 0 free; 1 held; 2 held, waiters may be queued.
+                              0 -> 1 fast lock (CAS, acquire); any -> 0 unlock
+                              (exchange, release: pairs with the next lock's acquire);
+                              waiters and wait morphing set 2 under the queue lock */
+  weft__spin_t qlock;
+  _Atomic int32_t spin;    /* adaptive spin estimate; relaxed: a hint */
+  uint32_t pad;
+  weft__wq_t q;            /* qlock */
+  void *owner;             /* checked builds: holder token */
+} weft__mutex_t;
+
+_Static_assert(sizeof(weft__mutex_t) == sizeof(weft_mutex_t), "mutex layout");
+_Static_assert(offsetof(weft__mutex_t, q) == offsetof(weft_mutex_t, head_), "mutex layout");
+_Static_assert(offsetof(weft__mutex_t, owner) == offsetof(weft_mutex_t, owner_), "mutex layout");
+
+#define WEFT__M(m) ((weft__mutex_t *)(void *)(m))
+
+/* Used by cond.c for wait morphing and re-acquisition. */
+void weft__mutex_unlock_cont(void *m);
+int weft__mutex_lock_woken(weft__mutex_t *m, weft__waiter_t *w);
+void weft__mutex_morph(weft__mutex_t *m, weft__waiter_t *w);
+
+#endif

@@ -1,0 +1,137 @@
+/* src/sync/wait.c - the shared block/wake path, sleeping, the clock, the
+ * counters and the process-wide mutex tuning. */
+#include <errno.h>
+#include <time.h>
+
+#include "sync/sync.h"
+
+/* ---- counters ------------------------------------------------------------------- */
+
+/* Plain OS threads have no VP: their events go here (relaxed: counts only). */
+static _Atomic uint64_t os_counts[WEFT__ST_N];
+
+void weft__sync_count(int which) {
+  weft_vp_t *vp = weft__vp();
+  if (vp) weft__stat_inc(&vp->sync_st[which]);
+  else atomic_fetch_add_explicit(&os_counts[which], 1, memory_order_relaxed);
+}
+
+void weft_sync_stats(weft_sync_stats_t *out) {
+  if (!out) return;
+  uint64_t c[WEFT__ST_N];
+  for (int k = 0; k < WEFT__ST_N; k++) c[k] = atomic_load_explicit(&os_counts[k], memory_order_relaxed);
+  if (weft_is_running())
+    for (int i = 0; i < weft__rt.nvps; i++)
+      for (int k = 0; k < WEFT__ST_N; k++)
+        c[k] += atomic_load_explicit(&weft__rt.vps[i]->sync_st[k], memory_order_relaxed);
+  out->mutex_missed = c[WEFT__ST_MISSED];
+  out->acquired_spinning = c[WEFT__ST_SPIN];
+  out->acquired_polling = c[WEFT__ST_POLL];
+  out->blocked = c[WEFT__ST_BLOCKED];
+  out->idled = c[WEFT__ST_IDLED];
+  out->timeouts = c[WEFT__ST_TIMEOUT];
+}
+
+void weft_sync_stats_reset(void) {
+  for (int k = 0; k < WEFT__ST_N; k++) atomic_store_explicit(&os_counts[k], 0, memory_order_relaxed);
+  if (!weft_is_running()) return;
+  for (int i = 0; i < weft__rt.nvps; i++)
+    for (int k = 0; k < WEFT__ST_N; k++)
+      atomic_store_explicit(&weft__rt.vps[i]->sync_st[k], 0, memory_order_relaxed);
+}
+
+/* ---- tuning --------------------------------------------------------------------- */
+
+_Atomic int weft__spin_max = 400;   /* relaxed: a tuning knob read on slow paths */
+_Atomic int weft__spin_polling = 1;
+
+int weft_sync_set_spin(int spin_max, int polling) {
+  if (spin_max < 0 || spin_max > 1000000) return WEFT_EINVAL;
+  atomic_store_explicit(&weft__spin_max, spin_max, memory_order_relaxed);
+  atomic_store_explicit(&weft__spin_polling, polling != 0, memory_order_relaxed);
+  return 0;
+}
+
+/* ---- block and wake ------------------------------------------------------------- */
+
+struct wait_cont {
+  weft__waiter_t *w;
+  weft__spin_t *qlock;
+  void (*extra)(void *);
+  void *arg;
+};
+
+/* Runs on the next thread's (or the idle loop's) stack once the waiter's context
+ * is saved. Copies everything first: once the queue lock is released (or the
+ * timer armed) the waiter may be resumed elsewhere and its stack reused. */
+static void wait_cont(void *p) {
+  struct wait_cont c = *(struct wait_cont *)p;
+  weft_thread_t *self = c.w->t;
+  weft_bundle_t *b = self->bundle;
+  if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM) && b->ops.thread_blocked)
+    b->ops.thread_blocked(b, self);
+  if (c.w->deadline != WEFT_FOREVER) weft__timer_arm(weft__vp(), c.w);
+  if (c.qlock) weft__spin_unlock(c.qlock);  /* release: pairs with the waker's lock */
+  if (c.extra) c.extra(c.arg);
+}
+
+static uint32_t wait_os(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg) {
+  if (qlock) weft__spin_unlock(qlock);
+  if (extra) extra(arg);
+  for (;;) {
+    /* acquire: pairs with the waker's acq_rel claim */
+    uint32_t st = atomic_load_explicit(&w->state, memory_order_acquire);
+    if (st != WEFT__W_WAITING) return st;
+    if (w->deadline != WEFT_FOREVER && weft__os_now_ns() >= w->deadline) {
+      uint32_t exp = WEFT__W_WAITING;
+      if (atomic_compare_exchange_strong_explicit(&w->state, &exp, WEFT__W_TIMEDOUT,
+                                                  memory_order_acq_rel, memory_order_acquire))
+        return WEFT__W_TIMEDOUT;
+      return exp;  /* a waker claimed it first */
+    }
+    weft__os_futex_wait_until(&w->state, WEFT__W_WAITING, w->deadline);
+  }
+}
+
+uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg) {
+  if (!w->t) return wait_os(w, qlock, extra, arg);
+  weft_vp_t *vp = weft__vp();
+  struct wait_cont c = {w, qlock, extra, arg};
+  weft__block(vp, w->t, wait_cont, &c);
+  /* acquire: pairs with the waker's (or the timer's) acq_rel CAS */
+  uint32_t st = atomic_load_explicit(&w->state, memory_order_acquire);
+  if (w->heap) weft__timer_cancel(w);
+  return st;
+}
+
+/* ---- time ----------------------------------------------------------------------- */
+
+uint64_t weft_time_now(void) { return weft__os_now_ns(); }
+
+uint64_t weft_deadline_after(uint64_t ns) {
+  uint64_t now = weft__os_now_ns();
+  return ns >= WEFT_FOREVER - 1 - now ? WEFT_FOREVER - 1 : now + ns;
+}
+
+int weft_sleep_until(uint64_t deadline) {
+  if (deadline == WEFT_FOREVER) return WEFT_EINVAL;
+  weft_vp_t *vp = weft__vp();
+  if (!vp) {
+    struct timespec ts = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+    return 0;
+  }
+  if (deadline <= weft__os_now_ns()) {
+    weft_yield();
+    return 0;
+  }
+  int rc = weft__timer_reserve(vp);
+  if (rc) return rc;
+  weft__waiter_t w;
+  weft__waiter_init(&w, deadline);
+  weft__wait(&w, NULL, NULL, NULL);
+  return 0;
+}
+
+int weft_sleep_ns(uint64_t ns) { return weft_sleep_until(weft_deadline_after(ns)); }
