@@ -28,7 +28,8 @@ static void *holder_token(void) {
   weft_vp_t *vp = weft__vp();
   return vp ? (void *)vp->current : (void *)((uintptr_t)pthread_self() | 1);
 }
-#define OWNER_SET(m) ((m)->owner = holder_token())
+#define OWNER_SET(m) atomic_store_explicit(&(m)->owner, holder_token(), memory_order_relaxed)
+#define OWNER_IS_ME(m) (atomic_load_explicit(&(m)->owner, memory_order_relaxed) == holder_token())
 #else
 #define OWNER_SET(m) ((void)0)
 #endif
@@ -138,7 +139,7 @@ static int lock_queue(weft__mutex_t *m, weft__waiter_t *w, int woken) {
 static int lock_slow(weft__mutex_t *m, uint64_t deadline, int hybrid) {
   weft_vp_t *vp = weft__vp();
   weft__sync_count(WEFT__ST_MISSED);
-  WEFT__ASSERT(m->owner != holder_token(), "weft_mutex_lock of a mutex the caller holds");
+  WEFT__ASSERT(!OWNER_IS_ME(m), "weft_mutex_lock of a mutex the caller holds");
   if (spin_phase(m, vp, hybrid)) {
     weft__sync_count(WEFT__ST_SPIN);
     return 0;
@@ -185,9 +186,9 @@ static void unlock_slow(weft__mutex_t *m) {
 static inline int unlock_common(weft__mutex_t *m) {
   if (WEFT__UNLIKELY(!m)) return WEFT_EINVAL;
 #ifdef WEFT_CHECKED
-  WEFT__ASSERT(atomic_load_explicit(&m->word, memory_order_relaxed) == 0 ||
-               m->owner == holder_token(), "weft_mutex_unlock by a thread that does not hold it");
-  m->owner = NULL;
+  WEFT__ASSERT(atomic_load_explicit(&m->word, memory_order_relaxed) == 0 || OWNER_IS_ME(m),
+               "weft_mutex_unlock by a thread that does not hold it");
+  atomic_store_explicit(&m->owner, NULL, memory_order_relaxed);
 #endif
   /* release: pairs with the acquire of the next lock */
   uint32_t old = atomic_exchange_explicit(&m->word, 0, memory_order_release);
@@ -201,7 +202,7 @@ static inline int unlock_common(weft__mutex_t *m) {
 void weft__mutex_unlock_cont(void *p) {
   weft__mutex_t *m = p;
 #ifdef WEFT_CHECKED
-  m->owner = NULL;
+  atomic_store_explicit(&m->owner, NULL, memory_order_relaxed);
 #endif
   if (atomic_exchange_explicit(&m->word, 0, memory_order_release) == 2) unlock_slow(m);
 }

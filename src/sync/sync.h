@@ -140,7 +140,8 @@ typedef struct weft__mutex {
   _Atomic int32_t spin;    /* adaptive spin estimate; relaxed: a hint */
   uint32_t pad;
   weft__wq_t q;            /* qlock */
-  void *owner;             /* checked builds: holder token */
+  _Atomic(void *) owner;   /* checked builds: holder token (relaxed: a diagnostic,
+                              read by other threads only in assertions) */
 } weft__mutex_t;
 
 _Static_assert(sizeof(weft__mutex_t) == sizeof(weft_mutex_t), "mutex layout");
