@@ -436,13 +436,25 @@ static inline void weft__prepare(weft_vp_t *vp, weft_thread_t **next) {
 
 /* Switches the calling thread `self` away: runs the next ready thread of this VP or
  * the idle loop, and runs fn(arg) once self is saved. Returns when self is resumed. */
-static inline void weft__block(weft_vp_t *vp, weft_thread_t *self, weft_ctx_fn fn, void *arg) {
-  if (WEFT__UNLIKELY(atomic_load_explicit(&vp->tm.n, memory_order_relaxed))) weft__timers_check(vp);
+void weft__block_timers(weft_vp_t *vp, weft_thread_t *self, weft_ctx_fn fn, void *arg);
+
+static inline void weft__block_now(weft_vp_t *vp, weft_thread_t *self, weft_ctx_fn fn, void *arg) {
   weft_thread_t *next = weft__dequeue(vp);
   if (next) weft__prepare(vp, &next);
   weft_ctx_t *to = next ? &next->ctx : &vp->idle_ctx;
   vp->current = next;
   weft__switch(&self->ctx, to, fn, arg);
+}
+
+/* The same, after firing this VP's due timers if it has any (relaxed: a hint, the
+ * timers are re-checked under their lock). The timer path is a tail call out of
+ * line, so that the common path keeps nothing live across a call. */
+static inline void weft__block(weft_vp_t *vp, weft_thread_t *self, weft_ctx_fn fn, void *arg) {
+  if (WEFT__UNLIKELY(atomic_load_explicit(&vp->tm.n, memory_order_relaxed))) {
+    weft__block_timers(vp, self, fn, arg);
+    return;
+  }
+  weft__block_now(vp, self, fn, arg);
 }
 
 static inline void weft__stat_inc(_Atomic uint64_t *c) {

@@ -339,15 +339,36 @@ static void yield_generic(weft_vp_t *vp, weft_thread_t *self) {
   weft__switch(&self->ctx, &next->ctx, yield_cont, self);
 }
 
+static inline void yield_on(weft_vp_t *vp);
+
+/* weft_yield's path when this VP has timers: fire the due ones, then yield (out of
+ * line, so that the common path keeps nothing live across a call). */
+static __attribute__((noinline)) void yield_timers(weft_vp_t *vp) {
+  weft__timers_check(vp);
+  yield_on(vp);
+}
+
+void weft__block_timers(weft_vp_t *vp, weft_thread_t *self, weft_ctx_fn fn, void *arg) {
+  weft__timers_check(vp);
+  weft__block_now(vp, self, fn, arg);
+}
+
 void weft_yield(void) {
   weft_vp_t *vp = weft__vp();
   if (WEFT__UNLIKELY(!vp)) {
     sched_yield();
     return;
   }
-  weft_thread_t *self = vp->current;
   /* relaxed: a hint; the timers are re-checked under their lock */
-  if (WEFT__UNLIKELY(atomic_load_explicit(&vp->tm.n, memory_order_relaxed))) weft__timers_check(vp);
+  if (WEFT__UNLIKELY(atomic_load_explicit(&vp->tm.n, memory_order_relaxed))) {
+    yield_timers(vp);
+    return;
+  }
+  yield_on(vp);
+}
+
+static inline void yield_on(weft_vp_t *vp) {
+  weft_thread_t *self = vp->current;
   if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) return;
   if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM)) {
     yield_generic(vp, self);

@@ -71,18 +71,15 @@ static inline weft__waiter_t *weft__wq_pop(weft__wq_t *q) {
   return w;
 }
 
+/* Fills in a waiter for the calling thread. next/prev/linked are set when it is
+ * linked; mode, morphed and mutex by the objects that use them. */
 static inline void weft__waiter_init(weft__waiter_t *w, uint64_t deadline) {
-  w->next = w->prev = NULL;
   weft_vp_t *vp = weft__vp();
   w->t = vp ? vp->current : NULL;
   atomic_store_explicit(&w->state, WEFT__W_WAITING, memory_order_relaxed);
-  w->linked = 0;
-  w->mode = 0;
   w->morphed = 0;
-  w->mutex = NULL;
   w->deadline = deadline;
   w->heap = NULL;
-  w->tidx = -1;
 }
 
 /* Claims w for waking: WAITING -> SIGNALED. Caller holds the queue lock w was on

@@ -65,14 +65,20 @@ struct wait_cont {
  * is saved. Copies everything first: once the queue lock is released (or the
  * timer armed) the waiter may be resumed elsewhere and its stack reused. */
 static void wait_cont(void *p) {
-  struct wait_cont c = *(struct wait_cont *)p;
-  weft_thread_t *self = c.w->t;
-  weft_bundle_t *b = self->bundle;
-  if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM) && b->ops.thread_blocked)
-    b->ops.thread_blocked(b, self);
-  if (c.w->deadline != WEFT_FOREVER) weft__timer_arm(weft__vp(), c.w);
-  if (c.qlock) weft__spin_unlock(c.qlock);  /* release: pairs with the waker's lock */
-  if (c.extra) c.extra(c.arg);
+  struct wait_cont *c = p;
+  weft__waiter_t *w = c->w;
+  weft__spin_t *qlock = c->qlock;
+  void (*extra)(void *) = c->extra;
+  void *arg = c->arg;
+  weft_thread_t *self = w->t;
+  if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM)) {
+    weft_bundle_t *b = self->bundle;
+    if (b->ops.thread_blocked) b->ops.thread_blocked(b, self);
+  }
+  if (WEFT__UNLIKELY(w->deadline != WEFT_FOREVER)) weft__timer_arm(weft__vp(), w);
+  /* from here on w (on the waiter's stack) may be resumed and reused: only locals */
+  if (qlock) weft__spin_unlock(qlock);  /* release: pairs with the waker's lock */
+  if (extra) extra(arg);
 }
 
 static uint32_t wait_os(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg) {
