@@ -48,7 +48,7 @@ WEFT_API void weft_sync_stats_reset(void);
 
 /* Mutex tuning, process-wide (benchmark S6 runs with spinning on and off).
  * spin_max: the most polls of the spin phase (0 turns Busy Spinning off; default
- * 400); the adaptive estimate stays below it. polling: nonzero keeps Spin Polling
+ * 100); the adaptive estimate stays below it. polling: nonzero keeps Spin Polling
  * on (default 1). Errors: WEFT_EINVAL (spin_max < 0 or > 1000000). */
 WEFT_API int weft_sync_set_spin(int spin_max, int polling);
 

@@ -42,7 +42,7 @@ void weft_sync_stats_reset(void) {
 
 /* ---- tuning --------------------------------------------------------------------- */
 
-_Atomic int weft__spin_max = 400;   /* relaxed: a tuning knob read on slow paths */
+_Atomic int weft__spin_max = 100;   /* relaxed: a tuning knob read on slow paths */
 _Atomic int weft__spin_polling = 1;
 
 int weft_sync_set_spin(int spin_max, int polling) {
