@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# icount.sh - instructions per operation for the L2 (null thread) and L3 (switch) loops,
-# counted by valgrind's callgrind: each loop runs N and 2N times, only the loop is
-# collected, and (Ir(2N) - Ir(N)) / (ops(2N) - ops(N)) cancels every fixed cost.
+# icount.sh - instructions per operation for the L2 (null thread), L3 (switch), L4/L5
+# (uncontested lock, semaphore, try) and L6/L7 (ping-pong, per round) loops, counted by
+# valgrind's callgrind: each loop runs N and 2N times, only the loop is collected, and
+# (Ir(2N) - Ir(N)) / (ops(2N) - ops(N)) cancels every fixed cost.
 # User-mode instructions only: pthreads are not counted (their switch is kernel work).
+# Before counting, the ping-pong patterns run once in weft_icount's verify mode (strict
+# alternation, one partner pass per round); a failure is reported, never fatal.
 #
 # usage: bench/icount.sh [BUILD_DIR] [OUT_DIR]    (defaults: build, bench-results)
 # env:   ICOUNT_N (default 50000)
@@ -35,14 +38,19 @@ per_op() {
 
 rows=()
 add() { rows+=("{\"row\": \"$1\", \"lib\": \"$2\", \"instructions_per_op\": $3}"); }
-printf '%-6s %-12s %s\n' row lib "instructions/op (callgrind, N=$n vs 2N)"
-for mode in l2 l3; do
-  row=$(echo "$mode" | tr l L)
+for mode in l6m l6s l7; do
+  "$build/bench/weft_icount" "$mode" 20000 verify | grep '^verify' || echo "verify $mode: FAILED"
+done
+printf '%-18s %-12s %s\n' row lib "instructions/op (callgrind, N=$n vs 2N)"
+declare -A row_of=([l2]=L2 [l3]=L3 [l4m]=L4_mutex [l4s]=L4_sem [l5m]=L5_trylock
+  [l5s]=L5_trywait [l6m]=L6_mutex_pingpong [l6s]=L6_sem_pingpong [l7]=L7_cond_pingpong)
+for mode in l2 l3 l4m l4s l5m l5s l6m l6s l7; do
+  row=${row_of[$mode]}
   v=$(per_op "$build/bench/weft_icount" "$mode"); add "$row" weft "$v"
-  printf '%-6s %-12s %s\n' "$row" weft "$v"
-  if [ -x "$build/bench/weft_icount_fiber" ]; then
+  printf '%-18s %-12s %s\n' "$row" weft "$v"
+  if [ -x "$build/bench/weft_icount_fiber" ] && [ "$mode" != l5m ] && [ "$mode" != l5s ]; then
     v=$(per_op "$build/bench/weft_icount_fiber" "$mode"); add "$row" boost_fiber "$v"
-    printf '%-6s %-12s %s\n' "$row" boost_fiber "$v"
+    printf '%-18s %-12s %s\n' "$row" boost_fiber "$v"
   fi
 done
 {

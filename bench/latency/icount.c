@@ -1,9 +1,21 @@
-/* icount.c - the L2 and L3 loops of weft, alone, for instruction counting under
+/* icount.c - the L2-L7 loops of weft, alone, for instruction counting under
  * callgrind (bench/icount.sh runs it with N and 2N iterations and takes the
  * difference, which cancels start-up, warm-up and shutdown).
  *
  *   weft_icount l2 N   N x (weft_create + weft_join) of an empty thread, nvps=1
  *   weft_icount l3 N   N yields of the main thread against one yielding partner
+ *   weft_icount l4m N  N x (weft_mutex_lock + weft_mutex_unlock), uncontested
+ *   weft_icount l4s N  N x (weft_sem_signal + weft_sem_wait), count 0 -> 1 -> 0
+ *   weft_icount l5m N  N x (weft_mutex_trylock + weft_mutex_unlock)
+ *   weft_icount l5s N  N x (weft_sem_trywait + weft_sem_signal)
+ *   weft_icount l6m N  N rounds of mutex ping-pong (three mutexes hand over hand,
+ *                      bench/latency/pingpong.h) against a partner thread
+ *   weft_icount l6s N  N rounds of semaphore ping-pong
+ *   weft_icount l7 N   N rounds of condition-variable ping-pong (papers/002 PingPong)
+ * (ping-pong: ops = rounds, a round = one pass of each thread; nvps=1.)
+ * A third argument "verify" (debug run, nothing is collected) checks after every round
+ * that the partner made exactly one pass per round of the main thread, and for l6m
+ * that each round blocked both threads once (weft_sync_stats); it prints the result.
  *
  * Only the loop is collected (CALLGRIND_TOGGLE_COLLECT, run with
  * --collect-atstart=no). It prints "ops=<count>": the operations in the loop (for l3,
@@ -12,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/sync.h"
 #include "weft/weft.h"
 
 #ifdef WEFT_BENCH_CALLGRIND
@@ -28,6 +41,163 @@ static void check(int rc, const char *what) {
 }
 
 static void *empty_body(void *arg) { return arg; }
+
+/* ---- L4/L5 ---- */
+static weft_mutex_t mx = WEFT_MUTEX_INIT;
+static weft_sem_t sm = WEFT_SEM_INIT(0);
+static long failed;
+
+static void l4m(long n) {
+  for (long i = 0; i < n; i++) {
+    weft_mutex_lock(&mx);
+    weft_mutex_unlock(&mx);
+  }
+}
+static void l4s(long n) {
+  for (long i = 0; i < n; i++) {
+    weft_sem_signal(&sm);
+    weft_sem_wait(&sm);
+  }
+}
+static void l5m(long n) {
+  for (long i = 0; i < n; i++) {
+    failed += weft_mutex_trylock(&mx) != 0;
+    weft_mutex_unlock(&mx);
+  }
+}
+static void l5s(long n) { /* the count is 1 between iterations */
+  for (long i = 0; i < n; i++) {
+    failed += weft_sem_trywait(&sm) != 0;
+    weft_sem_signal(&sm);
+  }
+}
+
+/* ---- L6/L7: the patterns of bench/latency/pingpong.h, in C ---- */
+static weft_mutex_t pm[3] = {WEFT_MUTEX_INIT, WEFT_MUTEX_INIT, WEFT_MUTEX_INIT};
+static weft_sem_t s1 = WEFT_SEM_INIT(0), s2 = WEFT_SEM_INIT(0);
+static weft_cond_t cv = WEFT_COND_INIT;
+static int turn, stop, ready;
+static long b_steps;
+static int a_older; /* l6m: A holds pm[a_older] and pm[a_older + 1 mod 3] */
+
+static void *l6m_partner(void *arg) {
+  int older = 2;
+  weft_mutex_lock(&pm[older]);
+  ready = 1;
+  for (;;) {
+    int next = older == 2 ? 0 : older + 1;
+    weft_mutex_lock(&pm[next]);
+    if (stop) {
+      weft_mutex_unlock(&pm[next]);
+      weft_mutex_unlock(&pm[older]);
+      return arg;
+    }
+    b_steps++;
+    weft_mutex_unlock(&pm[older]);
+    older = next;
+  }
+}
+static inline void l6m_step(void) {
+  int next = a_older == 0 ? 2 : a_older - 1;
+  weft_mutex_unlock(&pm[a_older]);
+  weft_mutex_lock(&pm[next]);
+  a_older = a_older == 2 ? 0 : a_older + 1;
+}
+static void *l6s_partner(void *arg) {
+  ready = 1;
+  for (;;) {
+    weft_sem_wait(&s1);
+    if (stop) return arg;
+    b_steps++;
+    weft_sem_signal(&s2);
+  }
+}
+static inline void l6s_step(void) {
+  weft_sem_signal(&s1);
+  weft_sem_wait(&s2);
+}
+static void *l7_partner(void *arg) {
+  ready = 1;
+  for (;;) {
+    weft_mutex_lock(&mx);
+    while (turn != 1 && !stop) weft_cond_wait(&cv, &mx);
+    if (stop) {
+      weft_mutex_unlock(&mx);
+      return arg;
+    }
+    turn = 0;
+    b_steps++;
+    weft_cond_signal(&cv);
+    weft_mutex_unlock(&mx);
+  }
+}
+static inline void l7_step(void) {
+  weft_mutex_lock(&mx);
+  while (turn != 0) weft_cond_wait(&cv, &mx);
+  turn = 1;
+  weft_cond_signal(&cv);
+  weft_mutex_unlock(&mx);
+}
+
+enum { L6M, L6S, L7 };
+
+static void pp_steps(int kind, long n) {
+  switch (kind) {
+  case L6M: for (long i = 0; i < n; i++) l6m_step(); break;
+  case L6S: for (long i = 0; i < n; i++) l6s_step(); break;
+  default: for (long i = 0; i < n; i++) l7_step(); break;
+  }
+}
+
+/* Runs n rounds of ping-pong `kind` (collected unless verify); returns the rounds. */
+static long pingpong(int kind, long n, int verify) {
+  static void *(*const partner_fn[])(void *) = {l6m_partner, l6s_partner, l7_partner};
+  if (kind == L6M) {
+    weft_mutex_lock(&pm[0]);
+    weft_mutex_lock(&pm[1]);
+  }
+  weft_thread_t *t;
+  check(weft_create(&t, NULL, partner_fn[kind], NULL), "weft_create");
+  while (!ready) weft_yield();
+  pp_steps(kind, 1000); /* warm up */
+  if (verify) {
+    long bad = 0, b0 = b_steps;
+    weft_sync_stats_t st0, st1;
+    weft_sync_stats(&st0);
+    for (long i = 1; i <= n; i++) {
+      pp_steps(kind, 1);
+      bad += b_steps - b0 != i;
+    }
+    weft_sync_stats(&st1);
+    printf("verify %s: %ld rounds, partner passes %ld, rounds out of step %ld, "
+           "mutex blocks per round %.3f, mutex misses per round %.3f\n",
+           kind == L6M ? "l6m" : kind == L6S ? "l6s" : "l7", n, b_steps - b0, bad,
+           (double)(st1.blocked - st0.blocked) / (double)n,
+           (double)(st1.mutex_missed - st0.mutex_missed) / (double)n);
+    if (bad || b_steps - b0 != n || (kind == L6M && st1.blocked - st0.blocked != 2 * (uint64_t)n)) {
+      printf("verify FAILED\n");
+      exit(3);
+    }
+  } else {
+    CALLGRIND_TOGGLE_COLLECT;
+    pp_steps(kind, n);
+    CALLGRIND_TOGGLE_COLLECT;
+  }
+  stop = 1;
+  switch (kind) {
+  case L6M:
+    weft_mutex_unlock(&pm[a_older]);
+    weft_mutex_unlock(&pm[a_older == 2 ? 0 : a_older + 1]);
+    break;
+  case L6S: weft_sem_signal(&s1); break;
+  default:
+    weft_mutex_lock(&mx);
+    weft_cond_signal(&cv);
+    weft_mutex_unlock(&mx);
+  }
+  check(weft_join(t, NULL), "weft_join");
+  return n;
+}
 
 static void l2(long n) {
   for (long i = 0; i < n; i++) {
@@ -48,20 +218,48 @@ static void *partner(void *arg) {
   return arg;
 }
 
+static void simple(void (*loop)(long), long n) {
+  loop(1000); /* warm up */
+  CALLGRIND_TOGGLE_COLLECT;
+  loop(n);
+  CALLGRIND_TOGGLE_COLLECT;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 3 || (strcmp(argv[1], "l2") && strcmp(argv[1], "l3"))) {
-    fprintf(stderr, "usage: %s l2|l3 N\n", argv[0]);
+  static const char *const modes[] = {"l2", "l3", "l4m", "l4s", "l5m", "l5s", "l6m", "l6s", "l7"};
+  int mode = -1;
+  for (int i = 0; argc >= 3 && i < (int)(sizeof modes / sizeof *modes); i++)
+    if (strcmp(argv[1], modes[i]) == 0) mode = i;
+  int verify = argc == 4 && strcmp(argv[3], "verify") == 0;
+  if (mode < 0 || argc > 4 || (argc == 4 && !verify)) {
+    fprintf(stderr, "usage: %s l2|l3|l4m|l4s|l5m|l5s|l6m|l6s|l7 N [verify]\n", argv[0]);
     return 1;
   }
   long n = atol(argv[2]);
-  int is_l2 = strcmp(argv[1], "l2") == 0;
+  int is_l2 = mode == 0;
   weft_config_t cfg;
   weft_config_init(&cfg);
   cfg.nvps = 1;
   check(weft_init(&cfg), "weft_init");
 
   long ops;
-  if (is_l2) {
+  if (mode >= 2) {
+    switch (mode) {
+    case 2: simple(l4m, n); break;
+    case 3: simple(l4s, n); break;
+    case 4: simple(l5m, n); break;
+    case 5:
+      weft_sem_signal(&sm);
+      simple(l5s, n);
+      break;
+    default: pingpong(mode - 6, n, verify); break;
+    }
+    if (failed) {
+      fprintf(stderr, "a try did not succeed\n");
+      return 3;
+    }
+    ops = n;
+  } else if (is_l2) {
     l2(1000); /* warm the free lists */
     CALLGRIND_TOGGLE_COLLECT;
     l2(n);
