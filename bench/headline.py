@@ -14,7 +14,10 @@ import sys
 LIBS = ["weft", "pthreads", "boost_fiber", "boost_fiber_pooled", "go"]
 HEAD = {"weft": "weft", "pthreads": "pthreads", "boost_fiber": "Boost.Fiber",
         "boost_fiber_pooled": "Boost.Fiber pooled", "go": "Go (GOMAXPROCS=1)"}
-GO_ROWS = {"L1Create": "L1", "L2NullThread": "L2", "L3Switch": "L3", "L8CreateReclaim": "L8"}
+GO_ROWS = {"L1Create": "L1", "L2NullThread": "L2", "L3Switch": "L3", "L8CreateReclaim": "L8",
+           "L4Mutex": "L4_mutex", "L4Sem": "L4_sem", "L5TryLock": "L5_trylock",
+           "L5TryWait": "L5_trywait", "L6MutexPingPong": "L6_mutex_pingpong",
+           "L6SemPingPong": "L6_sem_pingpong", "L7CondPingPong": "L7_cond_pingpong"}
 
 
 def load(d, name):
@@ -38,6 +41,8 @@ def latency_cells(doc):
             continue
         run = b["run_name"].replace("/manual_time", "")
         row, lib = run.split("_", 1)[0], run.rsplit("/", 1)[1]
+        if row in ("L4", "L5", "L6", "L7"):  # one row per <row>_<what>, e.g. L4_mutex
+            row = run.split("/", 1)[0]
         if run.startswith("L1_create/weft+bind_stack"):
             row, lib = "L1+stack", "weft"
         lib = lib.split("(")[0]
@@ -105,6 +110,11 @@ def main():
 
     rows = [("L1", "create, not yet run"), ("L1+stack", "create + bind stack (weft)"),
             ("L2", "null thread: create+run+join"), ("L3", "switch (per yield / hand-off)"),
+            ("L4_mutex", "mutex lock+unlock, uncontested"), ("L4_sem", "semaphore signal+wait"),
+            ("L5_trylock", "trylock (succeeds) + unlock"), ("L5_trywait", "trywait (succeeds) + signal"),
+            ("L6_mutex_pingpong", "mutex ping-pong, per round"),
+            ("L6_sem_pingpong", "semaphore ping-pong, per round"),
+            ("L7_cond_pingpong", "condition ping-pong, per round"),
             ("L8", "create+reclaim, never started*")]
     ps = sorted({r["P"] for r in (sw or {}).get("results", []) if not r["oversubscribed"]}) or [1, 2]
     for t, what in (("T1", "chains of null threads"), ("T4", "create+reclaim, P workers*"),
@@ -139,6 +149,8 @@ def main():
     print("    as they are created, fewer stacks are live at once: Boost's T4/T5 speedups are mostly")
     print("    the allocator's (they can exceed P).")
     print("  Go: go test -bench, -cpu 1, 5 counts; L8 as weft's (a goroutine cannot be deleted).")
+    print("  L4-L7: Boost.Fiber's semaphore is mutex+condition_variable; Go's a channel. L6/L7 round:")
+    print("    one pass of each thread; pthreads pinned to one CPU (2-CPU variants: latency.json).")
     if sw:
         c = sw["config"]
         print("  T rows: %d threads (%d for %s); Boost.Fiber: %s."
