@@ -6,7 +6,10 @@
  * writer leaves, the queue is served from its head: a writer alone, or every
  * reader up to the next queued writer together, so readers do not starve either.
  * The lock is handed to the threads it wakes (they never retry). Try variants
- * fail rather than jump the queue. Usable from weft threads and plain OS threads.
+ * fail rather than jump the queue. The price of this order: under contention every
+ * acquisition waits for the woken thread to run (a convoy), which is slow when the
+ * woken thread is a plain OS thread asleep in the kernel; the mutex, which lets
+ * arrivals barge, keeps more throughput. Usable from weft threads and plain OS threads.
  * An all-zero object is a valid unlocked lock; WEFT_RWLOCK_INIT is the static
  * initializer. Unlocking a mode the caller does not hold is undefined.
  */
