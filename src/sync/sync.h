@@ -124,8 +124,14 @@ int weft__timers_poll_all(void);
 uint64_t weft__timers_earliest(void);
 void weft__timers_free(weft_vp_t *vp);
 
-/* Counts one slow-path event (weft/sync.h counters). */
-void weft__sync_count(int which);
+/* Counts one slow-path event (weft/sync.h counters): a plain add to the VP's own
+ * counter, or a relaxed atomic add for plain OS threads (counts only). */
+extern _Atomic uint64_t weft__sync_os_counts[WEFT__ST_N];
+static inline void weft__sync_count(int which) {
+  weft_vp_t *vp = weft__vp();
+  if (WEFT__LIKELY(vp != NULL)) weft__stat_inc(&vp->sync_st[which]);
+  else atomic_fetch_add_explicit(&weft__sync_os_counts[which], 1, memory_order_relaxed);
+}
 
 /* ---- private views of the public objects ---------------------------------------- */
 typedef struct weft__mutex {

@@ -8,18 +8,12 @@
 /* ---- counters ------------------------------------------------------------------- */
 
 /* Plain OS threads have no VP: their events go here (relaxed: counts only). */
-static _Atomic uint64_t os_counts[WEFT__ST_N];
-
-void weft__sync_count(int which) {
-  weft_vp_t *vp = weft__vp();
-  if (vp) weft__stat_inc(&vp->sync_st[which]);
-  else atomic_fetch_add_explicit(&os_counts[which], 1, memory_order_relaxed);
-}
+_Atomic uint64_t weft__sync_os_counts[WEFT__ST_N];
 
 void weft_sync_stats(weft_sync_stats_t *out) {
   if (!out) return;
   uint64_t c[WEFT__ST_N];
-  for (int k = 0; k < WEFT__ST_N; k++) c[k] = atomic_load_explicit(&os_counts[k], memory_order_relaxed);
+  for (int k = 0; k < WEFT__ST_N; k++) c[k] = atomic_load_explicit(&weft__sync_os_counts[k], memory_order_relaxed);
   if (weft_is_running())
     for (int i = 0; i < weft__rt.nvps; i++)
       for (int k = 0; k < WEFT__ST_N; k++)
@@ -33,7 +27,7 @@ void weft_sync_stats(weft_sync_stats_t *out) {
 }
 
 void weft_sync_stats_reset(void) {
-  for (int k = 0; k < WEFT__ST_N; k++) atomic_store_explicit(&os_counts[k], 0, memory_order_relaxed);
+  for (int k = 0; k < WEFT__ST_N; k++) atomic_store_explicit(&weft__sync_os_counts[k], 0, memory_order_relaxed);
   if (!weft_is_running()) return;
   for (int i = 0; i < weft__rt.nvps; i++)
     for (int k = 0; k < WEFT__ST_N; k++)
