@@ -1,0 +1,440 @@
+// tests/unit/rwlock_test.cc - reader/writer locks (weft/rwlock.h): readers share
+// (deterministically: k readers inside at once), writers exclude (exact counts,
+// with readers checking they never see a writer), writers do not starve behind
+// overlapping readers and readers do not starve behind a stream of writers
+// (bounded by counted entries, not time), try variants, timed read/write locks
+// that time out (including a timed-out writer at the head of the queue letting
+// the readers queued behind it in), EPERM, initializers, destroy busy.
+#include "sync_test_util.h"
+
+using namespace weft_sync_test;
+
+namespace {
+
+class RwLockTest : public SyncVpTest {};
+WEFT_INSTANTIATE_VPS(RwLockTest);
+
+// k readers (weft and OS) are all inside at once: each holds its read lock until
+// it has seen k readers inside (bounded wait: fails instead of hanging).
+TEST_P(RwLockTest, ReadersShare) {
+  weft_rwlock_t l = WEFT_RWLOCK_INIT;
+  const int nweft = 2 * nvps() + 2, nos = 2, k = nweft + nos;
+  std::atomic<int> inside{0}, max_inside{0}, timeouts{0}, bad{0};
+  RunMixed(nweft, nos, [&](int) {
+    if (weft_rwlock_rdlock(&l) != 0) bad.fetch_add(1);
+    int now = inside.fetch_add(1) + 1;
+    int m = max_inside.load();
+    while (now > m && !max_inside.compare_exchange_weak(m, now)) {
+    }
+    if (!WaitFor([&] { return max_inside.load() >= k; }, 20)) timeouts.fetch_add(1);
+    inside.fetch_sub(1);
+    if (weft_rwlock_unlock(&l) != 0) bad.fetch_add(1);
+  });
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(timeouts.load(), 0) << "readers did not share: at most " << max_inside.load() << " of "
+                                << k << " inside at once";
+  EXPECT_EQ(max_inside.load(), k);
+  EXPECT_EQ(weft_rwlock_destroy(&l), 0);
+}
+
+// Writers exclude readers and each other: writers increment a plain counter (read
+// twice with a yield in between), readers check that no writer is inside and that
+// the counter does not change under them. Exact count at the end.
+TEST_P(RwLockTest, WriterExclusionExactCounts) {
+  weft_rwlock_t l = WEFT_RWLOCK_INIT;
+  long counter = 0;  // l
+  std::atomic<int> writers_in{0}, readers_in{0};
+  std::atomic<long> violations{0}, bad{0}, reads{0};
+  const int nwriters = nvps() + 2, nreaders = nvps() + 2, nos_w = 1, nos_r = 1;
+  const long iters = Scaled(3000, 20);
+  // [0, nwriters) weft writers, then weft readers; OS: a writer, then a reader
+  RunMixed(nwriters + nreaders, nos_w + nos_r, [&](int i) {
+    bool writer = i < nwriters || i == nwriters + nreaders;
+    bool weft = weft_self() != nullptr;
+    for (long k = 0; k < iters; ++k) {
+      if (writer) {
+        if (weft_rwlock_wrlock(&l) != 0) bad.fetch_add(1);
+        if (writers_in.fetch_add(1) != 0 || readers_in.load() != 0) violations.fetch_add(1);
+        long c = counter;
+        Work(50);
+        if (weft && (k & 3) == 0) weft_yield();
+        counter = c + 1;
+        writers_in.fetch_sub(1);
+      } else {
+        if (weft_rwlock_rdlock(&l) != 0) bad.fetch_add(1);
+        readers_in.fetch_add(1);
+        if (writers_in.load() != 0) violations.fetch_add(1);
+        long c = counter;
+        if (weft && (k & 3) == 0) weft_yield();
+        if (counter != c) violations.fetch_add(1);
+        readers_in.fetch_sub(1);
+        reads.fetch_add(1);
+      }
+      if (weft_rwlock_unlock(&l) != 0) bad.fetch_add(1);
+    }
+  });
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(violations.load(), 0) << "a writer overlapped a reader or another writer";
+  EXPECT_EQ(counter, (nwriters + nos_w) * iters);
+  EXPECT_EQ(reads.load(), (nreaders + nos_r) * iters);
+  EXPECT_EQ(weft_rwlock_destroy(&l), 0);
+}
+
+// Writers do not starve: readers enter and leave continuously, always overlapping
+// (each holds across a yield, several run at once). A writer that arrives must get
+// in after a bounded number of further reader entries. Readers stop after a large
+// cap; reaching it means the writer starved.
+TEST_P(RwLockTest, WriterDoesNotStarveBehindReaders) {
+  weft_rwlock_t l = WEFT_RWLOCK_INIT;
+  const int nreaders = 2 * nvps() + 2;
+  const long cap = 200000;
+  std::atomic<long> entries{0};
+  std::atomic<bool> writer_done{false};
+  std::atomic<long> at_arrival{-1}, at_entry{-1};
+  RunMixed(nreaders + 1, 0, [&](int i) {
+    if (i == nreaders) {  // the writer
+      WaitFor([&] { return entries.load() >= 200; });
+      at_arrival = entries.load();
+      EXPECT_EQ(weft_rwlock_wrlock(&l), 0);
+      at_entry = entries.load();
+      EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+      writer_done = true;
+      return;
+    }
+    while (!writer_done.load() && entries.load() < cap) {
+      EXPECT_EQ(weft_rwlock_rdlock(&l), 0);
+      entries.fetch_add(1);
+      weft_yield();
+      Work(100);
+      EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+    }
+  });
+  ASSERT_TRUE(writer_done.load());
+  long after = at_entry.load() - at_arrival.load();
+  // FIFO: once the writer queued, later readers queue behind it. Between reading
+  // the counter and queueing, readers on other VPs may still enter a few times.
+  EXPECT_LE(after, 50L * nreaders) << "writer waited through " << after << " reader entries";
+  EXPECT_EQ(weft_rwlock_destroy(&l), 0);
+}
+
+// Readers do not starve: writers take the lock back to back (each holds across a
+// yield); a reader that arrives gets in after a bounded number of writer entries.
+TEST_P(RwLockTest, ReaderDoesNotStarveBehindWriters) {
+  weft_rwlock_t l = WEFT_RWLOCK_INIT;
+  const int nwriters = 2 * nvps() + 2;
+  const long cap = 200000;
+  std::atomic<long> entries{0};
+  std::atomic<bool> reader_done{false};
+  std::atomic<long> at_arrival{-1}, at_entry{-1};
+  RunMixed(nwriters + 1, 0, [&](int i) {
+    if (i == nwriters) {  // the reader
+      WaitFor([&] { return entries.load() >= 200; });
+      at_arrival = entries.load();
+      EXPECT_EQ(weft_rwlock_rdlock(&l), 0);
+      at_entry = entries.load();
+      EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+      reader_done = true;
+      return;
+    }
+    while (!reader_done.load() && entries.load() < cap) {
+      EXPECT_EQ(weft_rwlock_wrlock(&l), 0);
+      entries.fetch_add(1);
+      weft_yield();
+      EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+    }
+  });
+  ASSERT_TRUE(reader_done.load());
+  long after = at_entry.load() - at_arrival.load();
+  EXPECT_LE(after, 50L * nwriters) << "reader waited through " << after << " writer entries";
+  EXPECT_EQ(weft_rwlock_destroy(&l), 0);
+}
+
+// Polls until `pred` holds, using only try operations (no API shows that a
+// thread is queued): a bounded wait that fails instead of hanging.
+template <class F>
+bool Eventually(F pred) {
+  return WaitFor(pred, 30);
+}
+
+std::pair<int, int> Both(int rc) { return {rc, rc}; }
+
+// tryrdlock fails while a writer holds the lock or a writer waits; trywrlock fails
+// while anyone holds it. Both succeed on a free lock.
+TEST_P(RwLockTest, TryVariants) {
+  weft_rwlock_t l = WEFT_RWLOCK_INIT;
+  auto other = [](auto f) {  // result of f() on a plain OS thread and on a weft thread
+    int a = 0;
+    std::thread([&] { a = f(); }).join();
+    int b = I(RunInThread([&] { return P(f()); }));
+    return std::make_pair(a, b);
+  };
+  auto tryrd_release = [&l] {
+    int rc = weft_rwlock_tryrdlock(&l);
+    if (rc == 0) weft_rwlock_unlock(&l);
+    return rc;
+  };
+  auto trywr_release = [&l] {
+    int rc = weft_rwlock_trywrlock(&l);
+    if (rc == 0) weft_rwlock_unlock(&l);
+    return rc;
+  };
+  // free
+  EXPECT_EQ(other(tryrd_release), Both(0));
+  EXPECT_EQ(other(trywr_release), Both(0));
+  // write-held
+  ASSERT_EQ(weft_rwlock_wrlock(&l), 0);
+  EXPECT_EQ(weft_rwlock_tryrdlock(&l), WEFT_EBUSY);
+  EXPECT_EQ(weft_rwlock_trywrlock(&l), WEFT_EBUSY);
+  EXPECT_EQ(other(tryrd_release), Both(WEFT_EBUSY));
+  EXPECT_EQ(other(trywr_release), Both(WEFT_EBUSY));
+  ASSERT_EQ(weft_rwlock_unlock(&l), 0);
+  // read-held: readers may join, writers may not
+  ASSERT_EQ(weft_rwlock_rdlock(&l), 0);
+  EXPECT_EQ(other(tryrd_release), Both(0));
+  EXPECT_EQ(other(trywr_release), Both(WEFT_EBUSY));
+  // read-held with a writer waiting: tryrdlock fails too
+  std::atomic<int> wstate{0};
+  std::pair<weft_rwlock_t *, std::atomic<int> *> warg(&l, &wstate);
+  weft_thread_t *w = Spawn(+[](void *a) -> void * {
+    auto *st = static_cast<std::pair<weft_rwlock_t *, std::atomic<int> *> *>(a);
+    st->second->store(1);
+    int rc = weft_rwlock_wrlock(st->first);
+    st->second->store(2);
+    if (rc == 0) weft_rwlock_unlock(st->first);
+    return P(rc);
+  }, &warg);
+  EXPECT_TRUE(Eventually([&] { return tryrd_release() == WEFT_EBUSY; }))
+      << "tryrdlock kept succeeding while a writer waited";
+  EXPECT_EQ(other(tryrd_release), Both(WEFT_EBUSY));
+  EXPECT_EQ(other(trywr_release), Both(WEFT_EBUSY));
+  EXPECT_EQ(wstate.load(), 1);
+  ASSERT_EQ(weft_rwlock_unlock(&l), 0);  // hands it to the writer
+  EXPECT_EQ(Join(w), P(0));
+  EXPECT_EQ(wstate.load(), 2);
+  EXPECT_EQ(other(tryrd_release), Both(0));
+  EXPECT_EQ(weft_rwlock_destroy(&l), 0);
+}
+
+// Timed read and write locks time out with WEFT_ETIMEDOUT (not before the
+// deadline) and leave the lock consistent.
+TEST_P(RwLockTest, TimedLocksTimeOut) {
+  weft_rwlock_t l = WEFT_RWLOCK_INIT;
+  std::atomic<int> wrong{0}, early{0};
+  auto expect_timeout = [&](bool read, uint64_t ms) {
+    uint64_t d = weft_deadline_after(ms * kMs);
+    int rc = read ? weft_rwlock_timedrdlock(&l, d) : weft_rwlock_timedwrlock(&l, d);
+    if (rc != WEFT_ETIMEDOUT) {
+      wrong.fetch_add(1);
+      if (rc == 0) weft_rwlock_unlock(&l);
+    }
+    if (weft_time_now() < d) early.fetch_add(1);
+  };
+  // write-held: both modes time out
+  ASSERT_EQ(weft_rwlock_wrlock(&l), 0);
+  RunMixed(3, 1, [&](int i) {
+    expect_timeout(true, 1 + i);
+    expect_timeout(false, 1 + i);
+    expect_timeout(i & 1, 0);
+  });
+  ASSERT_EQ(weft_rwlock_unlock(&l), 0);
+  // read-held: writers time out, readers get in
+  ASSERT_EQ(weft_rwlock_rdlock(&l), 0);
+  RunMixed(2, 1, [&](int i) { expect_timeout(false, 1 + i); });
+  EXPECT_EQ(weft_rwlock_timedrdlock(&l, weft_deadline_after(kMs)), 0);
+  EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+  ASSERT_EQ(weft_rwlock_unlock(&l), 0);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(early.load(), 0);
+  // consistent
+  EXPECT_EQ(weft_rwlock_trywrlock(&l), 0);
+  EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+  EXPECT_EQ(weft_rwlock_tryrdlock(&l), 0);
+  EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+  EXPECT_EQ(weft_rwlock_destroy(&l), 0);
+}
+
+// A timed-out writer at the head of the queue lets the readers queued behind it
+// in: the main thread holds a read lock throughout; a writer queues (timed);
+// readers arrive and queue behind it (FIFO); when the writer gives up, the readers
+// must join the main thread's read hold, without the main thread unlocking.
+TEST_P(RwLockTest, TimedOutWriterAtHeadLetsReadersIn) {
+  const int rounds = static_cast<int>(Scaled(10, 2));
+  for (int r = 0; r < rounds; ++r) {
+    weft_rwlock_t l = WEFT_RWLOCK_INIT;
+    ASSERT_EQ(weft_rwlock_rdlock(&l), 0);
+    std::atomic<int> wrc{1};
+    std::atomic<bool> wdone{false};
+    const uint64_t wait_ms = 150;
+    auto writer = [&]() -> void * {
+      wrc = weft_rwlock_timedwrlock(&l, weft_deadline_after(wait_ms * kMs));
+      wdone = true;
+      return nullptr;
+    };
+    weft_thread_t *wt = Spawn(+[](void *a) -> void * { return (*static_cast<decltype(writer) *>(a))(); }, &writer);
+    // the writer is queued once tryrdlock fails
+    ASSERT_TRUE(Eventually([&] {
+      int rc = weft_rwlock_tryrdlock(&l);
+      if (rc == 0) weft_rwlock_unlock(&l);
+      return rc == WEFT_EBUSY;
+    }));
+    std::atomic<int> in{0}, started{0};
+    const int nweft = 3, nos = 1;
+    auto reader = [&] {
+      started.fetch_add(1);
+      EXPECT_EQ(weft_rwlock_rdlock(&l), 0);
+      in.fetch_add(1);
+      EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+    };
+    std::vector<weft_thread_t *> ts;
+    for (int i = 0; i < nweft; ++i)
+      ts.push_back(Spawn(+[](void *a) -> void * {
+        (*static_cast<decltype(reader) *>(a))();
+        return nullptr;
+      }, &reader));
+    std::thread os(reader);
+    ASSERT_TRUE(WaitFor([&] { return started.load() == nweft + nos; }));
+    weft_sleep_ns(10 * kMs);
+    bool covered = !wdone.load();  // the readers queued while the writer still waited
+    EXPECT_TRUE(covered || in.load() == nweft + nos);
+    if (covered) {
+      EXPECT_EQ(in.load(), 0) << "readers jumped a queued writer";
+    }
+    // the writer times out (we still hold the read lock); the readers get in
+    EXPECT_TRUE(WaitFor([&] { return wdone.load(); }, 30));
+    EXPECT_EQ(wrc.load(), WEFT_ETIMEDOUT);
+    EXPECT_TRUE(WaitFor([&] { return in.load() == nweft + nos; }, 30))
+        << "readers queued behind a timed-out writer were not let in (" << in.load() << " of "
+        << nweft + nos << ")";
+    Join(wt);
+    for (auto *t : ts) Join(t);
+    os.join();
+    ASSERT_EQ(weft_rwlock_unlock(&l), 0);
+    EXPECT_EQ(weft_rwlock_trywrlock(&l), 0);
+    EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+    EXPECT_EQ(weft_rwlock_destroy(&l), 0);
+  }
+}
+
+// A timed-out writer in the middle of a queue of writers: the writers queued
+// behind it still get the lock when the holder leaves.
+TEST_P(RwLockTest, TimedOutWriterDoesNotStrandQueue) {
+  weft_rwlock_t l = WEFT_RWLOCK_INIT;
+  ASSERT_EQ(weft_rwlock_wrlock(&l), 0);
+  std::atomic<int> got{0}, timed_out{0}, started{0};
+  auto forever = [&] {
+    started.fetch_add(1);
+    EXPECT_EQ(weft_rwlock_wrlock(&l), 0);
+    got.fetch_add(1);
+    EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+  };
+  auto timed = [&](bool read) {
+    started.fetch_add(1);
+    uint64_t d = weft_deadline_after(3 * kMs);
+    int rc = read ? weft_rwlock_timedrdlock(&l, d) : weft_rwlock_timedwrlock(&l, d);
+    EXPECT_EQ(rc, WEFT_ETIMEDOUT);
+    if (rc == WEFT_ETIMEDOUT) timed_out.fetch_add(1);
+    if (rc == 0) weft_rwlock_unlock(&l);
+  };
+  std::thread os([&] { forever(); });
+  auto body = [&](int i) {
+    if (i == 3) forever();
+    else timed(i == 1);
+  };
+  struct Arg {
+    decltype(body) *f;
+    int i;
+  } args[4] = {{&body, 0}, {&body, 1}, {&body, 2}, {&body, 3}};
+  std::vector<weft_thread_t *> ts;
+  for (auto &a : args)
+    ts.push_back(Spawn(+[](void *p) -> void * {
+      auto *x = static_cast<Arg *>(p);
+      (*x->f)(x->i);
+      return nullptr;
+    }, &a));
+  EXPECT_TRUE(WaitFor([&] { return timed_out.load() == 3; }, 30));
+  EXPECT_EQ(got.load(), 0);
+  EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+  for (auto *t : ts) Join(t);
+  EXPECT_TRUE(WaitFor([&] { return got.load() == 2; }, 30)) << "waiters stranded";
+  os.join();
+  EXPECT_EQ(weft_rwlock_destroy(&l), 0);
+}
+
+// Timed read/write locks racing with unlocks: every call returns 0 or
+// WEFT_ETIMEDOUT, writers' counts are exact, the lock is free at the end.
+TEST_P(RwLockTest, TimedLocksRaceWithUnlock) {
+  weft_rwlock_t l = WEFT_RWLOCK_INIT;
+  long counter = 0;  // l (write)
+  std::atomic<long> wins{0}, bad{0}, violations{0};
+  std::atomic<int> writers_in{0}, readers_in{0}, last{0};
+  const long iters = Scaled(3000, 20);
+  RunMixed(2 * nvps() + 2, 2, [&](int i) {
+    std::minstd_rand rng(static_cast<unsigned>(i) + 99u);
+    bool weft = weft_self() != nullptr;
+    for (long k = 0; k < iters; ++k) {
+      bool write = (rng() % 3) == 0;
+      uint64_t d = weft_deadline_after(rng() % (100 * kUs));
+      int rc = write ? weft_rwlock_timedwrlock(&l, d) : weft_rwlock_timedrdlock(&l, d);
+      if (rc == WEFT_ETIMEDOUT) continue;
+      if (rc != 0) {
+        bad.fetch_add(1);
+        last.store(rc);
+        continue;
+      }
+      if (write) {
+        if (writers_in.fetch_add(1) != 0 || readers_in.load() != 0) violations.fetch_add(1);
+        long c = counter;
+        if (weft && (k & 3) == 0) weft_yield();
+        counter = c + 1;
+        wins.fetch_add(1);
+        writers_in.fetch_sub(1);
+      } else {
+        readers_in.fetch_add(1);
+        if (writers_in.load() != 0) violations.fetch_add(1);
+        if (weft && (k & 3) == 0) weft_yield();
+        readers_in.fetch_sub(1);
+      }
+      if (weft_rwlock_unlock(&l) != 0) bad.fetch_add(1);
+    }
+  });
+  EXPECT_EQ(bad.load(), 0) << Err(last.load());
+  EXPECT_EQ(violations.load(), 0);
+  EXPECT_EQ(counter, wins.load());
+  EXPECT_EQ(weft_rwlock_trywrlock(&l), 0) << "lock not free after the race";
+  EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+  EXPECT_EQ(weft_rwlock_destroy(&l), 0);
+}
+
+// Unlock when not held: WEFT_EPERM; static initializer, all-zero object, EINVAL,
+// destroy busy (held in either mode, or waited on).
+TEST_P(RwLockTest, EpermInitDestroy) {
+  weft_rwlock_t a = WEFT_RWLOCK_INIT, z, in;
+  std::memset(&z, 0, sizeof z);
+  std::memset(&in, 0x5A, sizeof in);
+  ASSERT_EQ(weft_rwlock_init(&in), 0);
+  for (weft_rwlock_t *l : {&a, &z, &in}) {
+    EXPECT_EQ(weft_rwlock_unlock(l), WEFT_EPERM);
+    EXPECT_EQ(weft_rwlock_rdlock(l), 0);
+    EXPECT_EQ(weft_rwlock_rdlock(l), 0);
+    EXPECT_EQ(weft_rwlock_destroy(l), WEFT_EBUSY) << "read-held";
+    EXPECT_EQ(weft_rwlock_unlock(l), 0);
+    EXPECT_EQ(weft_rwlock_unlock(l), 0);
+    EXPECT_EQ(weft_rwlock_unlock(l), WEFT_EPERM) << "after the last reader left";
+    EXPECT_EQ(weft_rwlock_wrlock(l), 0);
+    EXPECT_EQ(weft_rwlock_destroy(l), WEFT_EBUSY) << "write-held";
+    EXPECT_EQ(weft_rwlock_unlock(l), 0);
+    EXPECT_EQ(weft_rwlock_unlock(l), WEFT_EPERM) << "after the writer left";
+    EXPECT_EQ(weft_rwlock_destroy(l), 0);
+  }
+  EXPECT_EQ(weft_rwlock_init(nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_rwlock_destroy(nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_rwlock_rdlock(nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_rwlock_wrlock(nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_rwlock_tryrdlock(nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_rwlock_trywrlock(nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_rwlock_timedrdlock(nullptr, weft_deadline_after(kMs)), WEFT_EINVAL);
+  EXPECT_EQ(weft_rwlock_timedwrlock(nullptr, weft_deadline_after(kMs)), WEFT_EINVAL);
+  EXPECT_EQ(weft_rwlock_unlock(nullptr), WEFT_EINVAL);
+}
+
+}  // namespace
