@@ -35,7 +35,7 @@ typedef struct weft_sync_stats {
   uint64_t acquired_spinning; /* ... then got it while Busy Spinning */
   uint64_t acquired_polling;  /* ... then got it while preparing to block (Spin Polling) */
   uint64_t blocked;           /* ... then blocked */
-  uint64_t idled;             /* a VP found nothing to run after a thread switched away */
+  uint64_t idled;             /* ... of the blocks, those that left their VP idle */
   uint64_t timeouts;          /* timed waits (any object, and sleeps) that timed out */
 } weft_sync_stats_t;
 

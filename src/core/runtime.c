@@ -288,7 +288,6 @@ static void run_from_idle(weft_vp_t *vp, weft_thread_t *t) {
   vp->current = t;
   weft__switch(&vp->idle_ctx, &t->ctx, NULL, NULL);
   vp->current = NULL;
-  weft__stat_inc(&vp->sync_st[WEFT__ST_IDLED]);  /* a thread left us nothing to run */
 }
 
 /* The idle loop (diagram at the top). VP 0 never leaves it: at shutdown the main

@@ -127,7 +127,7 @@ static int lock_queue(weft__mutex_t *m, weft__waiter_t *w, int woken) {
     atomic_store_explicit(&w->state, WEFT__W_WAITING, memory_order_relaxed);
     w->morphed = 0;
     weft__wq_push(&m->q, w);
-    weft__sync_count(WEFT__ST_BLOCKED);
+    if (!woken) weft__sync_count(WEFT__ST_BLOCKED);  /* once per lock call, as Fig 5-5 */
     if (weft__wait(w, &m->qlock, NULL, NULL) == WEFT__W_TIMEDOUT) {
       weft__spin_lock(&m->qlock);
       if (w->linked) weft__wq_remove(&m->q, w);

@@ -69,7 +69,9 @@ static void wait_cont(void *p) {
     weft_bundle_t *b = self->bundle;
     if (b->ops.thread_blocked) b->ops.thread_blocked(b, self);
   }
-  if (WEFT__UNLIKELY(w->deadline != WEFT_FOREVER)) weft__timer_arm(weft__vp(), w);
+  weft_vp_t *vp = weft__vp();
+  if (!vp->current) weft__stat_inc(&vp->sync_st[WEFT__ST_IDLED]); /* nothing else to run */
+  if (WEFT__UNLIKELY(w->deadline != WEFT_FOREVER)) weft__timer_arm(vp, w);
   /* from here on w (on the waiter's stack) may be resumed and reused: only locals */
   if (qlock) weft__spin_unlock(qlock);  /* release: pairs with the waker's lock */
   if (extra) extra(arg);
