@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # demo.sh - weft's main job for now: build weft in Release into ./build-release, run the
-# runtime-core benchmarks beside POSIX threads, Boost.Fiber and (if installed) Go, and
-# print one headline table (L1, L2, L3, L8 latency; T1, T4, T5 throughput at
-# P = 1..cores; instruction counts; memory per unstarted thread). About 3 minutes on a
-# 2-core machine.
+# benchmarks beside POSIX threads, Boost.Fiber and (if installed) Go, and print one
+# headline table (L1-L8 latency; T1, T4, T5 throughput at P = 1..cores; instruction
+# counts; memory per unstarted thread), with the spin-waiting rows S1-S5 and the lock
+# contention row S6 printed as their own tables. About 5 minutes on a 2-core machine.
 #
 # usage: scripts/demo.sh [RESULTS_DIR]      (default: ./bench-results)
 # Installs what it needs first (scripts/install-deps.sh). Results: RESULTS_DIR/*.json, *.png.
@@ -56,12 +56,27 @@ section "machine parallelism: independent work on P pinned kernel threads"
 section "throughput sweep: T1 T4 T5"
 "$build/bench/weft_sweep" --out "$out"
 
+section "spin-waiting and atomic integers: S1-S5 (papers/004 Fig 4.1-4.3, papers/000 Fig 1-2)"
+if [ -x "$build/bench/sync/weft_bench_spin" ]; then
+  "$build/bench/sync/weft_bench_spin" --out "$out"
+else
+  echo "weft_bench_spin not built: skipped"
+fi
+
+section "lock contention with statistics: S6 (papers/002 Fig 5-2..5-5, quick set-up)"
+if [ -x "$build/bench/contention/weft_s6_contention" ]; then
+  "$build/bench/contention/weft_s6_contention" --quick --out "$out"
+else
+  echo "weft_s6_contention not built: skipped"
+fi
+
 # Figures need matplotlib; the system python has it on Debian even when another python3
 # comes first in PATH.
 for py in python3 /usr/bin/python3; do
   if "$py" -c 'import matplotlib' 2>/dev/null; then
     section "figures"
     "$py" bench/plot.py "$out"
+    "$py" bench/sync/plot_sync.py "$out" || echo "S-row figures failed"
     break
   fi
 done
