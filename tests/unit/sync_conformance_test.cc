@@ -450,7 +450,6 @@ TYPED_TEST(SyncConformance, TimedOutWaitersDoNotStrandOthers) {
   for (int r = 0; r < rounds; ++r) {
     ASSERT_EQ(k.Lock(), 0);
     std::atomic<int> started{0}, got{0}, timed_out{0}, other{0};
-    std::atomic<bool> release{false};
     std::vector<weft_thread_t *> ts;
     auto forever = [&]() {
       started.fetch_add(1);
