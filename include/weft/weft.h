@@ -8,6 +8,7 @@
 #include "weft/thread.h"
 #include "weft/sched.h"
 #include "weft/sync.h"
+#include "weft/hook.h"
 #include "weft/spinlock.h"
 #include "weft/atomic_int.h"
 

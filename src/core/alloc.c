@@ -118,6 +118,16 @@ static weft_thread_t *slab_block(weft__slab_t *sl, int i) {
   return (weft_thread_t *)((char *)sl + WEFT__SLAB_HEADER + (size_t)i * sizeof(weft_thread_t));
 }
 
+/* Applies fn to every control block ever carved (live or free), under pool.lock:
+ * the hooks (hook.c) set or clear a flag bit on all of them. fn must be short. */
+void weft__tcb_foreach(void (*fn)(weft_thread_t *t, void *arg), void *arg) {
+  weft__pool_t *p = &weft__rt.pool;
+  weft__spin_lock(&p->lock);
+  for (weft__slab_t *sl = p->slabs; sl; sl = sl->next)
+    for (int i = 0; i < sl->carved; i++) fn(slab_block(sl, i), arg);
+  weft__spin_unlock(&p->lock);
+}
+
 /* pool.lock held */
 static void partial_link(weft__pool_t *p, weft__slab_t *sl) {
   sl->pprev = NULL;

@@ -93,7 +93,17 @@ enum {
   WEFT__TF_MAIN = 1,      /* the main weft thread: runs on its OS thread's stack */
   WEFT__TF_CUSTOM = 2,    /* its bundle is not the root: no inlined scheduler paths
                              (weft__is_default of its bundle, cached: one load) */
+  WEFT__TF_HOOK = 4,      /* event callbacks are installed (weft/hook.h): take the
+                             general paths, which raise them. Set and cleared on every
+                             control block by hook.c */
 };
+/* The bits that send a thread down the general (non-inlined) paths: one test covers
+ * custom schedulers and installed callbacks. */
+#ifdef WEFT_HOOKS
+#define WEFT__TF_SLOW (WEFT__TF_CUSTOM | WEFT__TF_HOOK)
+#else
+#define WEFT__TF_SLOW WEFT__TF_CUSTOM
+#endif
 
 typedef struct weft__slab weft__slab_t;  /* alloc.c */
 
@@ -118,7 +128,9 @@ struct __attribute__((aligned(64))) weft_thread {
   void *cont_arg;
   uintptr_t sched_data;        /* weft_sched_thread_data(): the scheduler's word */
   int32_t affinity;            /* -1 or a VP hint */
-  uint32_t flags;              /* WEFT__TF_* ; running VP only */
+  uint32_t flags;              /* WEFT__TF_*: stored at create; TF_HOOK is also set
+                                  and cleared by hook.c on every block with an atomic
+                                  RMW. Read through weft__tflags(): see there */
   weft__slab_t *slab;          /* the slab this block was carved from (alloc.c) */
 #ifdef WEFT_CHECKED
   _Atomic int dbg_blocked;     /* 1 while blocked in weft_thread_block: set before
@@ -314,6 +326,51 @@ static inline void weft__switch_unlock(weft_ctx_t *from, weft_ctx_t *to, weft__s
 #endif
 }
 
+/* ---- thread flags and event callbacks (hook.c) ------------------------------------ */
+/* The flags word is read with a plain load on the hot paths, deliberately: an
+ * atomic (or volatile) load cannot be folded into the test instruction, and cost 13
+ * instructions on L2 (papers' null thread) and 1 on L3 in measurement. The only
+ * writer besides the creator is hook.c's atomic OR/AND of TF_HOOK when the first
+ * callback is pushed or the last popped; a reader that sees the bit late misses an
+ * event or raises one extra around that moment, which hook.h documents. The flags
+ * carry no data to order: callbacks are published by hook.c with release/acquire.
+ * TSan builds use relaxed atomic accesses so that the race stays visible to the
+ * reader of this comment and silent to the tool. */
+static inline uint32_t weft__tflags(const weft_thread_t *t) {
+#if defined(WEFT_TSAN)
+  return __atomic_load_n(&t->flags, __ATOMIC_RELAXED);
+#else
+  return t->flags;
+#endif
+}
+static inline void weft__tflags_init(weft_thread_t *t, uint32_t f) {
+#if defined(WEFT_TSAN)
+  __atomic_store_n(&t->flags, f, __ATOMIC_RELAXED);
+#else
+  t->flags = f;
+#endif
+}
+/* The flags a new control block starts with: 0, or TF_HOOK while callbacks are
+ * installed (relaxed: see the known race in weft/hook.h). */
+extern _Atomic uint32_t weft__tf_default __attribute__((visibility("hidden")));
+/* thread_blocked and the SAVE/BLOCKED/RESTORE callbacks (thread.c; cold). */
+void weft__blocked_slow(weft_thread_t *self, uint32_t f, void *obj);
+static inline uint32_t weft__tf_start(void) {
+#ifdef WEFT_HOOKS
+  return atomic_load_explicit(&weft__tf_default, memory_order_relaxed);
+#else
+  return 0;
+#endif
+}
+/* Raises a hook event (weft/hook.h); only called when TF_HOOK was seen. */
+void weft__hook_raise(int ev, weft_thread_t *t, void *obj);
+/* A continuation's share of a switch: SAVE of self, BLOCKED (if blocked) with obj,
+ * then RESTORE of the VP's new current thread if there is one. */
+void weft__hook_switched(weft_thread_t *self, int blocked, void *obj);
+/* Nonzero while any callback is installed (idle-loop events test it). */
+extern _Atomic uint32_t weft__hooks_on;
+void weft__tcb_foreach(void (*fn)(weft_thread_t *t, void *arg), void *arg);
+
 /* ---- allocation (alloc.c; fast paths inline here) ---------------------------------- */
 void *weft__sys_malloc(size_t size);    /* counted, failure-injectable */
 void *weft__sys_calloc(size_t n, size_t size);
@@ -386,7 +443,8 @@ static inline void weft__stack_release(weft_vp_t *vp, weft_thread_t *t) {
 
 /* ---- dispatch (runtime.c) --------------------------------------------------------- */
 void weft__wake_one(void);
-void weft__unblock(weft_vp_t *vp, weft_thread_t *t);
+void weft__unblock(weft_vp_t *vp, weft_thread_t *t);   /* raises UNBLOCKED */
+void weft__ready(weft_vp_t *vp, weft_thread_t *t);     /* the scheduler part only */
 weft_vp_t *weft__os_target_vp(void);
 void weft__key_run_dtors(weft_thread_t *t);
 

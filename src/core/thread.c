@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "weft/hook.h"
 
 #if defined(WEFT_TSAN)
 #include <sanitizer/tsan_interface.h>
@@ -51,7 +52,8 @@ static inline void tcb_init(weft_thread_t *t, weft_bundle_t *b, weft_thread_fn f
   t->local = NULL;
   t->tsd = NULL;
   t->sched_data = 0;
-  t->flags = 0;  /* weft_create/create_os set WEFT__TF_CUSTOM for other bundles */
+  /* relaxed: published with the thread; weft_create/create_os add TF_CUSTOM */
+  weft__tflags_init(t, weft__tf_start());
 #ifdef WEFT_CHECKED
   atomic_store_explicit(&t->dbg_blocked, 0, memory_order_relaxed);
 #endif
@@ -108,7 +110,7 @@ static inline int create_attrs(weft_thread_t *t, const weft_attr_t *attr, weft_b
   if (WEFT__LIKELY(attr == NULL)) return 0;
   attr_stack_round(t);
   if (weft__is_default(b)) return 0;
-  t->flags = WEFT__TF_CUSTOM;
+  weft__tflags_init(t, WEFT__TF_CUSTOM | weft__tf_start());
   return 1;
 }
 
@@ -159,12 +161,56 @@ static int create_os(weft_thread_t **out, const weft_attr_t *attr, weft_thread_f
 
 static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *result);
 
+/* The general paths of the events, out of line and cold so that the inlined
+ * paths around them keep their shape (measured: inline, they cost L2 12
+ * instructions with no callback installed). */
+#define WEFT__COLD __attribute__((noinline, cold))
+
+static WEFT__COLD void entry_slow(weft_thread_t *t, uint32_t f) {
+  weft_bundle_t *b = t->bundle;
+#ifdef WEFT_HOOKS
+  if (f & WEFT__TF_HOOK) weft__hook_raise(WEFT_HOOK_ENTRY, t, NULL);
+#endif
+  if ((f & WEFT__TF_CUSTOM) && b->ops.thread_started) b->ops.thread_started(b, t);
+}
+
+static WEFT__COLD void exit_slow(weft_thread_t *t, uint32_t f, void *result) {
+  weft_bundle_t *b = t->bundle;
+#ifdef WEFT_HOOKS
+  if (f & WEFT__TF_HOOK) weft__hook_raise(WEFT_HOOK_EXIT, t, result);
+#else
+  (void)result;
+#endif
+  if ((f & WEFT__TF_CUSTOM) && b->ops.thread_terminated) b->ops.thread_terminated(b, t);
+}
+
+/* thread_blocked and the SAVE/BLOCKED/RESTORE callbacks, from a block
+ * continuation (also used by src/sync/wait.c). */
+WEFT__COLD void weft__blocked_slow(weft_thread_t *self, uint32_t f, void *obj) {
+  weft_bundle_t *b = self->bundle;
+  if ((f & WEFT__TF_CUSTOM) && b->ops.thread_blocked) b->ops.thread_blocked(b, self);
+#ifdef WEFT_HOOKS
+  if (f & WEFT__TF_HOOK) weft__hook_switched(self, 1, obj);
+#else
+  (void)obj;
+#endif
+}
+
+static WEFT__COLD void finished_slow(weft_vp_t *vp, weft_thread_t *t, uint32_t f) {
+  if (f & WEFT__TF_CUSTOM)  /* the root bundle keeps no count */
+    atomic_fetch_sub_explicit(&t->bundle->nthreads, 1, memory_order_release);
+#ifdef WEFT_HOOKS
+  if ((f & WEFT__TF_HOOK) && vp->current) weft__hook_raise(WEFT_HOOK_RESTORE, vp->current, NULL);
+#else
+  (void)vp;
+#endif
+}
+
 void weft__thread_entry(void *p) {
   weft_thread_t *t = p;
-  weft_bundle_t *b = t->bundle;
   /* the root bundle has no started/terminated/blocked handlers: test the flag first */
-  if (WEFT__UNLIKELY(t->flags & WEFT__TF_CUSTOM) && b->ops.thread_started)
-    b->ops.thread_started(b, t);
+  uint32_t f = weft__tflags(t);
+  if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) entry_slow(t, f);
   void *r = t->fn(t->arg);
   thread_finish(weft__vp(), t, r);
 }
@@ -180,8 +226,8 @@ static void finish_cont(void *p) {
   t->ctx.tsan_fiber = NULL;
 #endif
   weft__stack_release(vp, t);
-  if (t->flags & WEFT__TF_CUSTOM)  /* the root bundle keeps no count */
-    atomic_fetch_sub_explicit(&t->bundle->nthreads, 1, memory_order_release);
+  uint32_t f = weft__tflags(t);
+  if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) finished_slow(vp, t, f);
   weft__stat_inc(&vp->n_finished);
   /* acq_rel: release publishes result (and the thread's writes) to the joiner's
    * acquire load; acquire pairs with the joiner's release CAS that published it */
@@ -211,16 +257,15 @@ static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *resul
   if (t->tsd) weft__key_run_dtors(t);
   vp = weft__vp();                       /* destructors may have switched */
   t->result = result;
-  weft_bundle_t *b = t->bundle;
-  if (WEFT__UNLIKELY(t->flags & WEFT__TF_CUSTOM) && b->ops.thread_terminated)
-    b->ops.thread_terminated(b, t);
+  uint32_t f = weft__tflags(t);
+  if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) exit_slow(t, f, result);
   /* A joiner already published (it is saved and waits) can only be released by
    * us: hand the VP straight to it if the default scheduler owns it. */
   weft_thread_t *next = NULL;
   uintptr_t w = atomic_load_explicit(&t->join, memory_order_acquire);
   if (WEFT__JW_TAG(w) == WEFT__JW_WEFT) {
     weft_thread_t *j = WEFT__JW_PTR(w);
-    if (!(j->flags & WEFT__TF_CUSTOM)) next = j;
+    if (!(weft__tflags(j) & WEFT__TF_CUSTOM)) next = j;
   }
   if (!next) {
     next = weft__dequeue(vp);
@@ -235,7 +280,7 @@ int weft_exit(void *result) {
   weft_vp_t *vp = weft__vp();
   if (!vp) return atomic_load(&weft__rt.state) ? WEFT_EPERM : WEFT_ENOTINIT;
   weft_thread_t *t = vp->current;
-  if (t->flags & WEFT__TF_MAIN) return WEFT_EPERM;
+  if (weft__tflags(t) & WEFT__TF_MAIN) return WEFT_EPERM;
   thread_finish(vp, t, result);
 }
 
@@ -247,9 +292,8 @@ int weft_exit(void *result) {
 static void join_cont(void *p) {
   weft_thread_t *self = p;
   weft_thread_t *t = self->blocked_on;
-  weft_bundle_t *b = self->bundle;
-  if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM) && b->ops.thread_blocked)
-    b->ops.thread_blocked(b, self);
+  uint32_t f = weft__tflags(self);
+  if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) weft__blocked_slow(self, f, t);
   uintptr_t expect = 0;
   /* release: the joiner's saved context is visible to whoever unblocks it (pairs
    * with the acquire half of the finisher's exchange) */
@@ -326,7 +370,13 @@ int weft_detach(weft_thread_t *t) {
  * its registers are still being pushed. Other schedulers: the caller is given to
  * thread_unblocked in the continuation. */
 
-static void yield_cont(void *p) { weft__unblock(weft__vp(), (weft_thread_t *)p); }
+static void yield_cont(void *p) {
+  weft_thread_t *self = p;
+#ifdef WEFT_HOOKS
+  if (weft__tflags(self) & WEFT__TF_HOOK) weft__hook_switched(self, 0, NULL);
+#endif
+  weft__ready(weft__vp(), self);
+}
 
 /* The general yield: dequeue the next ready thread (binding its stack if it never
  * ran) and give the caller to thread_unblocked once it is saved. */
@@ -370,7 +420,7 @@ void weft_yield(void) {
 static inline void yield_on(weft_vp_t *vp) {
   weft_thread_t *self = vp->current;
   if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) return;
-  if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM)) {
+  if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_SLOW)) {
     yield_generic(vp, self);
     return;
   }
@@ -420,9 +470,8 @@ int weft_local_set(void *value) {
 
 static void block_cont(void *p) {
   weft_thread_t *self = p;
-  weft_bundle_t *b = self->bundle;
-  if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM) && b->ops.thread_blocked)
-    b->ops.thread_blocked(b, self);
+  uint32_t f = weft__tflags(self);
+  if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) weft__blocked_slow(self, f, self->cont_arg);
 #ifdef WEFT_CHECKED
   /* relaxed: release() publishes self with a release operation after this */
   atomic_store_explicit(&self->dbg_blocked, 1, memory_order_relaxed);

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "sync/sync.h"
+#include "weft/hook.h"
 
 /* ---- counters ------------------------------------------------------------------- */
 
@@ -65,10 +66,10 @@ static void wait_cont(void *p) {
   void (*extra)(void *) = c->extra;
   void *arg = c->arg;
   weft_thread_t *self = w->t;
-  if (WEFT__UNLIKELY(self->flags & WEFT__TF_CUSTOM)) {
-    weft_bundle_t *b = self->bundle;
-    if (b->ops.thread_blocked) b->ops.thread_blocked(b, self);
-  }
+  uint32_t f = weft__tflags(self);
+  /* obj for the BLOCKED callback: the wait queue's lock word identifies the object
+   * (NULL for a sleep) */
+  if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) weft__blocked_slow(self, f, qlock);
   weft_vp_t *vp = weft__vp();
   if (!vp->current) weft__stat_inc(&vp->sync_st[WEFT__ST_IDLED]); /* nothing else to run */
   if (WEFT__UNLIKELY(w->deadline != WEFT_FOREVER)) weft__timer_arm(vp, w);

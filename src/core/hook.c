@@ -1,0 +1,105 @@
+/* src/core/hook.c - event callbacks (weft/hook.h).
+ *
+ * Each event has a fixed array of (fn, arg) slots and a count. push writes the slot,
+ * then publishes the new count with a release store; raise loads the count with
+ * acquire (pairing with it) and calls slots count-1 .. 0. pop only lowers the count.
+ * Pushes and pops are serialized by one spinlock.
+ *
+ * While any callback is installed, every control block carries WEFT__TF_HOOK, which
+ * the hot paths already test together with WEFT__TF_CUSTOM, so a system with no
+ * callbacks pays nothing for them. The first push sets the default flags for new
+ * blocks and then ORs the bit into every carved block (hook.h states the race with a
+ * concurrent creation); the last pop clears both.
+ */
+#include "core/internal.h"
+#include "weft/hook.h"
+
+_Atomic uint32_t weft__tf_default;
+_Atomic uint32_t weft__hooks_on;
+
+/* Slots are atomics (relaxed): a raiser that loaded an old count may read a slot
+ * that a pop-then-push is rewriting; it then calls either callback, never a torn one. */
+typedef struct slot { _Atomic(weft_hook_fn) fn; _Atomic(void *) arg; } slot_t;
+
+static struct {
+  weft__spin_t lock;                       /* push/pop */
+  _Atomic int n[WEFT_HOOK_NEVENTS];        /* release store after the slot is written */
+  slot_t s[WEFT_HOOK_NEVENTS][WEFT_HOOK_DEPTH];
+  int total;                               /* callbacks installed: lock */
+} hooks;
+
+static void set_flag(weft_thread_t *t, void *on) {
+  /* relaxed RMW on the plain flags word (internal.h, weft__tflags, says why) */
+  if (on) __atomic_fetch_or(&t->flags, WEFT__TF_HOOK, __ATOMIC_RELAXED);
+  else __atomic_fetch_and(&t->flags, ~(uint32_t)WEFT__TF_HOOK, __ATOMIC_RELAXED);
+}
+
+/* Sets or clears TF_HOOK everywhere (hooks.lock held). */
+static void mark_all(int on) {
+  atomic_store_explicit(&weft__tf_default, on ? WEFT__TF_HOOK : 0, memory_order_seq_cst);
+  atomic_store_explicit(&weft__hooks_on, (uint32_t)on, memory_order_release);
+  if (!weft_is_running()) return;
+  weft__tcb_foreach(set_flag, on ? (void *)1 : NULL);
+  if (weft__rt.main) set_flag(weft__rt.main, on ? (void *)1 : NULL);
+}
+
+int weft_hook_push(weft_hook_event_t ev, weft_hook_fn fn, void *arg) {
+#ifndef WEFT_HOOKS
+  (void)ev; (void)fn; (void)arg;
+  return WEFT_EPERM;
+#else
+  if ((unsigned)ev >= WEFT_HOOK_NEVENTS || !fn) return WEFT_EINVAL;
+  weft__spin_lock(&hooks.lock);
+  int n = atomic_load_explicit(&hooks.n[ev], memory_order_relaxed);
+  if (n == WEFT_HOOK_DEPTH) {
+    weft__spin_unlock(&hooks.lock);
+    return WEFT_EAGAIN;
+  }
+  atomic_store_explicit(&hooks.s[ev][n].fn, fn, memory_order_relaxed);
+  atomic_store_explicit(&hooks.s[ev][n].arg, arg, memory_order_relaxed);
+  /* release: the slot is written before a raiser can see the count (its acquire) */
+  atomic_store_explicit(&hooks.n[ev], n + 1, memory_order_release);
+  if (hooks.total++ == 0) mark_all(1);
+  weft__spin_unlock(&hooks.lock);
+  return 0;
+#endif
+}
+
+int weft_hook_pop(weft_hook_event_t ev) {
+  if ((unsigned)ev >= WEFT_HOOK_NEVENTS) return WEFT_EINVAL;
+  weft__spin_lock(&hooks.lock);
+  int n = atomic_load_explicit(&hooks.n[ev], memory_order_relaxed);
+  if (n == 0) {
+    weft__spin_unlock(&hooks.lock);
+    return WEFT_EINVAL;
+  }
+  atomic_store_explicit(&hooks.n[ev], n - 1, memory_order_release);
+  if (--hooks.total == 0) mark_all(0);
+  weft__spin_unlock(&hooks.lock);
+  return 0;
+}
+
+int weft_hook_depth(weft_hook_event_t ev) {
+  if ((unsigned)ev >= WEFT_HOOK_NEVENTS) return 0;
+  return atomic_load_explicit(&hooks.n[ev], memory_order_relaxed);
+}
+
+void weft__hook_raise(int ev, weft_thread_t *t, void *obj) {
+  /* acquire: pairs with push's release store of the count */
+  int n = atomic_load_explicit(&hooks.n[ev], memory_order_acquire);
+  if (n == 0) return;
+  weft_vp_t *vp = weft__vp();
+  int vpi = vp ? vp->index : -1;
+  for (int i = n - 1; i >= 0; i--) {
+    weft_hook_fn fn = atomic_load_explicit(&hooks.s[ev][i].fn, memory_order_relaxed);
+    void *arg = atomic_load_explicit(&hooks.s[ev][i].arg, memory_order_relaxed);
+    fn((weft_hook_event_t)ev, t, vpi, obj, arg);
+  }
+}
+
+void weft__hook_switched(weft_thread_t *self, int blocked, void *obj) {
+  weft__hook_raise(WEFT_HOOK_SAVE, self, NULL);
+  if (blocked) weft__hook_raise(WEFT_HOOK_BLOCKED, self, obj);
+  weft_thread_t *next = weft__vp()->current;
+  if (next) weft__hook_raise(WEFT_HOOK_RESTORE, next, NULL);
+}

@@ -1,0 +1,236 @@
+// tests/unit/hook_test.cc - the meta interface's event callbacks (weft/hook.h):
+// push/pop and their errors, stack order, and that every thread and idle event is
+// delivered, for callbacks installed before and after threads exist.
+#include "weft_test.h"
+
+#include <weft/hook.h>
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+namespace {
+
+using weft_test::VpTest;
+
+// Callbacks already started on another VP may still run after weft_hook_pop()
+// returns (hook.h), so everything a callback touches has static storage.
+struct Counts {
+  std::atomic<long> ev[WEFT_HOOK_NEVENTS];
+  Counts() { Reset(); }
+  void Reset() {
+    for (auto &e : ev) e = 0;
+  }
+};
+Counts g_counts;
+
+void Count(weft_hook_event_t ev, weft_thread_t *, int, void *, void *arg) {
+  static_cast<Counts *>(arg)->ev[ev].fetch_add(1, std::memory_order_relaxed);
+}
+
+bool HooksBuilt() {
+  int rc = weft_hook_push(WEFT_HOOK_ENTRY, Count, nullptr);
+  if (rc == WEFT_EPERM) return false;
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(weft_hook_pop(WEFT_HOOK_ENTRY), 0);
+  return true;
+}
+
+void PushAll(Counts *c) {
+  for (int e = 0; e < WEFT_HOOK_NEVENTS; e++)
+    ASSERT_EQ(weft_hook_push(static_cast<weft_hook_event_t>(e), Count, c), 0);
+}
+
+void PopAll() {
+  for (int e = 0; e < WEFT_HOOK_NEVENTS; e++)
+    ASSERT_EQ(weft_hook_pop(static_cast<weft_hook_event_t>(e)), 0);
+}
+
+TEST(HookApi, PushPopErrorsAndDepth) {
+  if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  EXPECT_EQ(weft_hook_push(WEFT_HOOK_NEVENTS, Count, nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_hook_push(static_cast<weft_hook_event_t>(-1), Count, nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_hook_push(WEFT_HOOK_EXIT, nullptr, nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_hook_pop(WEFT_HOOK_EXIT), WEFT_EINVAL);  // empty
+  EXPECT_EQ(weft_hook_pop(WEFT_HOOK_NEVENTS), WEFT_EINVAL);
+  for (int i = 0; i < WEFT_HOOK_DEPTH; i++) {
+    ASSERT_EQ(weft_hook_push(WEFT_HOOK_EXIT, Count, nullptr), 0);
+    EXPECT_EQ(weft_hook_depth(WEFT_HOOK_EXIT), i + 1);
+  }
+  EXPECT_EQ(weft_hook_push(WEFT_HOOK_EXIT, Count, nullptr), WEFT_EAGAIN);
+  for (int i = WEFT_HOOK_DEPTH; i > 0; i--) ASSERT_EQ(weft_hook_pop(WEFT_HOOK_EXIT), 0);
+  EXPECT_EQ(weft_hook_depth(WEFT_HOOK_EXIT), 0);
+  EXPECT_EQ(weft_hook_depth(WEFT_HOOK_NEVENTS), 0);
+}
+
+// The stack runs newest first; a popped callback no longer runs.
+std::mutex order_mu;
+std::vector<int> order;
+void Tag(weft_hook_event_t, weft_thread_t *, int, void *, void *arg) {
+  std::lock_guard<std::mutex> g(order_mu);
+  order.push_back(static_cast<int>(reinterpret_cast<intptr_t>(arg)));
+}
+
+class HookTest : public VpTest {};
+
+TEST_P(HookTest, StackRunsNewestFirstAndPopRemovesTop) {
+  if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  order.clear();
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_ENTRY, Tag, weft_test::P(1)), 0);
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_ENTRY, Tag, weft_test::P(2)), 0);
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_ENTRY, Tag, weft_test::P(3)), 0);
+  weft_thread_t *t;
+  ASSERT_EQ(weft_create(&t, nullptr, [](void *) -> void * { return nullptr; }, nullptr), 0);
+  ASSERT_EQ(weft_join(t, nullptr), 0);
+  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_ENTRY), 0);  // removes 3
+  ASSERT_EQ(weft_create(&t, nullptr, [](void *) -> void * { return nullptr; }, nullptr), 0);
+  ASSERT_EQ(weft_join(t, nullptr), 0);
+  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_ENTRY), 0);
+  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_ENTRY), 0);
+  std::lock_guard<std::mutex> g(order_mu);
+  EXPECT_EQ(order, (std::vector<int>{3, 2, 1, 2, 1}));
+}
+
+// Every thread gets exactly one ENTRY and one EXIT; each yield gives a SAVE and a
+// RESTORE; blocking and waking give BLOCKED and UNBLOCKED.
+TEST_P(HookTest, ThreadEventsAreDeliveredExactly) {
+  if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  Counts &c = g_counts;
+  c.Reset();
+  PushAll(&c);
+  const long n = weft_test::Scaled(2000, 50);
+  const int yields = 3;
+  std::vector<weft_thread_t *> ts(n);
+  for (long i = 0; i < n; i++)
+    ASSERT_EQ(weft_create(&ts[i], nullptr,
+                          [](void *) -> void * {
+                            for (int k = 0; k < yields; k++) weft_yield();
+                            return nullptr;
+                          },
+                          nullptr),
+              0);
+  for (long i = 0; i < n; i++) ASSERT_EQ(weft_join(ts[i], nullptr), 0);
+  PopAll();
+  EXPECT_EQ(c.ev[WEFT_HOOK_ENTRY].load(), n);
+  EXPECT_EQ(c.ev[WEFT_HOOK_EXIT].load(), n);
+  // every switch away from a thread that will resume is a SAVE; every resume of a
+  // saved thread (not a first start) is a RESTORE
+  EXPECT_GT(c.ev[WEFT_HOOK_SAVE].load(), 0);
+  EXPECT_GT(c.ev[WEFT_HOOK_RESTORE].load(), 0);
+  EXPECT_LE(c.ev[WEFT_HOOK_BLOCKED].load(), c.ev[WEFT_HOOK_SAVE].load());
+}
+
+// A mutex handed between threads: each block raises BLOCKED with the object, each
+// wake raises UNBLOCKED; their counts match.
+struct BlockRec {
+  std::atomic<long> blocked{0}, unblocked{0};
+};
+void OnBlocked(weft_hook_event_t, weft_thread_t *t, int, void *obj, void *arg) {
+  EXPECT_NE(t, nullptr);
+  (void)obj;
+  static_cast<BlockRec *>(arg)->blocked++;
+}
+void OnUnblocked(weft_hook_event_t, weft_thread_t *t, int, void *, void *arg) {
+  EXPECT_NE(t, nullptr);
+  static_cast<BlockRec *>(arg)->unblocked++;
+}
+
+TEST_P(HookTest, BlockedAndUnblockedPairUp) {
+  if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  static BlockRec r;
+  r.blocked = 0;
+  r.unblocked = 0;
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_BLOCKED, OnBlocked, &r), 0);
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_UNBLOCKED, OnUnblocked, &r), 0);
+  static weft_sem_t a, b;
+  weft_sem_init(&a, 0);
+  weft_sem_init(&b, 0);
+  const long rounds = weft_test::Scaled(2000, 50);
+  weft_thread_t *t;
+  ASSERT_EQ(weft_create(&t, nullptr,
+                        [](void *arg) -> void * {
+                          long n = weft_test::I(arg);
+                          for (long i = 0; i < n; i++) {
+                            weft_sem_wait(&a);
+                            weft_sem_signal(&b);
+                          }
+                          return nullptr;
+                        },
+                        weft_test::P(rounds)),
+            0);
+  for (long i = 0; i < rounds; i++) {
+    weft_sem_signal(&a);
+    weft_sem_wait(&b);
+  }
+  ASSERT_EQ(weft_join(t, nullptr), 0);
+  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_UNBLOCKED), 0);
+  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_BLOCKED), 0);
+  EXPECT_GT(r.blocked.load(), 0);
+  // every block of a weft thread here ends with one wake (join included)
+  EXPECT_EQ(r.blocked.load(), r.unblocked.load());
+}
+
+// Installed while threads already exist: the existing (main) thread's yields and
+// a thread created before the push still raise events.
+TEST_P(HookTest, InstalledAtRunTimeCoversExistingThreads) {
+  if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  static std::atomic<int> go, started;
+  go = 0;
+  started = 0;
+  weft_thread_t *t;
+  ASSERT_EQ(weft_create(&t, nullptr,
+                        [](void *) -> void * {
+                          started = 1;
+                          while (!go.load()) weft_yield();
+                          return nullptr;
+                        },
+                        nullptr),
+            0);
+  ASSERT_TRUE(weft_test::YieldUntil([] { return started.load() == 1; }));
+  Counts &c = g_counts;
+  c.Reset();
+  PushAll(&c);
+  go = 1;
+  ASSERT_EQ(weft_join(t, nullptr), 0);
+  PopAll();
+  EXPECT_EQ(c.ev[WEFT_HOOK_EXIT].load(), 1);  // the thread existed before the push
+  EXPECT_EQ(c.ev[WEFT_HOOK_ENTRY].load(), 0);
+}
+
+// After the last pop nothing is raised.
+TEST_P(HookTest, NothingAfterLastPop) {
+  if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  Counts &c = g_counts;
+  c.Reset();
+  PushAll(&c);
+  PopAll();
+  // a thread created after the last pop starts without the hook flag: none of its
+  // own events is raised (callbacks other VPs had already started may still finish)
+  long entry = c.ev[WEFT_HOOK_ENTRY].load(), exit_ = c.ev[WEFT_HOOK_EXIT].load();
+  weft_thread_t *t;
+  ASSERT_EQ(weft_create(&t, nullptr, [](void *) -> void * { weft_yield(); return nullptr; }, nullptr), 0);
+  ASSERT_EQ(weft_join(t, nullptr), 0);
+  EXPECT_EQ(c.ev[WEFT_HOOK_ENTRY].load(), entry);
+  EXPECT_EQ(c.ev[WEFT_HOOK_EXIT].load(), exit_);
+}
+
+// An idle VP raises IDLE_BEGIN, IDLE_SPIN and IDLE_END.
+TEST_P(HookTest, IdleEventsAreDelivered) {
+  if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  Counts &c = g_counts;
+  c.Reset();
+  PushAll(&c);
+  // the main thread sleeps: its VP has nothing to run, idles, and wakes for it
+  ASSERT_EQ(weft_sleep_ns(2000000), 0);
+  weft_thread_t *t;
+  ASSERT_EQ(weft_create(&t, nullptr, [](void *) -> void * { return nullptr; }, nullptr), 0);
+  ASSERT_EQ(weft_join(t, nullptr), 0);
+  PopAll();
+  EXPECT_GT(c.ev[WEFT_HOOK_IDLE_BEGIN].load(), 0);
+  EXPECT_GT(c.ev[WEFT_HOOK_IDLE_SPIN].load(), 0);
+  EXPECT_GT(c.ev[WEFT_HOOK_IDLE_END].load(), 0);
+}
+
+WEFT_INSTANTIATE_VPS(HookTest);
+
+}  // namespace
