@@ -1,0 +1,215 @@
+/* src/sched/queue.c - the FIFO and LIFO schedulers of weft/schedlib.h (papers/001 5.4,
+ * 8.1), eager or lazy stack binding, with or without memory-conscious (affinity)
+ * scheduling: eight variants, one set of handlers that reads the variant from the
+ * bundle's state. Written only against weft/sched.h.
+ *
+ * State: one run list per VP, a ring of thread pointers under a small spinlock.
+ *
+ *   thread_created    (eager: bind the stack) push t on the run list of its home VP
+ *   thread_unblocked  t has run before: weft_sched_enqueue() on its home VP, so the
+ *                     kernel resumes it before it asks processor_idle for new work
+ *                     (and a yield finds it there)
+ *   processor_idle    pop the own run list (FIFO: oldest, LIFO: newest); if empty,
+ *                     steal the oldest thread of another VP's list, trying VPs
+ *                     me+1, me+2, ... (affinity: the oldest and its group)
+ *
+ * Home VP: with AFFINITY and a hint a >= 0, VP (a mod nvps); otherwise the VP that
+ * raised the event, or round robin when a plain OS thread raised it.
+ *
+ * Races tolerated: handlers run on every VP at once (each list has its own lock;
+ * a thread is in at most one list, moved only under that list's lock); a thief and
+ * the owner race for the last thread (one of them gets NULL, which processor_idle may
+ * always return); thread_unblocked may run while the thread's previous VP is still
+ * returning from the continuation that published it (we only enqueue it, the kernel
+ * saved its context before raising the event). Lock order: the kernel's bundle lock
+ * (held around processor_idle) -> one run list lock; never two run list locks.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/schedlib.h"
+#include "weft/runtime.h"
+#include "weft/spinlock.h"
+
+#define LIST_INIT_CAP 64 /* slots per run list at creation (a power of two) */
+#define GROUP_MAX 32     /* most threads one affinity steal moves */
+
+/* One VP's run list. buf[(head + i) & (cap - 1)], i < n, oldest first. */
+typedef struct runlist {
+  weft_spin_t lock;
+  weft_thread_t **buf; /* under lock */
+  size_t cap;          /* under lock: a power of two */
+  size_t head, n;      /* under lock */
+  /* n, stored under the lock, read without it to skip empty lists. Relaxed: only a
+   * hint, the list is read again under its lock. A push cannot be missed by a VP's
+   * last look before sleeping: the pusher's store comes before the seq_cst fence of
+   * weft_sched_notify() (the kernel calls it after thread_created), the sleeper's
+   * load after its own seq_cst fence (src/core/runtime.c, vp_sleep). */
+  _Atomic size_t hint;
+} __attribute__((aligned(64))) runlist_t;
+
+typedef struct queue_sched {
+  weft__schedlib_head_t head; /* kind: LIFO | EAGER | AFFINITY bits */
+  int nvps;                   /* weft_vp_count() at creation (fixed while weft runs) */
+  _Atomic unsigned rr;        /* round robin for events raised on plain OS threads */
+  runlist_t *lists;           /* nvps lists, one cache line or more each */
+} queue_sched_t;
+
+enum { OLDEST, NEWEST };
+
+static int list_grow(runlist_t *l) {
+  size_t cap = l->cap * 2;
+  /* malloc inside a handler: short and rare (the lists start with room for 64) */
+  weft_thread_t **b = malloc(cap * sizeof *b);
+  if (!b) return WEFT_ENOMEM;
+  for (size_t i = 0; i < l->n; i++) b[i] = l->buf[(l->head + i) & (l->cap - 1)];
+  free(l->buf);
+  l->buf = b;
+  l->cap = cap;
+  l->head = 0;
+  return 0;
+}
+
+/* Appends t (the newest). 0, or WEFT_ENOMEM if the list could not grow. */
+static int list_push(runlist_t *l, weft_thread_t *t) {
+  weft_spin_lock(&l->lock);
+  if (l->n == l->cap && list_grow(l) != 0) {
+    weft_spin_unlock(&l->lock);
+    return WEFT_ENOMEM;
+  }
+  l->buf[(l->head + l->n) & (l->cap - 1)] = t;
+  l->n++;
+  atomic_store_explicit(&l->hint, l->n, memory_order_relaxed); /* see runlist_t */
+  weft_spin_unlock(&l->lock);
+  return 0;
+}
+
+/* Removes and returns the oldest or newest thread, or NULL. */
+static weft_thread_t *list_take(runlist_t *l, int which) {
+  if (!atomic_load_explicit(&l->hint, memory_order_relaxed)) return NULL; /* see runlist_t */
+  weft_thread_t *t = NULL;
+  weft_spin_lock(&l->lock);
+  if (l->n) {
+    if (which == OLDEST) {
+      t = l->buf[l->head];
+      l->head = (l->head + 1) & (l->cap - 1);
+    } else {
+      t = l->buf[(l->head + l->n - 1) & (l->cap - 1)];
+    }
+    l->n--;
+    atomic_store_explicit(&l->hint, l->n, memory_order_relaxed);
+  }
+  weft_spin_unlock(&l->lock);
+  return t;
+}
+
+static queue_sched_t *state(weft_bundle_t *b) { return weft_bundle_data(b); }
+
+/* The VP whose list or dispatch queue t goes to (see the top of the file). */
+static int home(queue_sched_t *s, weft_thread_t *t) {
+  if (s->head.kind & WEFT_SCHED_AFFINITY) {
+    int a = weft_sched_thread_affinity(t);
+    if (a >= 0) return a % s->nvps;
+  }
+  weft_vp_t *vp = weft_sched_vp_self();
+  if (vp) return weft_sched_vp_index(vp);
+  /* relaxed: only spreads threads, orders nothing */
+  return (int)(atomic_fetch_add_explicit(&s->rr, 1, memory_order_relaxed) % (unsigned)s->nvps);
+}
+
+static void on_created(weft_bundle_t *b, weft_thread_t *t) {
+  queue_sched_t *s = state(b);
+  /* eager binding; on WEFT_ENOMEM the kernel binds the stack at the first run */
+  if (s->head.kind & WEFT_SCHED_EAGER) (void)weft_sched_bind_stack(t);
+  int i = home(s, t);
+  if (list_push(&s->lists[i], t) != 0) weft_sched_enqueue(weft_sched_vp(i), t);
+}
+
+static void on_unblocked(weft_bundle_t *b, weft_thread_t *t) {
+  queue_sched_t *s = state(b);
+  weft_sched_enqueue(weft_sched_vp(home(s, t)), t);
+}
+
+/* Affinity steal: the oldest thread of v and, if it has a hint, the threads of the
+ * same virtual processor right behind it (at most GROUP_MAX in all). The first is
+ * returned; the others move to the thief's list, so the group stays together. */
+static weft_thread_t *steal_group(queue_sched_t *s, runlist_t *v, int me) {
+  if (!atomic_load_explicit(&v->hint, memory_order_relaxed)) return NULL; /* see runlist_t */
+  weft_thread_t *got[GROUP_MAX];
+  int k = 0;
+  weft_spin_lock(&v->lock);
+  if (v->n) {
+    int a = weft_sched_thread_affinity(v->buf[v->head]);
+    do {
+      got[k++] = v->buf[v->head];
+      v->head = (v->head + 1) & (v->cap - 1);
+      v->n--;
+    } while (a >= 0 && v->n && k < GROUP_MAX &&
+             weft_sched_thread_affinity(v->buf[v->head]) == a);
+    atomic_store_explicit(&v->hint, v->n, memory_order_relaxed);
+  }
+  weft_spin_unlock(&v->lock);
+  if (k == 0) return NULL;
+  for (int j = 1; j < k; j++)
+    if (list_push(&s->lists[me], got[j]) != 0) weft_sched_enqueue(weft_sched_vp(me), got[j]);
+  /* the moved threads were out of every list for a moment: a VP that looked then
+   * and went to sleep must be woken if none polls (weft/sched.h) */
+  if (k > 1) weft_sched_notify();
+  return got[0];
+}
+
+static weft_thread_t *on_idle(weft_bundle_t *b, weft_vp_t *vp) {
+  queue_sched_t *s = state(b);
+  int me = weft_sched_vp_index(vp), n = s->nvps;
+  unsigned kind = s->head.kind;
+  weft_thread_t *t = list_take(&s->lists[me], (kind & WEFT_SCHED_LIFO) ? NEWEST : OLDEST);
+  for (int k = 1; !t && k < n; k++) {
+    runlist_t *v = &s->lists[(me + k) % n];
+    t = (kind & WEFT_SCHED_AFFINITY) ? steal_group(s, v, me) : list_take(v, OLDEST);
+  }
+  return t;
+}
+
+const weft_sched_ops_t weft__sched_queue_ops = {
+    .thread_created = on_created,
+    .thread_started = NULL,
+    .thread_terminated = NULL,
+    .thread_blocked = NULL,
+    .thread_unblocked = on_unblocked,
+    .bundle_created = NULL,
+    .bundle_terminated = NULL,
+    .processor_idle = on_idle,
+};
+
+int weft__queue_data_create(unsigned kind, void **out) {
+  int n = weft_vp_count();
+  if (n < 1) return WEFT_ENOTINIT;
+  queue_sched_t *s = calloc(1, sizeof *s);
+  runlist_t *lists = aligned_alloc(_Alignof(runlist_t), (size_t)n * sizeof *lists);
+  if (!s || !lists) goto fail;
+  memset(lists, 0, (size_t)n * sizeof *lists);
+  s->head.kind = kind;
+  s->nvps = n;
+  s->lists = lists;
+  for (int i = 0; i < n; i++) {
+    weft_spin_init(&lists[i].lock);
+    lists[i].cap = LIST_INIT_CAP;
+    if (!(lists[i].buf = malloc(LIST_INIT_CAP * sizeof *lists[i].buf))) goto fail;
+  }
+  *out = s;
+  return 0;
+fail:
+  if (lists)
+    for (int i = 0; i < n; i++) free(lists[i].buf);
+  free(lists);
+  free(s);
+  return WEFT_ENOMEM;
+}
+
+void weft__queue_data_destroy(void *data) {
+  queue_sched_t *s = data;
+  for (int i = 0; i < s->nvps; i++) free(s->lists[i].buf);
+  free(s->lists);
+  free(s);
+}

@@ -1,0 +1,23 @@
+/* src/sched/schedlib.h - what the scheduler-library files share (weft/schedlib.h). */
+#ifndef WEFT_SRC_SCHEDLIB_H
+#define WEFT_SRC_SCHEDLIB_H
+
+#include "weft/schedlib.h"
+
+/* Every state from weft_schedlib_data_create() starts with its kind, so that
+ * weft_schedlib_data_destroy() can tell which family frees it. */
+typedef struct weft__schedlib_head {
+  unsigned kind;
+} weft__schedlib_head_t;
+
+/* queue.c: FIFO/LIFO x lazy/eager x affinity */
+extern const weft_sched_ops_t weft__sched_queue_ops;
+int weft__queue_data_create(unsigned kind, void **out);
+void weft__queue_data_destroy(void *data);
+
+/* priority.c */
+extern const weft_sched_ops_t weft__sched_priority_ops;
+int weft__priority_data_create(void **out);
+void weft__priority_data_destroy(void *data);
+
+#endif
