@@ -10,6 +10,7 @@
 #include "weft/schedlib.h"
 #include "weft/sync.h"
 #include "weft/hook.h"
+#include "weft/vp.h"
 #include "weft/spinlock.h"
 #include "weft/atomic_int.h"
 

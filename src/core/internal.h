@@ -266,7 +266,13 @@ typedef struct weft__rt {
   weft_bundle_t *bundles;        /* non-root bundles: bundle_lock */
   _Atomic int nbundles;          /* their count: written under bundle_lock, read
                                     relaxed by idle pollers as a hint */
+  /* do-when-idle functions (vp.c): slots below nidlef are valid (release/acquire) */
+  weft__spin_t idlef_lock;
+  struct { _Atomic(void (*)(void *)) fn; _Atomic(void *) arg; } idlef[8];
+  _Atomic int nidlef;
 } weft__rt_t;
+
+int weft__idle_funcs_run(void);        /* vp.c: returns how many are registered */
 
 extern weft__rt_t weft__rt;
 extern _Atomic uint64_t weft__next_id_block;

@@ -265,6 +265,11 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
   /* Sleep no longer than the earliest timer of any VP (read after the last look:
    * a timer armed later belongs to a VP that is awake, and bounds its own sleep). */
   uint64_t until = weft__timers_earliest();
+  /* with do-when-idle functions registered, wake every millisecond to call them */
+  if (atomic_load_explicit(&rt->nidlef, memory_order_relaxed)) {
+    uint64_t soon = weft__os_now_ns() + 1000000u;
+    if (soon < until) until = soon;
+  }
   /* acquire: pairs with the release store of 0 in weft__wake_one */
   while (atomic_load_explicit(&vp->park, memory_order_acquire)) {
     weft__os_futex_wait_until(&vp->park, 1, until);
@@ -295,6 +300,7 @@ static weft_thread_t *idle_wait(weft_vp_t *vp) {
   uint64_t until = weft__os_now_ns() + (uint64_t)rt->cfg.spin_us * 1000u;
   do {
     idle_event(WEFT_HOOK_IDLE_SPIN, NULL);
+    weft__idle_funcs_run();  /* do-when-idle functions (weft/vp.h) */
     for (int i = 0; i < 64; i++) weft__os_relax();
     if (any_queued_hint() || atomic_load_explicit(&rt->stopping, memory_order_relaxed) ||
         weft__timers_poll_all())

@@ -1,0 +1,111 @@
+// tests/unit/vp_test.cc - affinity and migration, where a thread runs, and
+// do-when-idle functions (weft/vp.h).
+#include "weft_test.h"
+
+#include <weft/vp.h>
+
+#include <atomic>
+#include <thread>
+
+namespace {
+
+using weft_test::VpTest;
+
+class VpApiTest : public VpTest {};
+
+TEST_P(VpApiTest, SetAffinityMovesTheCallerToItsVp) {
+  for (int round = 0; round < 20; round++) {
+    for (int v = 0; v < 2 * nvps() + 3; v++) {
+      ASSERT_EQ(weft_set_affinity(v), 0);
+      EXPECT_EQ(weft_get_affinity(), v);
+      EXPECT_EQ(weft_vp_self(), v % nvps()) << "virtual processor " << v;
+    }
+  }
+  ASSERT_EQ(weft_set_affinity(-1), 0);
+  EXPECT_EQ(weft_get_affinity(), -1);
+  EXPECT_EQ(weft_set_affinity(-2), WEFT_EINVAL);
+}
+
+TEST_P(VpApiTest, MigratedThreadsKeepWorking) {
+  static std::atomic<long> sum;
+  sum = 0;
+  const int n = 16;
+  weft_thread_t *ts[n];
+  for (int i = 0; i < n; i++)
+    ASSERT_EQ(weft_create(&ts[i], nullptr,
+                          [](void *a) -> void * {
+                            long id = weft_test::I(a);
+                            for (int k = 0; k < 50; k++) {
+                              if (weft_set_affinity(static_cast<int>(id + k)) != 0) return weft_test::P(1);
+                              if (weft_vp_self() != static_cast<int>((id + k) % weft_vp_count()))
+                                return weft_test::P(2);
+                              sum.fetch_add(1);
+                              weft_yield();
+                            }
+                            return nullptr;
+                          },
+                          weft_test::P(i)),
+              0);
+  for (int i = 0; i < n; i++) EXPECT_EQ(weft_test::Join(ts[i]), nullptr) << "thread " << i;
+  EXPECT_EQ(sum.load(), n * 50);
+}
+
+TEST_P(VpApiTest, CpuSelfIsAnOsCpu) {
+  int c = weft_cpu_self();
+  EXPECT_GE(c, -1);
+  EXPECT_LT(c, 4096);
+}
+
+TEST(VpApiNoRuntime, FromPlainOsThread) {
+  EXPECT_EQ(weft_set_affinity(0), WEFT_EPERM);
+  EXPECT_EQ(weft_get_affinity(), -1);
+  EXPECT_EQ(weft_idle_func_add([](void *) {}, nullptr), WEFT_ENOTINIT);
+}
+
+std::atomic<long> idle_calls;
+void CountIdle(void *) { idle_calls.fetch_add(1, std::memory_order_relaxed); }
+
+TEST_P(VpApiTest, IdleFunctionsRunWhileIdleAndStopAfterRemove) {
+  idle_calls = 0;
+  ASSERT_EQ(weft_idle_func_add(CountIdle, nullptr), 0);
+  // the main thread sleeps, so its VP (and every other) is idle
+  for (int i = 0; i < 100 && idle_calls.load() < 3; i++) ASSERT_EQ(weft_sleep_ns(2000000), 0);
+  EXPECT_GE(idle_calls.load(), 3);
+  ASSERT_EQ(weft_idle_func_remove(CountIdle, nullptr), 0);
+  EXPECT_EQ(weft_idle_func_remove(CountIdle, nullptr), WEFT_EINVAL);
+  ASSERT_EQ(weft_sleep_ns(5000000), 0);  // a call already started may still finish
+  long after = idle_calls.load();
+  ASSERT_EQ(weft_sleep_ns(20000000), 0);
+  EXPECT_EQ(idle_calls.load(), after);
+}
+
+// An idle function that makes a thread ready: the polling pattern of papers/001.
+std::atomic<int> polled_ready;
+weft_sem_t poll_sem;
+void PollDevice(void *) {
+  int expect = 1;
+  if (polled_ready.compare_exchange_strong(expect, 2)) weft_sem_signal(&poll_sem);
+}
+
+TEST_P(VpApiTest, IdleFunctionCanWakeAThread) {
+  weft_sem_init(&poll_sem, 0);
+  polled_ready = 0;
+  ASSERT_EQ(weft_idle_func_add(PollDevice, nullptr), 0);
+  std::thread device([] { polled_ready = 1; });  // "the device has data"
+  device.join();
+  ASSERT_EQ(weft_sem_timedwait(&poll_sem, weft_deadline_after(5000000000ull)), 0);
+  ASSERT_EQ(weft_idle_func_remove(PollDevice, nullptr), 0);
+}
+
+TEST_P(VpApiTest, IdleFunctionTableLimits) {
+  EXPECT_EQ(weft_idle_func_add(nullptr, nullptr), WEFT_EINVAL);
+  for (int i = 0; i < WEFT_IDLE_FUNCS_MAX; i++)
+    ASSERT_EQ(weft_idle_func_add(CountIdle, weft_test::P(i + 1)), 0);
+  EXPECT_EQ(weft_idle_func_add(CountIdle, nullptr), WEFT_EAGAIN);
+  for (int i = 0; i < WEFT_IDLE_FUNCS_MAX; i++)
+    ASSERT_EQ(weft_idle_func_remove(CountIdle, weft_test::P(i + 1)), 0);
+}
+
+WEFT_INSTANTIATE_VPS(VpApiTest);
+
+}  // namespace
