@@ -51,31 +51,35 @@ struct Counts {
   std::atomic<long> idle_handed{0};
 };
 Counts g_counts;
-const weft_sched_ops_t *g_inner = nullptr;
+// The table under test. Atomic: a second bundle of a test stores it again while idle
+// VPs read it through the first (relaxed: the same value; the bundle's creation
+// publishes it to the handlers of the new bundle).
+std::atomic<const weft_sched_ops_t *> g_inner_{nullptr};
+const weft_sched_ops_t *Inner() { return g_inner_.load(std::memory_order_relaxed); }
 
 void WCreated(weft_bundle_t *b, weft_thread_t *t) {
   g_counts.created++;
-  g_inner->thread_created(b, t);
+  Inner()->thread_created(b, t);
 }
 void WStarted(weft_bundle_t *b, weft_thread_t *t) {
   g_counts.started++;
-  if (g_inner->thread_started) g_inner->thread_started(b, t);
+  if (Inner()->thread_started) Inner()->thread_started(b, t);
 }
 void WTerminated(weft_bundle_t *b, weft_thread_t *t) {
   g_counts.terminated++;
-  if (g_inner->thread_terminated) g_inner->thread_terminated(b, t);
+  if (Inner()->thread_terminated) Inner()->thread_terminated(b, t);
 }
 void WBlocked(weft_bundle_t *b, weft_thread_t *t) {
   g_counts.blocked++;
-  if (g_inner->thread_blocked) g_inner->thread_blocked(b, t);
+  if (Inner()->thread_blocked) Inner()->thread_blocked(b, t);
 }
 void WUnblocked(weft_bundle_t *b, weft_thread_t *t) {
   g_counts.unblocked++;
-  g_inner->thread_unblocked(b, t);
+  Inner()->thread_unblocked(b, t);
 }
 weft_thread_t *WIdle(weft_bundle_t *b, weft_vp_t *vp) {
   g_counts.idle++;
-  weft_thread_t *t = g_inner->processor_idle ? g_inner->processor_idle(b, vp) : nullptr;
+  weft_thread_t *t = Inner()->processor_idle ? Inner()->processor_idle(b, vp) : nullptr;
   if (t) g_counts.idle_handed++;
   return t;
 }
@@ -110,11 +114,11 @@ class SchedConformance : public WeftTest, public ::testing::WithParamInterface<S
     const SchedParam &p = Param();
     if (p.family == kRoot) return nullptr;
     if (p.family == kDefaultCopy) {
-      g_inner = &weft_sched_default;
+      g_inner_.store(&weft_sched_default, std::memory_order_relaxed);
     } else if (p.family == kExample) {
-      g_inner = &custom_fifo_ops;
+      g_inner_.store(&custom_fifo_ops, std::memory_order_relaxed);
     } else {
-      g_inner = weft_schedlib_ops(p.kind);
+      g_inner_.store(weft_schedlib_ops(p.kind), std::memory_order_relaxed);
       EXPECT_EQ(weft_schedlib_data_create(p.kind, data), 0);
     }
     weft_bundle_t *b = nullptr;
@@ -263,9 +267,9 @@ TEST_P(SchedConformance, NoThreadLostUnderBlocking) {
     }, &sh, &a));
   }
   // condition variable: two threads take strict turns
+  static Shared *sp;
+  sp = &sh;  // before any of the threads that read it exists
   for (long me = 0; me < 2; ++me) {
-    static Shared *sp;
-    sp = &sh;
     ts.push_back(Spawn(+[](void *p) {
       long me = I(p);
       Shared *s = sp;

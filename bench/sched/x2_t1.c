@@ -1,0 +1,119 @@
+/* x2_t1.c - X2's T1 row: chains of null threads (as bench/sweep/sweep.c T1: each of P
+ * workers starts one chain in which every thread creates its successor, detached, and
+ * finishes) with every thread in a bundle scheduled by
+ *   default       the root bundle (the built-in scheduler, inlined): sweep.c's T1
+ *   example_fifo  examples/custom_sched.c (compiled in)
+ *   fifo_lazy     weft/schedlib.h's FIFO with lazy stacks
+ * Timed: from creating the P chain heads until the last thread of the last chain has
+ * finished and woken the main thread. One warm-up, then --reps runs; median, min..max.
+ *
+ * usage: weft_x2_t1 [--n 1000000] [--reps 5] [--procs 1,2] */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+#include "weft/weft.h"
+
+extern const weft_sched_ops_t custom_fifo_ops; /* examples/custom_sched.c */
+
+static void check(int rc, const char *what) {
+  if (rc != 0) {
+    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
+    exit(2);
+  }
+}
+
+/* The main thread blocks; whichever of its release function and the last chain comes
+ * second unblocks it (as in sweep.c). */
+enum { W_IDLE, W_WAITING, W_DONE };
+static _Atomic int waiter_state;
+static weft_thread_t *waiter;
+static _Atomic long chains_left;
+static weft_attr_t detached; /* .bundle: the bundle under test */
+
+static void waiter_release(void *arg) {
+  (void)arg;
+  if (atomic_exchange(&waiter_state, W_WAITING) == W_DONE) weft_thread_unblock(waiter);
+}
+
+static void *cycle(void *arg) {
+  long left = (long)(intptr_t)arg;
+  if (left > 1)
+    check(weft_create(NULL, &detached, cycle, (void *)(intptr_t)(left - 1)), "weft_create");
+  else if (atomic_fetch_sub(&chains_left, 1) == 1 &&
+           atomic_exchange(&waiter_state, W_DONE) == W_WAITING)
+    weft_thread_unblock(waiter);
+  return NULL;
+}
+
+static double t1(int p, long n) {
+  atomic_store(&waiter_state, W_IDLE);
+  atomic_store(&chains_left, p);
+  waiter = weft_self();
+  double t0 = bench_now_ns();
+  for (int i = 0; i < p; i++) {
+    weft_attr_t a = detached;
+    a.affinity = i;
+    check(weft_create(NULL, &a, cycle, (void *)(intptr_t)(n / p + (i < n % p))), "weft_create");
+  }
+  weft_thread_block(waiter_release, NULL);
+  return bench_now_ns() - t0;
+}
+
+int main(int argc, char **argv) {
+  long n = 1000000;
+  int reps = 5, procs[8] = {1, 2}, nprocs = 2;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--n")) n = atol(argv[i + 1]);
+    else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--procs")) {
+      nprocs = 0;
+      for (char *s = argv[i + 1]; *s && nprocs < 8; s += strcspn(s, ","), s += *s == ',')
+        procs[nprocs++] = atoi(s);
+    } else {
+      fprintf(stderr, "usage: weft_x2_t1 [--n N] [--reps R] [--procs 1,2]\n");
+      return 1;
+    }
+  }
+  if (reps < 1 || reps > 50) reps = 5;
+  bench_machine_t m;
+  bench_machine_read(&m);
+  printf("X2 T1: %ld null threads in chains; machine %s, %d cores; 1 warm-up + %d runs\n", n,
+         m.model, m.cores, reps);
+  printf("%-3s %-14s %10s  %-21s %9s  %s\n", "P", "scheduler", "median s", "[min .. max] s",
+         "ns/thread", "vs default");
+  for (int k = 0; k < nprocs; k++) {
+    weft_config_t cfg;
+    weft_config_init(&cfg);
+    cfg.nvps = procs[k];
+    check(weft_init(&cfg), "weft_init");
+    double base = 0;
+    for (int which = 0; which < 3; which++) {
+      weft_bundle_t *b = NULL;
+      if (which == 1) check(weft_bundle_create(&b, NULL, &custom_fifo_ops, NULL), "bundle");
+      if (which == 2) check(weft_schedlib_bundle_create(&b, NULL, WEFT_SCHED_FIFO), "bundle");
+      weft_attr_init(&detached);
+      detached.detached = 1;
+      detached.bundle = b;
+      double s[50];
+      for (int r = -1; r < reps; r++) {
+        double ns = t1(procs[k], n);
+        if (r >= 0) s[r] = ns * 1e-9;
+      }
+      bench_summary_t sum = bench_summarize(s, reps);
+      if (which == 0) base = sum.median;
+      printf("%-3d %-14s %10.4f  [%8.4f .. %8.4f]  %9.1f  %.2fx\n", procs[k],
+             which == 0 ? "default" : which == 1 ? "example_fifo" : "fifo_lazy", sum.median,
+             sum.min, sum.max, sum.median * 1e9 / (double)n, sum.median / base);
+      /* the last thread wakes us just before it finishes: wait until it has */
+      int rc;
+      while (b && (rc = weft_schedlib_bundle_destroy(b)) == WEFT_EBUSY) weft_sleep_ns(10000);
+      if (b) check(rc, "bundle destroy");
+    }
+    check(weft_shutdown(), "weft_shutdown");
+  }
+  return 0;
+}
