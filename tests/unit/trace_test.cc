@@ -1,0 +1,444 @@
+// tests/unit/trace_test.cc - the tracer (weft/trace.h): a traced workload's output
+// parses as JSON (a small parser here, and python3's json module when it is
+// installed) and holds the expected events; a tiny buffer drops events and says so;
+// the errors and the statistics dump. Skipped when built with WEFT_HOOKS=OFF.
+#include "weft_test.h"
+
+#include <weft/trace.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using weft_test::VpTest;
+
+// ---- a minimal JSON parser (RFC 8259 values; numbers as double) ---------------------
+
+struct Json {
+  enum Kind { kNull, kBool, kNum, kStr, kArr, kObj } kind = kNull;
+  bool b = false;
+  double num = 0;
+  std::string str;
+  std::vector<Json> arr;
+  std::vector<std::pair<std::string, Json>> obj;
+
+  const Json *Get(const std::string &k) const {
+    for (auto &kv : obj)
+      if (kv.first == k) return &kv.second;
+    return nullptr;
+  }
+  std::string Str(const std::string &k) const {
+    const Json *v = Get(k);
+    return v && v->kind == kStr ? v->str : std::string();
+  }
+  double Num(const std::string &k, double def = -1) const {
+    const Json *v = Get(k);
+    return v && v->kind == kNum ? v->num : def;
+  }
+};
+
+class Parser {
+ public:
+  explicit Parser(const std::string &s) : s_(s) {}
+  // Parses the whole text as one value; false (with error()) if it is not JSON.
+  bool Parse(Json *out) {
+    if (!Value(out, 0)) return false;
+    Ws();
+    return i_ == s_.size() || Fail("trailing characters");
+  }
+  const std::string &error() const { return err_; }
+
+ private:
+  bool Fail(const char *why) {
+    if (err_.empty()) err_ = std::string(why) + " at offset " + std::to_string(i_);
+    return false;
+  }
+  void Ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
+      i_++;
+  }
+  bool Lit(const char *w) {
+    size_t n = std::char_traits<char>::length(w);
+    if (s_.compare(i_, n, w) != 0) return Fail("bad literal");
+    i_ += n;
+    return true;
+  }
+  bool String(std::string *out) {
+    if (s_[i_] != '"') return Fail("expected string");
+    i_++;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      unsigned char c = static_cast<unsigned char>(s_[i_]);
+      if (c < 0x20) return Fail("control character in string");
+      if (c == '\\') {
+        if (++i_ >= s_.size()) return Fail("bad escape");
+        char e = s_[i_];
+        if (e == 'u') {
+          for (int k = 1; k <= 4; k++)
+            if (i_ + k >= s_.size() || !isxdigit(static_cast<unsigned char>(s_[i_ + k])))
+              return Fail("bad \\u escape");
+          i_ += 4;
+          out->push_back('?');
+        } else if (std::string("\"\\/bfnrt").find(e) != std::string::npos) {
+          out->push_back(e);
+        } else {
+          return Fail("bad escape");
+        }
+      } else {
+        out->push_back(static_cast<char>(c));
+      }
+      i_++;
+    }
+    if (i_ >= s_.size()) return Fail("unterminated string");
+    i_++;
+    return true;
+  }
+  bool Number(double *out) {
+    size_t st = i_;
+    if (s_[i_] == '-') i_++;
+    if (i_ >= s_.size() || !isdigit(static_cast<unsigned char>(s_[i_]))) return Fail("bad number");
+    if (s_[i_] == '0') i_++;
+    else while (i_ < s_.size() && isdigit(static_cast<unsigned char>(s_[i_]))) i_++;
+    if (i_ < s_.size() && s_[i_] == '.') {
+      i_++;
+      if (i_ >= s_.size() || !isdigit(static_cast<unsigned char>(s_[i_]))) return Fail("bad fraction");
+      while (i_ < s_.size() && isdigit(static_cast<unsigned char>(s_[i_]))) i_++;
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      i_++;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) i_++;
+      if (i_ >= s_.size() || !isdigit(static_cast<unsigned char>(s_[i_]))) return Fail("bad exponent");
+      while (i_ < s_.size() && isdigit(static_cast<unsigned char>(s_[i_]))) i_++;
+    }
+    *out = std::strtod(s_.substr(st, i_ - st).c_str(), nullptr);
+    return true;
+  }
+  bool Value(Json *v, int depth) {
+    if (depth > 64) return Fail("too deep");
+    Ws();
+    if (i_ >= s_.size()) return Fail("unexpected end");
+    char c = s_[i_];
+    if (c == '{') {
+      v->kind = Json::kObj;
+      i_++;
+      Ws();
+      if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
+      for (;;) {
+        Ws();
+        std::string k;
+        if (i_ >= s_.size() || !String(&k)) return Fail("expected key");
+        Ws();
+        if (i_ >= s_.size() || s_[i_] != ':') return Fail("expected ':'");
+        i_++;
+        Json m;
+        if (!Value(&m, depth + 1)) return false;
+        v->obj.emplace_back(std::move(k), std::move(m));
+        Ws();
+        if (i_ < s_.size() && s_[i_] == ',') { i_++; continue; }
+        if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
+        return Fail("expected ',' or '}'");
+      }
+    }
+    if (c == '[') {
+      v->kind = Json::kArr;
+      i_++;
+      Ws();
+      if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
+      for (;;) {
+        Json m;
+        if (!Value(&m, depth + 1)) return false;
+        v->arr.push_back(std::move(m));
+        Ws();
+        if (i_ < s_.size() && s_[i_] == ',') { i_++; continue; }
+        if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
+        return Fail("expected ',' or ']'");
+      }
+    }
+    if (c == '"') return v->kind = Json::kStr, String(&v->str);
+    if (c == 't') return v->kind = Json::kBool, v->b = true, Lit("true");
+    if (c == 'f') return v->kind = Json::kBool, Lit("false");
+    if (c == 'n') return Lit("null");
+    v->kind = Json::kNum;
+    return Number(&v->num);
+  }
+  const std::string &s_;
+  size_t i_ = 0;
+  std::string err_;
+};
+
+TEST(TraceJsonParser, AcceptsAndRejects) {
+  Json j;
+  std::string ok = R"({"a":[1,-2.5e3,true,false,null,"x\"\u00e9"],"b":{}})";
+  EXPECT_TRUE(Parser(ok).Parse(&j)) << ok;
+  for (const char *bad : {"{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\x01\"", "[1] x", "{'a':1}"}) {
+    std::string s(bad);
+    Json k;
+    EXPECT_FALSE(Parser(s).Parse(&k)) << s;
+  }
+}
+
+// ---- helpers --------------------------------------------------------------------------
+
+std::string TempPath(const char *tag) {
+  return ::testing::TempDir() + "weft_trace_" + tag + "_" + std::to_string(getpid()) + ".json";
+}
+
+std::string ReadFile(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool HavePython() { return std::system("command -v python3 >/dev/null 2>&1") == 0; }
+
+// Validates `path` with python3's json module too, when python3 is installed.
+void CheckWithPython(const std::string &path) {
+  if (!HavePython()) return;  // the in-test parser has already checked it
+  std::string cmd = "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' '" + path + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << "python3 json.load rejected " << path;
+}
+
+// Starts tracing; false (the caller skips) when built with WEFT_HOOKS=OFF.
+bool Start(size_t capacity) {
+  weft_trace_config_t cfg;
+  weft_trace_config_init(&cfg);
+  cfg.capacity = capacity;
+  int rc = weft_trace_start(&cfg);
+  if (rc == WEFT_EPERM) return false;
+  EXPECT_EQ(rc, 0) << weft_err_name(rc);
+  return true;
+}
+
+// ---- the workload ---------------------------------------------------------------------
+
+struct Shared {
+  weft_mutex_t mu;
+  weft_sem_t sem;
+  long counter = 0;
+};
+
+// Yields, takes the mutex around a short sleep (so others block on it), then waits
+// on the semaphore (blocks until main signals).
+void *Worker(void *p) {
+  auto *s = static_cast<Shared *>(p);
+  for (int k = 0; k < 3; k++) weft_yield();
+  weft_mutex_lock(&s->mu);
+  s->counter++;
+  weft_sleep_ns(200 * 1000);
+  weft_mutex_unlock(&s->mu);
+  weft_sem_wait(&s->sem);
+  return nullptr;
+}
+
+// Runs the workload; returns the ids of the threads it created.
+std::vector<uint64_t> RunWorkload(Shared *s, int nthreads) {
+  EXPECT_EQ(weft_mutex_init(&s->mu), 0);
+  EXPECT_EQ(weft_sem_init(&s->sem, 0), 0);
+  std::vector<weft_thread_t *> ts(nthreads);
+  std::vector<uint64_t> ids;
+  for (auto &t : ts) {
+    t = weft_test::Spawn(Worker, s);
+    ids.push_back(weft_thread_id(t));
+  }
+  // let every worker reach the semaphore, with the VPs idle meanwhile
+  weft_sleep_ns(20 * 1000 * 1000);
+  for (int i = 0; i < nthreads; i++) {
+    EXPECT_EQ(weft_sem_signal(&s->sem), 0);
+    weft_sleep_ns(1000 * 1000);  // each signal wakes a blocked waiter; VPs idle between
+  }
+  for (auto *t : ts) weft_test::Join(t);
+  EXPECT_EQ(s->counter, nthreads);
+  EXPECT_EQ(weft_sem_destroy(&s->sem), 0);
+  EXPECT_EQ(weft_mutex_destroy(&s->mu), 0);
+  return ids;
+}
+
+// Parses `path` (EXPECTs it is JSON with a traceEvents array) into *root.
+void Load(const std::string &path, Json *root) {
+  std::string text = ReadFile(path);
+  ASSERT_FALSE(text.empty()) << path;
+  Parser p(text);
+  ASSERT_TRUE(p.Parse(root)) << path << ": " << p.error();
+  ASSERT_EQ(root->kind, Json::kObj);
+  const Json *ev = root->Get("traceEvents");
+  ASSERT_TRUE(ev && ev->kind == Json::kArr);
+  EXPECT_EQ(root->Str("displayTimeUnit"), "ns");
+  ASSERT_TRUE(root->Get("metadata") && root->Get("metadata")->kind == Json::kObj);
+  CheckWithPython(path);
+}
+
+// ---- tests ----------------------------------------------------------------------------
+
+class TraceTest : public VpTest {};
+
+TEST_P(TraceTest, TracedRunHoldsTheExpectedEvents) {
+  if (!Start(0)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  Shared s;
+  const int n = 4;
+  std::vector<uint64_t> ids = RunWorkload(&s, n);
+  ASSERT_EQ(weft_trace_stop(), 0);
+  EXPECT_EQ(weft_trace_dropped(), 0u);
+  std::string path = TempPath("run");
+  ASSERT_EQ(weft_trace_write(path.c_str()), 0);
+
+  Json root;
+  ASSERT_NO_FATAL_FAILURE(Load(path, &root));
+  const auto &evs = root.Get("traceEvents")->arr;
+  std::set<std::string> track_names;
+  std::map<uint64_t, int> begins, ends, slices;
+  std::map<int, std::vector<std::pair<double, double>>> by_track;  // X events per tid
+  int idle = 0, blocked_on_sem = 0, blocked_nonnull = 0, unblocked = 0;
+  const uintptr_t sem_lo = reinterpret_cast<uintptr_t>(&s.sem);
+  const uintptr_t sem_hi = sem_lo + sizeof s.sem;
+  for (const Json &e : evs) {
+    ASSERT_EQ(e.kind, Json::kObj);
+    std::string ph = e.Str("ph");
+    ASSERT_FALSE(ph.empty());
+    EXPECT_EQ(e.Num("pid"), 1);
+    int tid = static_cast<int>(e.Num("tid"));
+    EXPECT_GE(tid, 0);
+    EXPECT_LE(tid, nvps());  // VPs, then the plain-OS-thread track
+    if (ph == "M") {
+      if (e.Str("name") == "thread_name") track_names.insert(e.Get("args")->Str("name"));
+      continue;
+    }
+    double ts = e.Num("ts");
+    EXPECT_GE(ts, 0) << "every event has a timestamp";
+    const Json *args = e.Get("args");
+    if (ph == "X") {
+      double dur = e.Num("dur");
+      EXPECT_GE(dur, 0);
+      by_track[tid].emplace_back(ts, ts + dur);
+      if (e.Str("name") == "idle") idle++;
+      else if (args) slices[static_cast<uint64_t>(args->Num("thread"))]++;
+    } else if (ph == "b") {
+      begins[static_cast<uint64_t>(e.Num("id"))]++;
+    } else if (ph == "e") {
+      ends[static_cast<uint64_t>(e.Num("id"))]++;
+    } else if (ph == "i" && e.Str("name") == "blocked") {
+      ASSERT_TRUE(args);
+      uintptr_t obj = std::strtoull(args->Str("obj").c_str(), nullptr, 16);
+      if (obj) blocked_nonnull++;
+      if (obj >= sem_lo && obj < sem_hi) blocked_on_sem++;
+    } else if (ph == "i" && e.Str("name") == "unblocked") {
+      unblocked++;
+    }
+  }
+  for (int v = 0; v < nvps(); v++)
+    EXPECT_TRUE(track_names.count("VP " + std::to_string(v))) << "track VP " << v;
+  for (uint64_t id : ids) {
+    EXPECT_EQ(begins[id], 1) << "lifetime start of thread " << id;
+    EXPECT_EQ(ends[id], 1) << "lifetime end of thread " << id;
+    // at least: first run, after the yields, after the mutex, after the semaphore
+    EXPECT_GE(slices[id], 2) << "run slices of thread " << id;
+  }
+  EXPECT_GT(idle, 0) << "idle slices";
+  EXPECT_GT(blocked_nonnull, 0);
+  EXPECT_GE(blocked_on_sem, 1) << "a block on the semaphore, with its address";
+  EXPECT_GE(unblocked, n) << "each semaphore waiter was woken";
+  // the slices of one VP's track never overlap (run and idle alternate)
+  for (auto &kv : by_track) {
+    auto &v = kv.second;
+    std::sort(v.begin(), v.end());
+    for (size_t i = 1; i < v.size(); i++)
+      EXPECT_GE(v[i].first + 0.0015, v[i - 1].second) << "overlap on track " << kv.first;
+  }
+  const Json *md = root.Get("metadata");
+  EXPECT_EQ(md->Num("dropped_events"), 0);
+  EXPECT_EQ(md->Num("vps"), nvps());
+  weft_trace_discard();
+  std::remove(path.c_str());
+}
+
+TEST_P(TraceTest, FullBuffersDropEventsAndSaySo) {
+  if (!Start(8)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  Shared s;
+  RunWorkload(&s, 4);
+  ASSERT_EQ(weft_trace_stop(), 0);
+  uint64_t dropped = weft_trace_dropped();
+  EXPECT_GT(dropped, 0u);
+  std::string path = TempPath("drop");
+  ASSERT_EQ(weft_trace_write(path.c_str()), 0);
+  Json root;
+  ASSERT_NO_FATAL_FAILURE(Load(path, &root));
+  const Json *md = root.Get("metadata");
+  EXPECT_EQ(md->Num("dropped_events"), static_cast<double>(dropped));
+  EXPECT_EQ(md->Num("capacity_per_buffer"), 8);
+  const Json *per = md->Get("dropped_per_buffer");
+  ASSERT_TRUE(per && per->kind == Json::kArr);
+  EXPECT_EQ(per->arr.size(), static_cast<size_t>(nvps() + 1));
+  EXPECT_NE(ReadFile(path).find("events dropped"), std::string::npos)
+      << "a global instant event shows the loss in the timeline";
+  weft_trace_discard();
+  std::remove(path.c_str());
+}
+
+TEST_P(TraceTest, ErrorsAndStatistics) {
+  if (!Start(0)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  EXPECT_EQ(weft_trace_is_on(), 1);
+  EXPECT_EQ(weft_trace_start(nullptr), WEFT_EALREADY);
+  EXPECT_EQ(weft_trace_write("/dev/null"), WEFT_EBUSY);
+  Shared s;
+  RunWorkload(&s, 2);
+  ASSERT_EQ(weft_trace_stop(), 0);
+  EXPECT_EQ(weft_trace_is_on(), 0);
+  EXPECT_EQ(weft_trace_stop(), WEFT_EINVAL);
+  EXPECT_EQ(weft_trace_write(nullptr), WEFT_EINVAL) << "no configured path";
+  EXPECT_EQ(weft_trace_write("/nonexistent-dir/x.json"), WEFT_ESYS);
+
+  char *buf = nullptr;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ASSERT_NE(f, nullptr);
+  weft_trace_stats_print(f);
+  fclose(f);
+  std::string out(buf, len);
+  free(buf);
+  EXPECT_NE(out.find("switches"), std::string::npos) << out;
+  EXPECT_NE(out.find("idle ms"), std::string::npos) << out;
+  EXPECT_NE(out.find("steals"), std::string::npos) << out;
+  EXPECT_NE(out.find("sleeps"), std::string::npos) << out;
+  for (int v = 0; v < nvps(); v++)
+    EXPECT_NE(out.find("\n" + std::to_string(v) + " "), std::string::npos) << "row of VP " << v;
+  weft_trace_discard();
+  EXPECT_EQ(weft_trace_write("/dev/null"), WEFT_EINVAL) << "discarded";
+}
+
+TEST_P(TraceTest, EnvironmentVariableStartsTracing) {
+  std::string path = TempPath("env");
+  unsetenv("WEFT_TRACE");
+  EXPECT_EQ(weft_trace_from_env(), 0);
+  setenv("WEFT_TRACE", path.c_str(), 1);
+  int rc = weft_trace_from_env();
+  unsetenv("WEFT_TRACE");
+  if (rc == WEFT_EPERM) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  ASSERT_EQ(rc, 1);
+  Shared s;
+  RunWorkload(&s, 2);
+  // the atexit handler would do this at exit; here the test does it itself
+  ASSERT_EQ(weft_trace_stop(), 0);
+  ASSERT_EQ(weft_trace_write(nullptr), 0);
+  Json root;
+  ASSERT_NO_FATAL_FAILURE(Load(path, &root));
+  weft_trace_discard();
+  std::remove(path.c_str());
+}
+
+WEFT_INSTANTIATE_VPS(TraceTest);
+
+TEST(TraceApi, StartNeedsARunningRuntime) {
+  int rc = weft_trace_start(nullptr);
+  EXPECT_TRUE(rc == WEFT_ENOTINIT || rc == WEFT_EPERM) << weft_err_name(rc);
+  EXPECT_EQ(weft_trace_is_on(), 0);
+  EXPECT_EQ(weft_trace_stop(), WEFT_EINVAL);
+}
+
+}  // namespace
