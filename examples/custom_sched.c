@@ -46,6 +46,7 @@ const weft_sched_ops_t custom_fifo_ops = {
     .thread_created = on_ready,
     .thread_unblocked = on_ready,
     .processor_idle = on_idle,
+    .flags = WEFT_SCHED_DISPATCH_ONLY, /* on_ready always enqueues: no extra wake-ups */
 };
 
 #ifndef WEFT_EXAMPLE_NO_MAIN

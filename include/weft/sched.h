@@ -29,13 +29,16 @@
  *   thread_terminated(b, t)  t has finished; it is off every queue. Do not keep it.
  *   thread_blocked(b, t)     t blocked (in join, a synchronization object, ...); its
  *                            context is saved; the kernel does not queue it.
- *   thread_unblocked(b, t)   t became ready again (unblocked, or it yielded); put it
+ *   thread_unblocked(b, t)   t became ready again (unblocked, or it yielded, except under
+ *                            WEFT_SCHED_DISPATCH_ONLY); put it
  *                            on a dispatch queue.
  *   bundle_created(b, child) child was created with parent b (raised on the parent).
  *   bundle_terminated(b, child) child was destroyed (raised on the parent).
  *   processor_idle(b, vp)    vp's dispatch queue is empty; return a ready thread for
  *                            vp to run (removed from wherever the scheduler kept it),
- *                            or NULL. Raised repeatedly while vp polls and once more
+ *                            or NULL. Also raised on the caller's own bundle when a
+ *                            thread of a non-root bundle yields on a VP whose dispatch
+ *                            queue is empty (the thread then switches to the result). Raised repeatedly while vp polls and once more
  *                            before it sleeps; it must be cheap and must not sleep.
  *                            A VP sleeps when every bundle's processor_idle returned
  *                            NULL; see weft_sched_notify() for waking it.
@@ -62,7 +65,17 @@ typedef struct weft_sched_ops {
   void (*bundle_created)(weft_bundle_t *b, weft_bundle_t *child);
   void (*bundle_terminated)(weft_bundle_t *b, weft_bundle_t *child);
   weft_thread_t *(*processor_idle)(weft_bundle_t *b, weft_vp_t *vp);
+  unsigned flags;   /* WEFT_SCHED_* below; 0 if unsure */
 } weft_sched_ops_t;
+
+/* ops.flags: the scheduler never keeps a ready thread to itself: thread_created and
+ * thread_unblocked always hand the thread to weft_sched_enqueue() before they
+ * return. The kernel then skips the weft_sched_notify() it otherwise makes after
+ * those events (a full memory fence each), since weft_sched_enqueue() already wakes
+ * a sleeping VP. Getting this wrong can leave a VP asleep while a thread waits.
+ * It also lets the bundle's threads yield as the root bundle's do: a yield moves the
+ * caller to the tail of its VP's dispatch queue without raising thread_unblocked. */
+#define WEFT_SCHED_DISPATCH_ONLY 1u
 
 /* The default scheduler: per-VP dispatch queues, new and unblocked threads go to
  * the local VP (or the affinity VP), idle VPs steal from a random victim. */

@@ -73,7 +73,8 @@ WEFT_API void weft_trace_discard(void);
  * tracing (capacity from WEFT_TRACE_CAPACITY if set) and arranges, with atexit(),
  * for the trace to be stopped and written there when the process exits; returns 1
  * if it started, 0 if WEFT_TRACE is unset or empty, or an error of
- * weft_trace_start(). Call after weft_init(). */
+ * weft_trace_start(). weft_init() calls it; weft_shutdown() then stops the
+ * recording and writes the file. */
 WEFT_API int weft_trace_from_env(void);
 
 /* weft_trace_stats_print() prints a table to f: per VP, the switches (SAVE events),

@@ -11,6 +11,7 @@
 #include "weft/sync.h"
 #include "weft/hook.h"
 #include "weft/vp.h"
+#include "weft/trace.h"
 #include "weft/spinlock.h"
 #include "weft/atomic_int.h"
 

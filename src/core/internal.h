@@ -96,13 +96,18 @@ enum {
   WEFT__TF_HOOK = 4,      /* event callbacks are installed (weft/hook.h): take the
                              general paths, which raise them. Set and cleared on every
                              control block by hook.c */
+  WEFT__TF_SCHED_YIELD = 8, /* its scheduler sees yields (thread_unblocked): every
+                             custom bundle except WEFT_SCHED_DISPATCH_ONLY ones, whose
+                             yields rotate the dispatch queue like the root's */
 };
 /* The bits that send a thread down the general (non-inlined) paths: one test covers
  * custom schedulers and installed callbacks. */
 #ifdef WEFT_HOOKS
 #define WEFT__TF_SLOW (WEFT__TF_CUSTOM | WEFT__TF_HOOK)
+#define WEFT__TF_YIELD_SLOW (WEFT__TF_SCHED_YIELD | WEFT__TF_HOOK)
 #else
 #define WEFT__TF_SLOW WEFT__TF_CUSTOM
+#define WEFT__TF_YIELD_SLOW WEFT__TF_SCHED_YIELD
 #endif
 
 typedef struct weft__slab weft__slab_t;  /* alloc.c */

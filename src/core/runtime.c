@@ -18,6 +18,7 @@
 
 #include "core/internal.h"
 #include "weft/hook.h"
+#include "weft/trace.h"
 
 #if defined(WEFT_ASAN)
 #include <sanitizer/asan_interface.h>
@@ -104,7 +105,8 @@ void weft__ready(weft_vp_t *vp, weft_thread_t *t) {
     weft__enqueue(vp, t);
   } else {
     b->ops.thread_unblocked(b, t);
-    weft_sched_notify();  /* the scheduler may have kept t in its own structure */
+    /* the scheduler may have kept t in its own structure, unless it never does */
+    if (!(b->ops.flags & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
   }
 }
 
@@ -636,6 +638,7 @@ int weft_init(const weft_config_t *cfg) {
   vp0->current = rt->main;
   weft__tls_vp = vp0;
   atomic_store(&init_lock, 0);
+  weft_trace_from_env();  /* WEFT_TRACE=<file>: trace this run (weft/trace.h) */
   return 0;
 fail:
   teardown();
@@ -697,6 +700,11 @@ int weft_shutdown(void) {
     weft__key_run_dtors(self);
     vp = weft__vp();
     if (live_threads() > 0) return WEFT_EBUSY; /* a destructor created threads */
+  }
+  /* a WEFT_TRACE recording ends here, with every other thread finished */
+  if (weft_trace_is_on()) {
+    weft_trace_stop();
+    weft_trace_write(NULL);
   }
   /* 2. stop the other VPs' stealing, move to VP 0's kernel thread */
   atomic_store_explicit(&rt->stopping, 1, memory_order_release);

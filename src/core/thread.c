@@ -110,7 +110,8 @@ static inline int create_attrs(weft_thread_t *t, const weft_attr_t *attr, weft_b
   if (WEFT__LIKELY(attr == NULL)) return 0;
   attr_stack_round(t);
   if (weft__is_default(b)) return 0;
-  weft__tflags_init(t, WEFT__TF_CUSTOM | weft__tf_start());
+  uint32_t y = (b->ops.flags & WEFT_SCHED_DISPATCH_ONLY) ? 0 : WEFT__TF_SCHED_YIELD;
+  weft__tflags_init(t, WEFT__TF_CUSTOM | y | weft__tf_start());
   return 1;
 }
 
@@ -118,7 +119,8 @@ static inline int create_attrs(weft_thread_t *t, const weft_attr_t *attr, weft_b
 static void raise_created(weft_bundle_t *b, weft_thread_t *t) {
   atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
   b->ops.thread_created(b, t);
-  weft_sched_notify();  /* the scheduler may have kept t to itself */
+  /* the scheduler may have kept t to itself, unless it says it never does */
+  if (!(b->ops.flags & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
 }
 
 int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg) {
@@ -417,10 +419,27 @@ void weft_yield(void) {
   yield_on(vp);
 }
 
+/* A thread of a non-root bundle yields on a VP with an empty dispatch queue: its
+ * scheduler may hold ready threads of its own (a LIFO stack, a priority heap), so
+ * ask it (processor_idle) for one to switch to. */
+static __attribute__((noinline, cold)) void yield_to_scheduler(weft_vp_t *vp, weft_thread_t *self) {
+  weft_bundle_t *b = self->bundle;
+  if (!b->ops.processor_idle) return;
+  weft_thread_t *next = b->ops.processor_idle(b, vp);
+  if (!next) return;
+  weft__prepare(vp, &next);
+  if (!next) return;
+  vp->current = next;
+  weft__switch(&self->ctx, &next->ctx, yield_cont, self);
+}
+
 static inline void yield_on(weft_vp_t *vp) {
   weft_thread_t *self = vp->current;
-  if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) return;
-  if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_SLOW)) {
+  if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) {
+    if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_CUSTOM)) yield_to_scheduler(vp, self);
+    return;
+  }
+  if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_YIELD_SLOW)) {
     yield_generic(vp, self);
     return;
   }

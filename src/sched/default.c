@@ -71,4 +71,5 @@ const weft_sched_ops_t weft_sched_default = {
     .bundle_created = NULL,
     .bundle_terminated = NULL,
     .processor_idle = on_idle,
+    .flags = WEFT_SCHED_DISPATCH_ONLY, /* every handler above enqueues at once */
 };

@@ -96,7 +96,7 @@ struct FifoSched {
   static weft_thread_t *Idle(weft_bundle_t *b, weft_vp_t *) { return Of(b)->Pop(); }
 
   static constexpr weft_sched_ops_t kOps = {Created,   Started,       Terminated,       Blocked,
-                                            Unblocked, BundleCreated, BundleTerminated, Idle};
+                                            Unblocked, BundleCreated, BundleTerminated, Idle, 0};
 };
 
 // A scheduler that holds new threads until the test releases them (so they are
@@ -140,7 +140,7 @@ struct GateSched {
     return n;
   }
   static constexpr weft_sched_ops_t kOps = {Created, Started, nullptr, nullptr,
-                                            Unblocked, nullptr, nullptr, nullptr};
+                                            Unblocked, nullptr, nullptr, nullptr, 0};
 };
 
 // A scheduler that spreads threads over the VPs' dispatch queues round robin and,
@@ -165,7 +165,7 @@ struct SpreadSched {
     return nullptr;
   }
   static constexpr weft_sched_ops_t kOps = {Place, nullptr, nullptr, nullptr,
-                                            Place, nullptr, nullptr, Idle};
+                                            Place, nullptr, nullptr, Idle, 0};
 };
 
 weft_bundle_t *MakeBundle(const weft_sched_ops_t *ops, void *data, weft_bundle_t *parent = nullptr) {

@@ -84,7 +84,7 @@ weft_thread_t *WIdle(weft_bundle_t *b, weft_vp_t *vp) {
   return t;
 }
 const weft_sched_ops_t kWrapper = {WCreated, WStarted, WTerminated, WBlocked,
-                                   WUnblocked, nullptr, nullptr, WIdle};
+                                   WUnblocked, nullptr, nullptr, WIdle, 0};
 
 class SchedConformance : public WeftTest, public ::testing::WithParamInterface<SchedParam> {
  protected:
