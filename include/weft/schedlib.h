@@ -27,11 +27,10 @@
  * have finished. Or, to wrap or combine the handlers, weft_schedlib_data_create() and
  * weft_bundle_create(&b, parent, weft_schedlib_ops(kind), data) yourself.
  *
- * Limitation (weft/sched.h, as the kernel now is): weft_yield() switches only when the
- * caller's VP dispatch queue holds a thread. Threads these schedulers keep in their
- * own structures (FIFO/LIFO threads that have never run; every PRIORITY thread) are
- * not reached by a yield: a thread that yields while waiting for one of them must
- * block instead, or another VP must be idle to run it.
+ * Yield: when the caller's VP dispatch queue is empty, weft_yield() asks the caller's
+ * bundle (processor_idle) for a thread, so a yield reaches the threads these
+ * schedulers keep in their own structures (FIFO/LIFO threads that have never run;
+ * every PRIORITY thread). When the dispatch queue is not empty, a yield runs its head.
  */
 #ifndef WEFT_SCHEDLIB_H
 #define WEFT_SCHEDLIB_H
