@@ -104,9 +104,12 @@ void weft__ready(weft_vp_t *vp, weft_thread_t *t) {
     if (!vp) vp = weft__os_target_vp();
     weft__enqueue(vp, t);
   } else {
+    /* read before the handler: once t is queued it may run, finish, and its bundle
+     * be destroyed */
+    unsigned f = b->ops.flags;
     b->ops.thread_unblocked(b, t);
     /* the scheduler may have kept t in its own structure, unless it never does */
-    if (!(b->ops.flags & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
+    if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
   }
 }
 

@@ -118,9 +118,10 @@ static inline int create_attrs(weft_thread_t *t, const weft_attr_t *attr, weft_b
 /* A thread of a non-root bundle goes to its scheduler. */
 static void raise_created(weft_bundle_t *b, weft_thread_t *t) {
   atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
+  unsigned f = b->ops.flags;  /* before the handler: t may run and b be destroyed */
   b->ops.thread_created(b, t);
   /* the scheduler may have kept t to itself, unless it says it never does */
-  if (!(b->ops.flags & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
+  if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
 }
 
 int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg) {
