@@ -18,8 +18,9 @@ extern "C" {
 
 /* weft_set_affinity() gives the calling weft thread virtual processor `vproc`
  * (-1: none) and, under the default scheduler, moves it now to the VP that number
- * maps to: it returns running there (it may later be stolen by an idle VP, like any
- * thread with an affinity hint); under other schedulers the new affinity is
+ * maps to: it is queued there, and usually returns running there, but an idle VP
+ * may take it first, as with any thread's affinity hint (check weft_vp_self());
+ * under other schedulers the new affinity is
  * seen by the scheduler the next time the thread is made ready. May switch.
  * Errors: WEFT_EINVAL (vproc < -1), WEFT_EPERM (not a weft thread). */
 WEFT_API int weft_set_affinity(int vproc);

@@ -20,12 +20,10 @@ int weft_set_affinity(int vproc) {
   self->affinity = vproc;  /* the thread's own field: only it writes it */
   if (vproc < 0 || (weft__tflags(self) & WEFT__TF_CUSTOM)) return 0;
   int target = (int)((unsigned)vproc % (unsigned)weft__rt.nvps);
-  /* queued on the target VP, the caller may still be stolen by an idle VP before
-   * the target runs it: then it goes again, so that it returns on the target */
-  while (vp->index != target) {
-    weft__block(vp, self, migrate_cont, self);
-    vp = weft__vp();
-  }
+  /* One move: queued on the target VP, the caller may still be taken by an idle VP
+   * before the target runs it (stealing is what keeps idle VPs busy). Retrying until
+   * it lands livelocked oversubscribed runs, where idle VPs steal at once. */
+  if (vp->index != target) weft__block(vp, self, migrate_cont, self);
   return 0;
 }
 
