@@ -28,6 +28,9 @@
  *   IDLE_BEGIN the VP found nothing to run (t NULL)
  *   IDLE_SPIN  the VP polls for work (once per polling round; t NULL)
  *   IDLE_END   the VP found a thread to run (t: that thread)
+ *   STEAL      the VP took threads queued for another VP (t: the first taken; obj: a
+ *              const weft_hook_steal_t *, valid during the call): raised by
+ *              weft_sched_steal(), weft_sched_steal_half() and weft_sched_steal_note()
  * A switch between two threads raises SAVE of the old one, then RESTORE of the new.
  * Known limit: a thread created on another VP at the very moment the first callback is
  * installed may miss its events (the flag is set on every existing control block
@@ -54,8 +57,15 @@ typedef enum weft_hook_event {
   WEFT_HOOK_IDLE_BEGIN,
   WEFT_HOOK_IDLE_SPIN,
   WEFT_HOOK_IDLE_END,
+  WEFT_HOOK_STEAL,
   WEFT_HOOK_NEVENTS
 } weft_hook_event_t;
+
+/* The extra argument of a STEAL event. */
+typedef struct weft_hook_steal {
+  int victim;  /* the VP stolen from */
+  int count;   /* how many threads were taken (the first is the event's thread) */
+} weft_hook_steal_t;
 
 /* A callback: ev, the thread (or NULL), the VP number it runs on (-1 on a plain OS
  * thread), the event's extra pointer, and the arg given to weft_hook_push(). */

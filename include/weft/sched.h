@@ -38,10 +38,30 @@
  *                            vp to run (removed from wherever the scheduler kept it),
  *                            or NULL. Also raised on the caller's own bundle when a
  *                            thread of a non-root bundle yields on a VP whose dispatch
- *                            queue is empty (the thread then switches to the result). Raised repeatedly while vp polls and once more
- *                            before it sleeps; it must be cheap and must not sleep.
- *                            A VP sleeps when every bundle's processor_idle returned
- *                            NULL; see weft_sched_notify() for waking it.
+ *                            queue is empty (the thread then switches to the result).
+ *                            Raised repeatedly while vp polls and once more before it
+ *                            sleeps; it must be cheap and must not sleep. A VP sleeps
+ *                            when every bundle's processor_idle returned NULL; see
+ *                            weft_sched_notify() for waking it.
+ *
+ * Where events go (the bundle tree, papers/001 3.4). Thread events go to the
+ * thread's bundle; bundle_created/bundle_terminated go to the parent. An idle VP
+ * raises processor_idle in this order, and stops at the first thread it gets:
+ *   1. the focus bundle (weft_bundle_set_focus), if it is not the root. Its handler
+ *      may serve the event itself or pass it up or down the tree with
+ *      weft_sched_idle_pass() (to weft_bundle_parent(b), or to the children from
+ *      weft_bundle_first_child(b) / weft_bundle_next_sibling());
+ *   2. the root bundle (the default scheduler: steal from other dispatch queues);
+ *   3. every other bundle, newest first (the sweep).
+ * The sweep is the kernel's guarantee that a thread a scheduler holds is found
+ * before VPs sleep, whatever the focus does; the focus decides who is asked first,
+ * i.e. which bundle gets idle processors while several have work. A bundle may be
+ * asked twice in one round (as the focus and in the sweep). Stopped bundles
+ * (weft_bundle_stop) are skipped everywhere. processor_idle always runs with the
+ * kernel's bundle lock held (so the tree does not change under a handler and no
+ * bundle it can reach is destroyed meanwhile): a handler must not create, destroy,
+ * focus, stop or continue bundles, and must not hold a lock of its own while it calls
+ * weft_sched_idle_pass().
  */
 #ifndef WEFT_SCHED_H
 #define WEFT_SCHED_H
@@ -106,7 +126,81 @@ WEFT_API void *weft_bundle_data(const weft_bundle_t *b);
 /* weft_thread_bundle() returns the bundle t belongs to. */
 WEFT_API weft_bundle_t *weft_thread_bundle(const weft_thread_t *t);
 
+/* ---- the bundle tree, the focus, stop and continue -------------------------------
+ * The tree accessors read links that change only in weft_bundle_create/destroy: call
+ * them from a processor_idle handler (the kernel holds the bundle lock then) or when
+ * no bundle below b is being created or destroyed. Never switch; never fail. */
+
+/* weft_bundle_parent() returns b's parent (NULL for the root, or for b NULL). */
+WEFT_API weft_bundle_t *weft_bundle_parent(const weft_bundle_t *b);
+
+/* weft_bundle_first_child() returns b's newest child (NULL: none, or b NULL). */
+WEFT_API weft_bundle_t *weft_bundle_first_child(const weft_bundle_t *b);
+
+/* weft_bundle_next_sibling() returns the next older child of b's parent, or NULL. */
+WEFT_API weft_bundle_t *weft_bundle_next_sibling(const weft_bundle_t *b);
+
+/* weft_bundle_set_focus() makes b (NULL: the root) the focus bundle, whose
+ * processor_idle idle VPs raise first (see "Where events go" above). When the focus
+ * bundle is destroyed, its parent becomes the focus. Callable from a weft thread or
+ * a plain OS thread, not from a handler; never switches. Errors: WEFT_ENOTINIT;
+ * WEFT_EINVAL (b is not a live bundle). */
+WEFT_API int weft_bundle_set_focus(weft_bundle_t *b);
+
+/* weft_bundle_focus() returns the focus bundle (the root unless set), or NULL when
+ * weft is not running. Not from a handler. Never switches. */
+WEFT_API weft_bundle_t *weft_bundle_focus(void);
+
+/* weft_bundle_stop() stops dispatching new threads from b and every bundle below it
+ * (papers/001 appendix, at_stop): once it returns, processor_idle is not raised on
+ * them (by idle VPs, by a yield of one of their threads, or through
+ * weft_sched_idle_pass) until weft_bundle_continue(), so the threads their
+ * schedulers keep to themselves are not dispatched. Not affected: threads running,
+ * and threads already on a dispatch queue (papers/001 3.3: SCHEDULED). What is held
+ * back thus follows where a scheduler keeps ready threads: weft/schedlib.h FIFO/LIFO
+ * keep new threads (a woken thread goes to a dispatch queue and resumes), so no new
+ * thread starts; PRIORITY keeps every ready thread, so a thread that blocks (or
+ * yields to a dispatched thread) waits too; a scheduler that never keeps one (the default, WEFT_SCHED_DISPATCH_ONLY)
+ * holds nothing back.
+ * Stopping the root stops every other bundle; the root's own handler, which only
+ * moves dispatched threads between VPs, keeps running. A handler call already under
+ * way when stop is called may still return a thread (it finishes before stop
+ * returns). Stopping a stopped bundle changes nothing. Callable from a weft thread
+ * or a plain OS thread, not from a handler; never switches.
+ * Errors: WEFT_ENOTINIT; WEFT_EINVAL (b NULL or not a live bundle). */
+WEFT_API int weft_bundle_stop(weft_bundle_t *b);
+
+/* weft_bundle_continue() undoes weft_bundle_stop(b) and wakes a sleeping VP so that
+ * the held-back threads are found. b stays stopped if a bundle above it is stopped.
+ * Continuing a bundle that is not stopped changes nothing. Same callers and errors
+ * as weft_bundle_stop(). */
+WEFT_API int weft_bundle_continue(weft_bundle_t *b);
+
+/* weft_bundle_is_stopped() returns 1 if b or a bundle above it is stopped, else 0
+ * (also for b NULL or weft not running). Never switches. */
+WEFT_API int weft_bundle_is_stopped(const weft_bundle_t *b);
+
 /* ---- kernel services for schedulers ------------------------------------------ */
+
+/* How deep weft_sched_idle_pass() calls may nest on one VP (a cycle of passes ends). */
+#define WEFT_SCHED_PASS_MAX 16
+
+/* weft_sched_idle_pass() passes an idle event on: raises `to`'s processor_idle for
+ * vp and returns its thread (the caller's processor_idle returns it in turn). NULL if
+ * to or vp is NULL, to has no processor_idle or is stopped, or passes already nest
+ * WEFT_SCHED_PASS_MAX deep on this VP. Call it from a processor_idle handler,
+ * holding no lock of your own. Never switches. */
+WEFT_API weft_thread_t *weft_sched_idle_pass(weft_bundle_t *to, weft_vp_t *vp);
+
+/* weft_sched_steal_note() tells the kernel that the caller's VP took n threads (the
+ * first being `first`) from victim's share of a scheduler's own structure (per-VP
+ * run lists): it counts a steal in weft_debug_stats() and raises the STEAL event
+ * (weft/hook.h) for the tracer. weft_sched_steal() and weft_sched_steal_half() note
+ * their steals themselves. Ignored off a VP, for victim NULL or the caller's own VP,
+ * or n <= 0. Never switches; callable from handlers. */
+WEFT_API void weft_sched_steal_note(weft_vp_t *victim, int n, weft_thread_t *first);
+
+/* ---- kernel services for schedulers (dispatch) ---------------------------------- */
 
 /* weft_sched_enqueue() puts ready thread t at the tail of vp's dispatch queue and,
  * if t may otherwise wait while a VP sleeps, wakes a sleeping VP. Never switches;

@@ -1,7 +1,20 @@
-/* src/core/bundle.c - bundles and the kernel services schedulers call. */
+/* src/core/bundle.c - bundles, the bundle tree and the focus bundle, stopping and
+ * continuing a bundle, the routing of processor-idle events (docs/schedulers.md,
+ * "The bundle tree, the focus and idle events"), and the kernel services schedulers
+ * call.
+ *
+ * Locking. rt.bundle_lock guards the registry, the tree links, the focus and the
+ * stopped flags, and is held around every processor_idle the kernel raises (idle
+ * loop, last look before sleeping, yield, weft_sched_idle_pass), so a handler sees a
+ * tree that does not change under it and no bundle it can reach is destroyed while it
+ * runs. `idle_held` says that this kernel thread already holds it (a pass from inside
+ * a handler must not take it again). Lock order: bundle_lock, then a dispatch queue's
+ * lock or a scheduler's own lock, then idle_lock.
+ */
 #include <string.h>
 
 #include "core/internal.h"
+#include "weft/hook.h"
 
 #define WEFT__STEAL_MAX 64 /* most threads one steal moves */
 
@@ -29,6 +42,9 @@ int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
   b->parent = parent ? parent : weft__rt.root;
   atomic_fetch_add_explicit(&b->parent->nchildren, 1, memory_order_relaxed);
   weft__spin_lock(&weft__rt.bundle_lock);
+  b->sib_next = b->parent->first_child;  /* newest child first */
+  if (b->sib_next) b->sib_next->sib_prev = b;
+  b->parent->first_child = b;
   b->list_next = weft__rt.bundles;
   if (b->list_next) b->list_next->list_prev = b;
   weft__rt.bundles = b;
@@ -48,6 +64,14 @@ int weft_bundle_destroy(weft_bundle_t *b) {
       atomic_load_explicit(&b->nchildren, memory_order_acquire) != 0)
     return WEFT_EBUSY;
   weft__spin_lock(&weft__rt.bundle_lock);
+  if (b->sib_prev) b->sib_prev->sib_next = b->sib_next;
+  else b->parent->first_child = b->sib_next;
+  if (b->sib_next) b->sib_next->sib_prev = b->sib_prev;
+  /* the focus moves up to the parent; a stopped bundle no longer counts */
+  if (atomic_load_explicit(&weft__rt.focus, memory_order_relaxed) == b)
+    atomic_store_explicit(&weft__rt.focus, b->parent, memory_order_relaxed);
+  if (atomic_load_explicit(&b->stopped, memory_order_relaxed))
+    atomic_fetch_sub_explicit(&weft__rt.nstopped, 1, memory_order_relaxed);
   if (b->list_prev) b->list_prev->list_next = b->list_next;
   else weft__rt.bundles = b->list_next;
   atomic_fetch_sub_explicit(&weft__rt.nbundles, 1, memory_order_relaxed);
@@ -64,15 +88,179 @@ void *weft_bundle_data(const weft_bundle_t *b) { return b ? b->data : NULL; }
 
 weft_bundle_t *weft_thread_bundle(const weft_thread_t *t) { return t ? t->bundle : NULL; }
 
+/* ---- the tree and the focus ---------------------------------------------------------- */
+
+weft_bundle_t *weft_bundle_parent(const weft_bundle_t *b) { return b ? b->parent : NULL; }
+
+weft_bundle_t *weft_bundle_first_child(const weft_bundle_t *b) {
+  return b ? b->first_child : NULL;
+}
+
+weft_bundle_t *weft_bundle_next_sibling(const weft_bundle_t *b) { return b ? b->sib_next : NULL; }
+
+/* 1 if b is the root or in the registry (bundle_lock held). */
+static int bundle_live_locked(const weft_bundle_t *b) {
+  if (b == weft__rt.root) return 1;
+  for (const weft_bundle_t *x = weft__rt.bundles; x; x = x->list_next)
+    if (x == b) return 1;
+  return 0;
+}
+
+int weft_bundle_set_focus(weft_bundle_t *b) {
+  if (!weft_is_running()) return WEFT_ENOTINIT;
+  if (!b) b = weft__rt.root;
+  weft__spin_lock(&weft__rt.bundle_lock);
+  int ok = bundle_live_locked(b);
+  if (ok) atomic_store_explicit(&weft__rt.focus, b, memory_order_relaxed);
+  weft__spin_unlock(&weft__rt.bundle_lock);
+  if (!ok) return WEFT_EINVAL;
+  /* a VP may have gone to sleep after the old focus said it had nothing, while the new
+   * one holds threads: as after any change that makes threads findable */
+  weft_sched_notify();
+  return 0;
+}
+
+weft_bundle_t *weft_bundle_focus(void) {
+  if (!weft_is_running()) return NULL;
+  weft__spin_lock(&weft__rt.bundle_lock);
+  weft_bundle_t *f = atomic_load_explicit(&weft__rt.focus, memory_order_relaxed);
+  weft__spin_unlock(&weft__rt.bundle_lock);
+  return f;
+}
+
+/* ---- stop and continue ---------------------------------------------------------------- */
+
+int weft__bundle_stopped(const weft_bundle_t *b) {
+  /* relaxed: a hint outside the lock; the idle paths call this under bundle_lock,
+   * which orders it against stop and continue */
+  if (!atomic_load_explicit(&weft__rt.nstopped, memory_order_relaxed)) return 0;
+  for (; b && b != weft__rt.root; b = b->parent)
+    if (atomic_load_explicit(&b->stopped, memory_order_relaxed)) return 1;
+  return b && atomic_load_explicit(&b->stopped, memory_order_relaxed);
+}
+
+static int set_stopped(weft_bundle_t *b, int on) {
+  if (!weft_is_running()) return WEFT_ENOTINIT;
+  if (!b) return WEFT_EINVAL;
+  weft__spin_lock(&weft__rt.bundle_lock);
+  int ok = bundle_live_locked(b);
+  if (ok && atomic_load_explicit(&b->stopped, memory_order_relaxed) != on) {
+    atomic_store_explicit(&b->stopped, on, memory_order_relaxed);
+    atomic_fetch_add_explicit(&weft__rt.nstopped, on ? 1 : -1, memory_order_relaxed);
+  }
+  weft__spin_unlock(&weft__rt.bundle_lock);
+  if (!ok) return WEFT_EINVAL;
+  /* continue: threads held back are findable again. The flag was cleared before the
+   * seq_cst fence of weft_sched_notify(); a VP about to sleep reads it (under the
+   * bundle lock) after its own seq_cst fence, so either it asks the bundle or we see
+   * it asleep and wake it (docs/memory-ordering.md) */
+  if (!on) weft_sched_notify();
+  return 0;
+}
+
+int weft_bundle_stop(weft_bundle_t *b) { return set_stopped(b, 1); }
+
+int weft_bundle_continue(weft_bundle_t *b) { return set_stopped(b, 0); }
+
+int weft_bundle_is_stopped(const weft_bundle_t *b) {
+  if (!b || !weft_is_running()) return 0;
+  weft__spin_lock(&weft__rt.bundle_lock);
+  int s = weft__bundle_stopped(b);
+  weft__spin_unlock(&weft__rt.bundle_lock);
+  return s;
+}
+
+/* ---- routing processor-idle events ------------------------------------------------------ */
+
+static __thread int idle_held;   /* this kernel thread holds bundle_lock for idle events */
+static __thread int pass_depth;  /* nesting of weft_sched_idle_pass on this kernel thread */
+
+static void idle_lock(void) {
+  weft__spin_lock(&weft__rt.bundle_lock);
+  idle_held = 1;
+}
+
+static void idle_unlock(void) {
+  idle_held = 0;
+  weft__spin_unlock(&weft__rt.bundle_lock);
+}
+
+/* processor_idle on b, unless it is stopped (bundle_lock held). The root's handler
+ * (the default scheduler: it only moves dispatched threads) is never stopped. */
+static weft_thread_t *ask(weft_bundle_t *b, weft_vp_t *vp) {
+  if (!b->ops.processor_idle || (b != weft__rt.root && weft__bundle_stopped(b))) return NULL;
+  return b->ops.processor_idle(b, vp);
+}
+
+weft_thread_t *weft__bundle_idle_focus(weft_vp_t *vp) {
+  /* relaxed: a hint; re-read under the lock */
+  if (atomic_load_explicit(&weft__rt.focus, memory_order_relaxed) == weft__rt.root) return NULL;
+  idle_lock();
+  weft_bundle_t *f = atomic_load_explicit(&weft__rt.focus, memory_order_relaxed);
+  weft_thread_t *t = f != weft__rt.root ? ask(f, vp) : NULL;
+  idle_unlock();
+  return t;
+}
+
+weft_thread_t *weft__bundle_idle_sweep(weft_vp_t *vp) {
+  weft_thread_t *t = NULL;
+  if (!atomic_load_explicit(&weft__rt.nbundles, memory_order_relaxed)) return NULL;
+  idle_lock();
+  for (weft_bundle_t *b = weft__rt.bundles; b && !t; b = b->list_next) t = ask(b, vp);
+  idle_unlock();
+  return t;
+}
+
+weft_thread_t *weft__bundle_yield_idle(weft_bundle_t *b, weft_vp_t *vp) {
+  if (!b->ops.processor_idle) return NULL;
+  idle_lock();
+  weft_thread_t *t = ask(b, vp);
+  idle_unlock();
+  return t;
+}
+
+weft_thread_t *weft_sched_idle_pass(weft_bundle_t *to, weft_vp_t *vp) {
+  if (!to || !vp || pass_depth >= WEFT_SCHED_PASS_MAX) return NULL;
+  int take = !idle_held;
+  if (take) idle_lock();
+  pass_depth++;
+  weft_thread_t *t = ask(to, vp);
+  pass_depth--;
+  if (take) idle_unlock();
+  return t;
+}
+
 /* ---- kernel services ---------------------------------------------------------------- */
 
 void weft_sched_enqueue(weft_vp_t *vp, weft_thread_t *t) { weft__enqueue(vp, t); }
+
+/* Counts a steal of n threads from victim, first among them, on the caller's VP and
+ * raises STEAL (cold: one relaxed load when no callback is installed). */
+static void steal_note(weft_vp_t *me, weft_vp_t *victim, int n, weft_thread_t *first) {
+  weft__stat_inc(&me->n_steals);
+#ifdef WEFT_HOOKS
+  if (WEFT__UNLIKELY(atomic_load_explicit(&weft__hooks_on, memory_order_relaxed))) {
+    weft_hook_steal_t s = {victim->index, n};
+    weft__hook_raise(WEFT_HOOK_STEAL, first, &s);
+  }
+#else
+  (void)victim;
+  (void)n;
+  (void)first;
+#endif
+}
+
+void weft_sched_steal_note(weft_vp_t *victim, int n, weft_thread_t *first) {
+  weft_vp_t *me = weft__vp();
+  if (!me || !victim || victim == me || n <= 0) return;
+  steal_note(me, victim, n, first);
+}
 
 weft_thread_t *weft_sched_steal(weft_vp_t *vp) {
   weft_thread_t *t = weft__dequeue(vp);
   if (t) {
     weft_vp_t *me = weft__vp();
-    if (me && me != vp) weft__stat_inc(&me->n_steals);
+    if (me && me != vp) steal_note(me, vp, 1, t);
   }
   return t;
 }
@@ -113,7 +301,7 @@ weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to) {
   }
   first->next = NULL;
   weft_vp_t *me = weft__vp();
-  if (me) weft__stat_inc(&me->n_steals);
+  if (me) steal_note(me, victim, (int)k, first);
   return first;
 }
 

@@ -231,6 +231,12 @@ struct weft_bundle {
   _Atomic long nthreads;         /* live threads; not counted for the root bundle */
   _Atomic long nchildren;
   weft_bundle_t *list_next, *list_prev; /* registry of bundles: rt.bundle_lock */
+  /* the bundle tree (weft_bundle_first_child/next_sibling): rt.bundle_lock */
+  weft_bundle_t *first_child, *sib_next, *sib_prev;
+  /* weft_bundle_stop(): 1 while stopped. Written under rt.bundle_lock, read under it
+   * by the idle paths (relaxed: the lock orders it; weft_bundle_continue's
+   * weft_sched_notify() fence covers sleepers, see bundle.c) */
+  _Atomic int stopped;
 };
 
 /* ---- the runtime ------------------------------------------------------------------ */
@@ -271,6 +277,10 @@ typedef struct weft__rt {
   weft_bundle_t *bundles;        /* non-root bundles: bundle_lock */
   _Atomic int nbundles;          /* their count: written under bundle_lock, read
                                     relaxed by idle pollers as a hint */
+  /* the focus bundle (weft_bundle_set_focus): written under bundle_lock, read
+   * relaxed by idle VPs as a hint (re-read under bundle_lock before use) */
+  _Atomic(weft_bundle_t *) focus;
+  _Atomic int nstopped;          /* stopped bundles: bundle_lock; relaxed hint */
   /* do-when-idle functions (vp.c): slots below nidlef are valid (release/acquire) */
   weft__spin_t idlef_lock;
   struct { _Atomic(void (*)(void *)) fn; _Atomic(void *) arg; } idlef[8];
@@ -375,6 +385,17 @@ static inline uint32_t weft__tf_start(void) {
 }
 /* Raises a hook event (weft/hook.h); only called when TF_HOOK was seen. */
 void weft__hook_raise(int ev, weft_thread_t *t, void *obj);
+
+/* ---- idle-event routing (bundle.c; docs/schedulers.md) --------------------------- */
+/* processor_idle on the focus bundle if it is not the root (NULL otherwise). */
+weft_thread_t *weft__bundle_idle_focus(weft_vp_t *vp);
+/* processor_idle on every non-root bundle that is not stopped, until one gives a
+ * thread: the sweep that guarantees no ready thread is stranded while VPs sleep. */
+weft_thread_t *weft__bundle_idle_sweep(weft_vp_t *vp);
+/* processor_idle on b for a yield of one of its threads (NULL if b is stopped). */
+weft_thread_t *weft__bundle_yield_idle(weft_bundle_t *b, weft_vp_t *vp);
+/* 1 if b or a bundle above it is stopped. */
+int weft__bundle_stopped(const weft_bundle_t *b);
 /* A continuation's share of a switch: SAVE of self, BLOCKED (if blocked) with obj,
  * then RESTORE of the VP's new current thread if there is one. */
 void weft__hook_switched(weft_thread_t *self, int blocked, void *obj);

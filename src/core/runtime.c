@@ -5,7 +5,8 @@
  *
  *     +--> local dispatch queue --found--> run it (switch idle_ctx -> thread) --+
  *     |        | empty                                                         |
- *     |    processor_idle on each bundle (default: steal) --found--> run it ----+
+ *     |    processor_idle: focus, root (steal), others --found--> run it ------+
+ *     |        (stopped bundles are skipped)
  *     |        | nothing
  *     |    spin (lock-free polls of every queue head) for cfg.spin_us
  *     |        | nothing
@@ -208,21 +209,18 @@ static int any_queued_hint(void) {
   return 0;
 }
 
-/* processor_idle on every non-root bundle, until one gives a thread. */
-static weft_thread_t *custom_idle(weft_vp_t *vp) {
-  weft_thread_t *t = NULL;
-  if (!atomic_load_explicit(&weft__rt.nbundles, memory_order_relaxed)) return NULL;
-  weft__spin_lock(&weft__rt.bundle_lock);
-  for (weft_bundle_t *b = weft__rt.bundles; b && !t; b = b->list_next)
-    if (b->ops.processor_idle) t = b->ops.processor_idle(b, vp);
-  weft__spin_unlock(&weft__rt.bundle_lock);
-  return t;
-}
+/* processor_idle on every non-root bundle that is not stopped, until one gives a
+ * thread (bundle.c). */
+static weft_thread_t *custom_idle(weft_vp_t *vp) { return weft__bundle_idle_sweep(vp); }
 
-/* processor_idle: the default bundle first (steal), then every other bundle. */
+/* processor_idle: the focus bundle first (when it is not the root; its handler may
+ * pass the event up or down the tree), then the root bundle (the default scheduler:
+ * steal), then every other bundle (docs/schedulers.md, "idle events"). */
 static weft_thread_t *raise_idle(weft_vp_t *vp) {
+  weft_thread_t *t = weft__bundle_idle_focus(vp);
+  if (t) return t;
   weft_bundle_t *root = weft__rt.root;
-  weft_thread_t *t = root->ops.processor_idle ? root->ops.processor_idle(root, vp) : NULL;
+  t = root->ops.processor_idle ? root->ops.processor_idle(root, vp) : NULL;
   return t ? t : custom_idle(vp);
 }
 
@@ -591,6 +589,7 @@ int weft_init(const weft_config_t *cfg) {
   if (!rt->vps || !rt->sleepers) goto fail;
   rt->root = weft__bundle_new_root();
   if (!rt->root) goto fail;
+  atomic_store_explicit(&rt->focus, rt->root, memory_order_relaxed);
   for (int i = 0; i < c.nvps; i++)
     if (!(rt->vps[i] = vp_new(i))) goto fail;
   for (int i = 0; i < c.nvps; i++)

@@ -425,8 +425,8 @@ void weft_yield(void) {
  * ask it (processor_idle) for one to switch to. */
 static __attribute__((noinline, cold)) void yield_to_scheduler(weft_vp_t *vp, weft_thread_t *self) {
   weft_bundle_t *b = self->bundle;
-  if (!b->ops.processor_idle) return;
-  weft_thread_t *next = b->ops.processor_idle(b, vp);
+  /* under the bundle lock, skipped while b is stopped (bundle.c) */
+  weft_thread_t *next = weft__bundle_yield_idle(b, vp);
   if (!next) return;
   weft__prepare(vp, &next);
   if (!next) return;

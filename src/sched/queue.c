@@ -151,6 +151,7 @@ static weft_thread_t *steal_group(queue_sched_t *s, runlist_t *v, int me) {
   }
   weft_spin_unlock(&v->lock);
   if (k == 0) return NULL;
+  weft_sched_steal_note(weft_sched_vp((int)(v - s->lists)), k, got[0]); /* stats, tracer */
   for (int j = 1; j < k; j++)
     if (list_push(&s->lists[me], got[j]) != 0) weft_sched_enqueue(weft_sched_vp(me), got[j]);
   /* the moved threads were out of every list for a moment: a VP that looked then
@@ -166,7 +167,11 @@ static weft_thread_t *on_idle(weft_bundle_t *b, weft_vp_t *vp) {
   weft_thread_t *t = list_take(&s->lists[me], (kind & WEFT_SCHED_LIFO) ? NEWEST : OLDEST);
   for (int k = 1; !t && k < n; k++) {
     runlist_t *v = &s->lists[(me + k) % n];
-    t = (kind & WEFT_SCHED_AFFINITY) ? steal_group(s, v, me) : list_take(v, OLDEST);
+    if (kind & WEFT_SCHED_AFFINITY) {
+      t = steal_group(s, v, me);
+    } else if ((t = list_take(v, OLDEST)) != NULL) {
+      weft_sched_steal_note(weft_sched_vp((me + k) % n), 1, t); /* stats, tracer */
+    }
   }
   return t;
 }

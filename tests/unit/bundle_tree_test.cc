@@ -1,0 +1,427 @@
+// tests/unit/bundle_tree_test.cc - the bundle tree, the focus bundle and the routing
+// of processor-idle events (passing them up and down the tree), and stopping and
+// continuing a bundle (weft/sched.h). Run at 1, 2 and 4 (oversubscribed) VPs; the
+// orders that only one VP makes deterministic are checked at one VP.
+#include <weft/schedlib.h>
+
+#include <atomic>
+#include <vector>
+
+#include "weft_test.h"
+
+using namespace weft_test;
+
+namespace {
+
+class BundleTreeTest : public VpTest {};
+WEFT_INSTANTIATE_VPS(BundleTreeTest);
+
+weft_bundle_t *Lib(unsigned kind, weft_bundle_t *parent = nullptr) {
+  weft_bundle_t *b = nullptr;
+  int rc = weft_schedlib_bundle_create(&b, parent, kind);
+  EXPECT_EQ(rc, 0) << weft_err_name(rc);
+  return b;
+}
+
+weft_attr_t InBundle(weft_bundle_t *b) {
+  weft_attr_t attr;
+  weft_attr_init(&attr);
+  attr.bundle = b;
+  return attr;
+}
+
+// A log of which group each thread belonged to, in the order the threads started.
+struct RunLog {
+  SpinLock lock;
+  std::vector<int> order;  // under lock
+  std::atomic<int> started{0};
+  void Add(int group) {
+    lock.lock();
+    order.push_back(group);
+    lock.unlock();
+    started++;
+  }
+};
+
+struct Job {
+  RunLog *log;
+  int group;
+};
+
+void *LogWorker(void *a) {
+  Job *j = static_cast<Job *>(a);
+  j->log->Add(j->group);
+  return nullptr;
+}
+
+// Creates n threads in b that log `group`; returns them (jobs must outlive them).
+std::vector<weft_thread_t *> SpawnGroup(weft_bundle_t *b, int n, std::vector<Job> *jobs,
+                                        RunLog *log, int group) {
+  std::vector<weft_thread_t *> ts;
+  weft_attr_t attr = InBundle(b);
+  for (int i = 0; i < n; i++) jobs->push_back({log, group});
+  Job *base = jobs->data() + jobs->size() - n;
+  for (int i = 0; i < n; i++) ts.push_back(Spawn(LogWorker, base + i, &attr));
+  return ts;
+}
+
+// A scheduler that keeps no threads (it enqueues at once on the caller's VP, round
+// robin from plain OS threads) and whose processor_idle only passes the event on:
+// down to every child (mode kDown), or up to the parent (kUp), or to itself (kSelf:
+// a cycle, cut by WEFT_SCHED_PASS_MAX). It counts what the passes returned.
+struct PassSched {
+  enum Mode { kDown, kUp, kSelf } mode = kDown;
+  std::atomic<int> calls{0}, got{0}, max_depth{0};
+  std::atomic<unsigned> rr{0};
+
+  static PassSched *Of(weft_bundle_t *b) { return static_cast<PassSched *>(weft_bundle_data(b)); }
+  static void Ready(weft_bundle_t *b, weft_thread_t *t) {
+    weft_vp_t *vp = weft_sched_vp_self();
+    if (vp == nullptr) vp = weft_sched_vp(static_cast<int>(Of(b)->rr++ % weft_vp_count()));
+    weft_sched_enqueue(vp, t);
+  }
+  static weft_thread_t *Idle(weft_bundle_t *b, weft_vp_t *vp) {
+    static thread_local int depth = 0;  // per kernel thread: handlers never switch
+    PassSched *s = Of(b);
+    s->calls++;
+    depth++;
+    int m = s->max_depth.load();
+    while (depth > m && !s->max_depth.compare_exchange_weak(m, depth)) {
+    }
+    weft_thread_t *t = nullptr;
+    if (s->mode == kDown) {
+      for (weft_bundle_t *c = weft_bundle_first_child(b); c && !t; c = weft_bundle_next_sibling(c))
+        t = weft_sched_idle_pass(c, vp);
+    } else if (s->mode == kUp) {
+      t = weft_sched_idle_pass(weft_bundle_parent(b), vp);
+    } else {
+      t = weft_sched_idle_pass(b, vp);
+    }
+    depth--;
+    if (t) s->got++;
+    return t;
+  }
+  static constexpr weft_sched_ops_t kOps = {Ready,   nullptr, nullptr, nullptr, Ready,
+                                            nullptr, nullptr, Idle,    WEFT_SCHED_DISPATCH_ONLY};
+};
+constexpr weft_sched_ops_t PassSched::kOps;
+
+weft_bundle_t *MakePass(PassSched *s, weft_bundle_t *parent) {
+  weft_bundle_t *b = nullptr;
+  int rc = weft_bundle_create(&b, parent, &PassSched::kOps, s);
+  EXPECT_EQ(rc, 0) << weft_err_name(rc);
+  return b;
+}
+
+// Sleeps (so that the caller's VP goes idle and raises processor_idle) until pred()
+// holds or 30 s pass; returns pred(). A root-bundle yield would not do: with an
+// empty dispatch queue it returns at once.
+template <class Pred>
+bool SleepUntil(Pred pred) {
+  for (int i = 0; i < 30000 && !pred(); i++) weft_sleep_ns(1000 * 1000);
+  return pred();
+}
+
+// Lets every VP go idle a few times (each would start a held-back thread).
+void IdleAWhile() {
+  for (int i = 0; i < 10; i++) weft_sleep_ns(500 * 1000);
+}
+
+void JoinAll(const std::vector<weft_thread_t *> &ts) {
+  for (weft_thread_t *t : ts) Join(t);
+}
+
+// ---- the tree ------------------------------------------------------------------------
+
+TEST_P(BundleTreeTest, TreeLinksFollowCreateAndDestroy) {
+  weft_bundle_t *root = weft_bundle_root();
+  EXPECT_EQ(weft_bundle_parent(root), nullptr);
+  EXPECT_EQ(weft_bundle_first_child(root), nullptr);
+  weft_bundle_t *a = Lib(WEFT_SCHED_FIFO);
+  weft_bundle_t *b = Lib(WEFT_SCHED_LIFO);
+  weft_bundle_t *c = Lib(WEFT_SCHED_FIFO, a);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(weft_bundle_parent(a), root);
+  EXPECT_EQ(weft_bundle_parent(c), a);
+  // newest child first
+  EXPECT_EQ(weft_bundle_first_child(root), b);
+  EXPECT_EQ(weft_bundle_next_sibling(b), a);
+  EXPECT_EQ(weft_bundle_next_sibling(a), nullptr);
+  EXPECT_EQ(weft_bundle_first_child(a), c);
+  EXPECT_EQ(weft_bundle_next_sibling(c), nullptr);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(b), 0);
+  EXPECT_EQ(weft_bundle_first_child(root), a);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(a), WEFT_EBUSY) << "a has a child";
+  EXPECT_EQ(weft_schedlib_bundle_destroy(c), 0);
+  EXPECT_EQ(weft_bundle_first_child(a), nullptr);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(a), 0);
+  EXPECT_EQ(weft_bundle_first_child(root), nullptr);
+  EXPECT_EQ(weft_bundle_parent(nullptr), nullptr);
+  EXPECT_EQ(weft_bundle_first_child(nullptr), nullptr);
+  EXPECT_EQ(weft_bundle_next_sibling(nullptr), nullptr);
+}
+
+// ---- the focus -------------------------------------------------------------------------
+
+TEST_P(BundleTreeTest, FocusIsSetReadAndMovesUpWhenDestroyed) {
+  weft_bundle_t *root = weft_bundle_root();
+  EXPECT_EQ(weft_bundle_focus(), root) << "the root has the focus at first";
+  weft_bundle_t *a = Lib(WEFT_SCHED_FIFO);
+  weft_bundle_t *c = Lib(WEFT_SCHED_FIFO, a);
+  ASSERT_TRUE(a && c);
+  EXPECT_EQ(weft_bundle_set_focus(c), 0);
+  EXPECT_EQ(weft_bundle_focus(), c);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(c), 0);
+  EXPECT_EQ(weft_bundle_focus(), a) << "the focus moves to the destroyed bundle's parent";
+  EXPECT_EQ(weft_bundle_set_focus(nullptr), 0);
+  EXPECT_EQ(weft_bundle_focus(), root);
+  // a pointer that is not a live bundle (never dereferenced)
+  alignas(64) char fake[256] = {};
+  EXPECT_EQ(weft_bundle_set_focus(reinterpret_cast<weft_bundle_t *>(fake)), WEFT_EINVAL);
+  EXPECT_EQ(weft_bundle_focus(), root);
+  EXPECT_EQ(weft_bundle_set_focus(a), 0);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(a), 0);
+  EXPECT_EQ(weft_bundle_focus(), root);
+}
+
+TEST(BundleTreeApi, NotRunning) {
+  EXPECT_EQ(weft_bundle_focus(), nullptr);
+  EXPECT_EQ(weft_bundle_set_focus(nullptr), WEFT_ENOTINIT);
+  EXPECT_EQ(weft_bundle_stop(nullptr), WEFT_ENOTINIT);
+  EXPECT_EQ(weft_bundle_continue(nullptr), WEFT_ENOTINIT);
+  EXPECT_EQ(weft_bundle_is_stopped(nullptr), 0);
+}
+
+// Idle VPs ask the focus bundle first. With one VP: threads of the focused (older)
+// bundle all run before any of the other, although the sweep alone asks the newest
+// bundle first (checked too, as the contrast). With more VPs: every thread runs once.
+TEST_P(BundleTreeTest, IdleEventsGoToTheFocusFirst) {
+  const int n = 20;
+  for (int focus_older = 0; focus_older < 2; focus_older++) {
+    weft_bundle_t *older = Lib(WEFT_SCHED_FIFO);
+    weft_bundle_t *newer = Lib(WEFT_SCHED_FIFO);
+    ASSERT_TRUE(older && newer);
+    RunLog log;
+    std::vector<Job> jobs;
+    jobs.reserve(2 * n);
+    auto ts = SpawnGroup(older, n, &jobs, &log, 0);
+    auto ts2 = SpawnGroup(newer, n, &jobs, &log, 1);
+    ts.insert(ts.end(), ts2.begin(), ts2.end());
+    if (focus_older) {
+      ASSERT_EQ(weft_bundle_set_focus(older), 0);
+    }
+    JoinAll(ts);
+    ASSERT_EQ(log.order.size(), static_cast<size_t>(2 * n));
+    if (nvps() == 1) {
+      int first = focus_older ? 0 : 1;  // focus: older; no focus: the sweep, newest first
+      for (int i = 0; i < 2 * n; i++)
+        EXPECT_EQ(log.order[i], i < n ? first : 1 - first) << "position " << i << " focus_older "
+                                                          << focus_older;
+    }
+    EXPECT_EQ(weft_bundle_set_focus(nullptr), 0);
+    EXPECT_EQ(weft_schedlib_bundle_destroy(newer), 0);
+    EXPECT_EQ(weft_schedlib_bundle_destroy(older), 0);
+  }
+}
+
+// A focus bundle that holds no threads passes idle events down to its children.
+TEST_P(BundleTreeTest, FocusPassesIdleEventsDown) {
+  PassSched ps;
+  weft_bundle_t *p = MakePass(&ps, nullptr);
+  ASSERT_NE(p, nullptr);
+  weft_bundle_t *c1 = Lib(WEFT_SCHED_FIFO, p);
+  weft_bundle_t *c2 = Lib(WEFT_SCHED_LIFO | WEFT_SCHED_AFFINITY, p);
+  ASSERT_TRUE(c1 && c2);
+  ASSERT_EQ(weft_bundle_set_focus(p), 0);
+  const int n = 25;
+  RunLog log;
+  std::vector<Job> jobs;
+  jobs.reserve(2 * n);
+  auto ts = SpawnGroup(c1, n, &jobs, &log, 1);
+  auto ts2 = SpawnGroup(c2, n, &jobs, &log, 2);
+  ts.insert(ts.end(), ts2.begin(), ts2.end());
+  JoinAll(ts);
+  EXPECT_EQ(log.started.load(), 2 * n);
+  EXPECT_GT(ps.calls.load(), 0) << "the focus is asked";
+  // one VP: every thread is found by the focus first, so through its pass
+  if (nvps() == 1) {
+    EXPECT_EQ(ps.got.load(), 2 * n);
+  }
+  EXPECT_EQ(weft_schedlib_bundle_destroy(c1), 0);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(c2), 0);
+  EXPECT_EQ(weft_bundle_focus(), p);
+  EXPECT_EQ(weft_bundle_destroy(p), 0);
+  EXPECT_EQ(weft_bundle_focus(), weft_bundle_root());
+}
+
+// A focus bundle below the one with the threads passes idle events up.
+TEST_P(BundleTreeTest, FocusPassesIdleEventsUp) {
+  weft_bundle_t *lib = Lib(WEFT_SCHED_FIFO | WEFT_SCHED_EAGER);
+  ASSERT_NE(lib, nullptr);
+  PassSched ps;
+  ps.mode = PassSched::kUp;
+  weft_bundle_t *leaf = MakePass(&ps, lib);
+  ASSERT_NE(leaf, nullptr);
+  ASSERT_EQ(weft_bundle_set_focus(leaf), 0);
+  const int n = 25;
+  RunLog log;
+  std::vector<Job> jobs;
+  jobs.reserve(n);
+  auto ts = SpawnGroup(lib, n, &jobs, &log, 0);
+  JoinAll(ts);
+  EXPECT_EQ(log.started.load(), n);
+  if (nvps() == 1) {
+    EXPECT_EQ(ps.got.load(), n);
+  }
+  EXPECT_EQ(weft_bundle_destroy(leaf), 0);
+  EXPECT_EQ(weft_bundle_focus(), lib);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(lib), 0);
+}
+
+// A cycle of passes ends at WEFT_SCHED_PASS_MAX; the runtime goes on.
+TEST_P(BundleTreeTest, PassCycleIsCut) {
+  PassSched ps;
+  ps.mode = PassSched::kSelf;
+  weft_bundle_t *self_passer = MakePass(&ps, nullptr);
+  weft_bundle_t *lib = Lib(WEFT_SCHED_LIFO);
+  ASSERT_TRUE(self_passer && lib);
+  ASSERT_EQ(weft_bundle_set_focus(self_passer), 0);
+  RunLog log;
+  std::vector<Job> jobs;
+  jobs.reserve(10);
+  auto ts = SpawnGroup(lib, 10, &jobs, &log, 0);
+  JoinAll(ts);
+  EXPECT_EQ(log.started.load(), 10);
+  EXPECT_GT(ps.calls.load(), 0);
+  EXPECT_EQ(ps.max_depth.load(), WEFT_SCHED_PASS_MAX + 1) << "the first call, then the passes";
+  EXPECT_EQ(ps.got.load(), 0);
+  EXPECT_EQ(weft_bundle_set_focus(nullptr), 0);
+  EXPECT_EQ(weft_bundle_destroy(self_passer), 0);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(lib), 0);
+}
+
+// ---- stop and continue ----------------------------------------------------------------
+
+struct StopShared {
+  weft_sem_t go;
+  std::atomic<int> new_started{0};
+  std::atomic<int> first_resumed{0};
+  std::atomic<int> new_seen_by_first{-1};
+  std::atomic<int> first_started{0};
+};
+
+void *NewWorker(void *a) {
+  static_cast<StopShared *>(a)->new_started++;
+  return nullptr;
+}
+
+// Started before the stop: blocks, resumes while the bundle is stopped, and yields
+// (a yield must not start a held-back thread either).
+void *FirstWorker(void *a) {
+  StopShared *s = static_cast<StopShared *>(a);
+  s->first_started = 1;
+  EXPECT_EQ(weft_sem_wait(&s->go), 0);
+  s->first_resumed = 1;
+  for (int i = 0; i < 20; i++) weft_yield();
+  s->new_seen_by_first = s->new_started.load();
+  return nullptr;
+}
+
+// While a bundle is stopped its new threads do not start; a thread that had started
+// blocks and resumes as usual (FIFO/LIFO hand woken threads to a dispatch queue);
+// after continue everything runs. At 2 and 4 VPs the main thread does not switch
+// after continue: another VP must be woken to run them.
+TEST_P(BundleTreeTest, StopHoldsBackNewThreadsUntilContinue) {
+  for (unsigned kind : {unsigned{WEFT_SCHED_FIFO},
+                        unsigned{WEFT_SCHED_LIFO | WEFT_SCHED_EAGER | WEFT_SCHED_AFFINITY}}) {
+    // no SCOPED_TRACE: its stack is per kernel thread, and the test thread migrates
+    const char *name = weft_schedlib_kind_name(kind);
+    weft_bundle_t *b = Lib(kind);
+    ASSERT_NE(b, nullptr);
+    StopShared s;
+    ASSERT_EQ(weft_sem_init(&s.go, 0), 0);
+    weft_attr_t attr = InBundle(b);
+    weft_thread_t *first = Spawn(FirstWorker, &s, &attr);
+    ASSERT_TRUE(SleepUntil([&] { return s.first_started.load() == 1; }))
+        << "the first thread has started (and waits on the semaphore, or is about to)";
+    EXPECT_EQ(weft_bundle_is_stopped(b), 0);
+    ASSERT_EQ(weft_bundle_stop(b), 0);
+    EXPECT_EQ(weft_bundle_stop(b), 0) << "stopping again changes nothing";
+    EXPECT_EQ(weft_bundle_is_stopped(b), 1);
+    const int n = 16;
+    std::vector<weft_thread_t *> ts;
+    for (int i = 0; i < n; i++) ts.push_back(Spawn(NewWorker, &s, &attr));
+    EXPECT_EQ(weft_sem_signal(&s.go), 0);
+    Join(first);  // resumes although its bundle is stopped
+    EXPECT_EQ(s.first_resumed.load(), 1);
+    EXPECT_EQ(s.new_seen_by_first.load(), 0) << name << ": its yields started no new thread";
+    IdleAWhile();
+    EXPECT_EQ(s.new_started.load(), 0) << name << ": no new thread started while stopped";
+    ASSERT_EQ(weft_bundle_continue(b), 0);
+    EXPECT_EQ(weft_bundle_is_stopped(b), 0);
+    if (nvps() > 1) {
+      EXPECT_TRUE(SpinUntil([&] { return s.new_started.load() == n; }))
+          << name << ": continue wakes a VP to run the held-back threads";
+    }
+    JoinAll(ts);
+    EXPECT_EQ(s.new_started.load(), n) << name;
+    EXPECT_EQ(weft_bundle_continue(b), 0) << "continuing again changes nothing";
+    EXPECT_EQ(weft_sem_destroy(&s.go), 0);
+    EXPECT_EQ(weft_schedlib_bundle_destroy(b), 0);
+  }
+}
+
+// Stopping a bundle stops the bundles below it; stopping the root stops them all.
+TEST_P(BundleTreeTest, StopCoversTheSubtree) {
+  weft_bundle_t *root = weft_bundle_root();
+  weft_bundle_t *a = Lib(WEFT_SCHED_FIFO);
+  weft_bundle_t *c = Lib(WEFT_SCHED_LIFO, a);
+  weft_bundle_t *other = Lib(WEFT_SCHED_FIFO);
+  ASSERT_TRUE(a && c && other);
+  ASSERT_EQ(weft_bundle_stop(a), 0);
+  EXPECT_EQ(weft_bundle_is_stopped(c), 1);
+  EXPECT_EQ(weft_bundle_is_stopped(other), 0);
+  ASSERT_EQ(weft_bundle_continue(c), 0);
+  EXPECT_EQ(weft_bundle_is_stopped(c), 1) << "still stopped through its parent";
+
+  StopShared s;
+  weft_attr_t attr = InBundle(c);
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < 8; i++) ts.push_back(Spawn(NewWorker, &s, &attr));
+  IdleAWhile();
+  EXPECT_EQ(s.new_started.load(), 0);
+  ASSERT_EQ(weft_bundle_continue(a), 0);
+  JoinAll(ts);
+  EXPECT_EQ(s.new_started.load(), 8);
+
+  ASSERT_EQ(weft_bundle_stop(root), 0);
+  EXPECT_EQ(weft_bundle_is_stopped(a), 1);
+  EXPECT_EQ(weft_bundle_is_stopped(other), 1);
+  // the root's own threads still run: its scheduler hands them to dispatch queues
+  EXPECT_EQ(RunInThread([] { return P(7); }), P(7));
+  attr = InBundle(other);
+  ts.clear();
+  for (int i = 0; i < 8; i++) ts.push_back(Spawn(NewWorker, &s, &attr));
+  IdleAWhile();
+  EXPECT_EQ(s.new_started.load(), 8);
+  ASSERT_EQ(weft_bundle_continue(root), 0);
+  JoinAll(ts);
+  EXPECT_EQ(s.new_started.load(), 16);
+
+  // a stopped bundle can be destroyed; the others are unaffected
+  ASSERT_EQ(weft_bundle_stop(other), 0);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(other), 0);
+  EXPECT_EQ(weft_bundle_is_stopped(a), 0);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(c), 0);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(a), 0);
+}
+
+TEST_P(BundleTreeTest, StopRejectsBadBundles) {
+  EXPECT_EQ(weft_bundle_stop(nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_bundle_continue(nullptr), WEFT_EINVAL);
+  alignas(64) char fake[256] = {};
+  EXPECT_EQ(weft_bundle_stop(reinterpret_cast<weft_bundle_t *>(fake)), WEFT_EINVAL);
+  EXPECT_EQ(weft_bundle_is_stopped(nullptr), 0);
+}
+
+}  // namespace
