@@ -18,7 +18,7 @@
  * slices (RESTORE/ENTRY opens one, SAVE/EXIT closes it) and idle slices
  * (IDLE_BEGIN..IDLE_END) as "X" events on the VP's track; thread lifetimes are
  * async spans ("b"/"e", id = thread id) from ENTRY to EXIT, which may lie on
- * different VPs; BLOCKED and UNBLOCKED are instant events.
+ * different VPs; BLOCKED, UNBLOCKED and STEAL are instant events.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -36,7 +36,7 @@
 
 /* One recorded event. tid: weft_thread_id of the event's thread (0 for none);
  * aux: BLOCKED the object's address, UNBLOCKED the waker's id, IDLE_END the next
- * thread's id. */
+ * thread's id, STEAL the victim VP (low 32 bits) and the count (high 32 bits). */
 typedef struct rec {
   uint64_t ts;
   uint64_t tid;
@@ -52,6 +52,7 @@ typedef struct vpbuf {
   /* counters: written by the owner only, read by stats_print at any time (relaxed:
    * they are statistics, exact only when quiescent) */
   _Atomic uint64_t dropped, switches, blocks, idles, idle_ns;
+  _Atomic uint64_t steals, stolen;  /* STEAL events, and the threads they took */
   uint64_t idle_since;        /* owner only: IDLE_BEGIN's time, 0 when not idle */
 } __attribute__((aligned(64))) vpbuf_t;
 
@@ -77,7 +78,8 @@ static struct {
  * event per polling round and would fill the buffers with nothing to show). */
 static const weft_hook_event_t traced[] = {
     WEFT_HOOK_ENTRY,   WEFT_HOOK_EXIT,      WEFT_HOOK_SAVE,     WEFT_HOOK_RESTORE,
-    WEFT_HOOK_BLOCKED, WEFT_HOOK_UNBLOCKED, WEFT_HOOK_IDLE_BEGIN, WEFT_HOOK_IDLE_END};
+    WEFT_HOOK_BLOCKED, WEFT_HOOK_UNBLOCKED, WEFT_HOOK_IDLE_BEGIN, WEFT_HOOK_IDLE_END,
+    WEFT_HOOK_STEAL};
 #define NTRACED ((int)(sizeof traced / sizeof traced[0]))
 
 static void count(_Atomic uint64_t *c, uint64_t v) {
@@ -114,6 +116,10 @@ static void on_event(weft_hook_event_t ev, weft_thread_t *t, int vp, void *obj, 
     if (ev == WEFT_HOOK_BLOCKED) aux = (uint64_t)(uintptr_t)obj;
     else if (ev == WEFT_HOOK_UNBLOCKED) aux = weft_thread_id((weft_thread_t *)obj);
     else if (ev == WEFT_HOOK_IDLE_END) aux = weft_thread_id(t);
+    else if (ev == WEFT_HOOK_STEAL) {
+      const weft_hook_steal_t *st = obj;
+      aux = (uint32_t)st->victim | (uint64_t)(uint32_t)st->count << 32;
+    }
     if (os) {
       while (atomic_flag_test_and_set_explicit(&g.os_lock, memory_order_acquire)) {
       }  /* acquire: pairs with the clear below of the previous holder */
@@ -124,6 +130,10 @@ static void on_event(weft_hook_event_t ev, weft_thread_t *t, int vp, void *obj, 
       switch (ev) {
         case WEFT_HOOK_SAVE: count(&b->switches, 1); break;
         case WEFT_HOOK_BLOCKED: count(&b->blocks, 1); break;
+        case WEFT_HOOK_STEAL:
+          count(&b->steals, 1);
+          count(&b->stolen, aux >> 32);
+          break;
         case WEFT_HOOK_IDLE_BEGIN:
           b->idle_since = now;
           count(&b->idles, 1);
@@ -335,6 +345,14 @@ static void write_vp(out_t *o, int vp) {
       case WEFT_HOOK_UNBLOCKED:
         instant(o, vp, "unblocked", r->ts, r->tid, "waker", r->aux, 0);
         break;
+      case WEFT_HOOK_STEAL:
+        sep(o);
+        fprintf(o->f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"weft.steal\",\"name\":\"steal\","
+                "\"pid\":1,\"tid\":%d,\"ts\":", vp);
+        ts(o->f, r->ts);
+        fprintf(o->f, ",\"args\":{\"thread\":%" PRIu64 ",\"victim\":%u,\"count\":%u}}", r->tid,
+                (unsigned)(r->aux & 0xffffffffu), (unsigned)(r->aux >> 32));
+        break;
       case WEFT_HOOK_IDLE_BEGIN:
         if (cur) slice(o, vp, "weft.run", cur, cur_since, r->ts, "idle");
         cur = 0;
@@ -395,7 +413,7 @@ int weft_trace_write_file(FILE *f) {
   for (int i = 0; i <= g.nvps; i++)
     fprintf(f, "%s%" PRIu64, i ? "," : "",
             atomic_load_explicit(&g.bufs[i].dropped, memory_order_relaxed));
-  fputs("],\"last_buffer\":\"plain OS threads\",\"missing\":\"steals (no callback)\"}}\n", f);
+  fputs("],\"last_buffer\":\"plain OS threads\"}}\n", f);
   return ferror(f) ? WEFT_ESYS : 0;
 }
 
@@ -443,18 +461,21 @@ void weft_trace_stats_print(FILE *f) {
     uint64_t now = g.t1 ? g.t1 : weft_time_now();
     fprintf(f, "weft trace statistics over %.3f ms (%s)\n", (double)(now - g.t0) / 1e6,
             g.installed ? "tracing" : "stopped");
-    fprintf(f, "%-6s %10s %10s %10s %14s %10s %10s\n", "VP", "switches", "blocks", "idles",
-            "idle ms", "events", "dropped");
+    fprintf(f, "%-6s %10s %10s %10s %14s %10s %10s %10s %10s\n", "VP", "switches", "blocks",
+            "idles", "idle ms", "steals", "stolen", "events", "dropped");
     for (int i = 0; i <= g.nvps; i++) {
       const vpbuf_t *b = &g.bufs[i];
       char name[16];
       if (i < g.nvps) snprintf(name, sizeof name, "%d", i);
       else snprintf(name, sizeof name, "OS");
-      fprintf(f, "%-6s %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %14.3f %10zu %10" PRIu64 "\n",
+      fprintf(f, "%-6s %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %14.3f %10" PRIu64
+              " %10" PRIu64 " %10zu %10" PRIu64 "\n",
               name, atomic_load_explicit(&b->switches, memory_order_relaxed),
               atomic_load_explicit(&b->blocks, memory_order_relaxed),
               atomic_load_explicit(&b->idles, memory_order_relaxed),
               (double)atomic_load_explicit(&b->idle_ns, memory_order_relaxed) / 1e6,
+              atomic_load_explicit(&b->steals, memory_order_relaxed),
+              atomic_load_explicit(&b->stolen, memory_order_relaxed),
               g.installed ? (size_t)0 : b->n,  /* the count is the owner's while tracing */
               atomic_load_explicit(&b->dropped, memory_order_relaxed));
     }

@@ -4,9 +4,11 @@
 // the errors and the statistics dump. Skipped when built with WEFT_HOOKS=OFF.
 #include "weft_test.h"
 
+#include <weft/sched.h>
 #include <weft/trace.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -428,6 +430,112 @@ TEST_P(TraceTest, EnvironmentVariableStartsTracing) {
   ASSERT_EQ(weft_trace_write(nullptr), 0);
   Json root;
   ASSERT_NO_FATAL_FAILURE(Load(path, &root));
+  weft_trace_discard();
+  std::remove(path.c_str());
+}
+
+// Steals are recorded: which VP took how many threads from which, in the JSON (an
+// instant "steal" on the thief's track) and in the per-VP statistics. A steal noted
+// by a scheduler (weft_sched_steal_note) at 2 and 4 VPs; a kernel steal
+// (weft_sched_steal_half from a busy VP's dispatch queue) at 2 VPs, where no third VP
+// can take the thread first. At 1 VP there is nobody to steal from: nothing recorded.
+std::atomic<int> g_spin_vp{-1};
+std::atomic<int> g_spin_release{0};
+
+void *Spinner(void *) {
+  g_spin_vp = weft_vp_self();
+  weft_test::SpinUntil([] { return g_spin_release.load() == 1; });
+  return nullptr;
+}
+
+TEST_P(TraceTest, StealsAreRecordedPerVp) {
+  if (!Start(0)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  weft_debug_stats_t before;
+  weft_debug_stats(&before);
+  int me = weft_vp_self();
+  int victim = (me + 1) % nvps();
+  weft_sched_steal_note(weft_sched_vp(victim), 3, weft_self());  // ignored at 1 VP
+  weft_sched_steal_note(weft_sched_vp(victim), 0, weft_self());  // n <= 0: ignored
+  weft_sched_steal_note(nullptr, 2, weft_self());                // no victim: ignored
+  int kernel_steals = 0, spin_vp = -1;
+  if (nvps() == 2) {
+    g_spin_vp = -1;
+    g_spin_release = 0;
+    weft_attr_t attr;
+    weft_attr_init(&attr);
+    attr.affinity = victim;
+    weft_thread_t *spinner = weft_test::Spawn(Spinner, nullptr, &attr);
+    ASSERT_TRUE(weft_test::SpinUntil([] { return g_spin_vp.load() >= 0; }));
+    spin_vp = g_spin_vp.load();
+    ASSERT_NE(spin_vp, me) << "main never switched: the spinner runs on the other VP";
+    weft_thread_t *x = weft_test::Spawn(+[](void *) { return weft_test::P(5); }, nullptr, &attr);
+    weft_thread_t *got = weft_sched_steal_half(weft_sched_vp(spin_vp), weft_sched_vp(me));
+    EXPECT_EQ(got, x) << "the busy VP's only queued thread";
+    if (got == x) {
+      kernel_steals = 1;
+      weft_sched_enqueue(weft_sched_vp(me), x);
+    }
+    EXPECT_EQ(weft_test::Join(x), weft_test::P(5));
+    g_spin_release = 1;
+    weft_test::Join(spinner);
+  }
+  ASSERT_EQ(weft_trace_stop(), 0);
+  weft_debug_stats_t after;
+  weft_debug_stats(&after);
+  int noted = nvps() > 1 ? 1 : 0;
+  EXPECT_GE(after.steals - before.steals, static_cast<uint64_t>(noted + kernel_steals));
+
+  std::string path = TempPath("steal");
+  ASSERT_EQ(weft_trace_write(path.c_str()), 0);
+  Json root;
+  ASSERT_NO_FATAL_FAILURE(Load(path, &root));
+  int note_seen = 0, kernel_seen = 0, steals_on_me = 0;
+  for (const Json &e : root.Get("traceEvents")->arr) {
+    if (e.Str("ph") != "i" || e.Str("name") != "steal") continue;
+    EXPECT_EQ(e.Str("cat"), "weft.steal");
+    const Json *args = e.Get("args");
+    ASSERT_TRUE(args);
+    int tid = static_cast<int>(e.Num("tid"));
+    int v = static_cast<int>(args->Num("victim"));
+    int count = static_cast<int>(args->Num("count"));
+    EXPECT_NE(v, tid) << "a VP never steals from itself";
+    EXPECT_GE(count, 1);
+    if (tid != me) continue;
+    steals_on_me++;
+    if (v == victim && count == 3 &&
+        static_cast<uint64_t>(args->Num("thread")) == weft_thread_id(weft_self()))
+      note_seen++;
+    if (v == spin_vp && count == 1) kernel_seen++;
+  }
+  EXPECT_EQ(note_seen, noted);
+  EXPECT_GE(kernel_seen, kernel_steals);
+  if (nvps() == 1) EXPECT_EQ(steals_on_me, 0);
+
+  char *buf = nullptr;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ASSERT_NE(f, nullptr);
+  weft_trace_stats_print(f);
+  fclose(f);
+  std::string out(buf, len);
+  free(buf);
+  EXPECT_NE(out.find("stolen"), std::string::npos) << out;
+  // the row of our VP: switches blocks idles idle-ms steals stolen events dropped
+  std::istringstream rows(out);
+  std::string line;
+  bool found = false;
+  while (std::getline(rows, line)) {
+    std::istringstream cols(line);
+    std::string name;
+    uint64_t sw, bl, id, st, sn;
+    double ms;
+    if (!(cols >> name) || name != std::to_string(me)) continue;
+    ASSERT_TRUE(cols >> sw >> bl >> id >> ms >> st >> sn) << line;
+    EXPECT_EQ(st, static_cast<uint64_t>(steals_on_me)) << line;
+    EXPECT_GE(sn, static_cast<uint64_t>(3 * noted + kernel_steals)) << line;
+    found = true;
+  }
+  EXPECT_TRUE(found) << out;
   weft_trace_discard();
   std::remove(path.c_str());
 }
