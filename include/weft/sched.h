@@ -60,8 +60,8 @@
  * (weft_bundle_stop) are skipped everywhere. processor_idle always runs with the
  * kernel's bundle lock held (so the tree does not change under a handler and no
  * bundle it can reach is destroyed meanwhile): a handler must not create, destroy,
- * focus, stop or continue bundles, and must not hold a lock of its own while it calls
- * weft_sched_idle_pass().
+ * focus, stop or continue bundles or read the focus (caught in checked builds), and
+ * must not hold a lock of its own while it calls weft_sched_idle_pass().
  */
 #ifndef WEFT_SCHED_H
 #define WEFT_SCHED_H
@@ -177,7 +177,8 @@ WEFT_API int weft_bundle_stop(weft_bundle_t *b);
 WEFT_API int weft_bundle_continue(weft_bundle_t *b);
 
 /* weft_bundle_is_stopped() returns 1 if b or a bundle above it is stopped, else 0
- * (also for b NULL or weft not running). Never switches. */
+ * (also for b NULL or weft not running). Callable from anywhere, handlers included.
+ * Never switches. */
 WEFT_API int weft_bundle_is_stopped(const weft_bundle_t *b);
 
 /* ---- kernel services for schedulers ------------------------------------------ */

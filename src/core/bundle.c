@@ -18,6 +18,14 @@
 
 #define WEFT__STEAL_MAX 64 /* most threads one steal moves */
 
+static __thread int idle_held;   /* this kernel thread holds bundle_lock for idle events */
+static __thread int pass_depth;  /* nesting of weft_sched_idle_pass on this kernel thread */
+
+/* The calls that take the bundle lock themselves would deadlock inside processor_idle
+ * (the lock is held around it): a checked build says so instead. */
+#define NOT_IN_IDLE_HANDLER(what) \
+  WEFT__ASSERT(!idle_held, what " called from a processor_idle handler (weft/sched.h)")
+
 weft_bundle_t *weft__bundle_new_root(void) {
   weft_bundle_t *b = weft__sys_calloc(1, sizeof *b);
   if (!b) return NULL;
@@ -34,6 +42,7 @@ int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
                        const weft_sched_ops_t *ops, void *data) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   if (!out || !ops || !ops->thread_created || !ops->thread_unblocked) return WEFT_EINVAL;
+  NOT_IN_IDLE_HANDLER("weft_bundle_create");
   weft_bundle_t *b = weft__sys_calloc(1, sizeof *b);
   if (!b) return WEFT_ENOMEM;
   b->ops = *ops;
@@ -59,6 +68,7 @@ int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
 int weft_bundle_destroy(weft_bundle_t *b) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   if (!b || b == weft__rt.root) return WEFT_EINVAL;
+  NOT_IN_IDLE_HANDLER("weft_bundle_destroy");
   /* acquire: pairs with the release decrement in the finish continuation */
   if (atomic_load_explicit(&b->nthreads, memory_order_acquire) != 0 ||
       atomic_load_explicit(&b->nchildren, memory_order_acquire) != 0)
@@ -109,6 +119,7 @@ static int bundle_live_locked(const weft_bundle_t *b) {
 int weft_bundle_set_focus(weft_bundle_t *b) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   if (!b) b = weft__rt.root;
+  NOT_IN_IDLE_HANDLER("weft_bundle_set_focus");
   weft__spin_lock(&weft__rt.bundle_lock);
   int ok = bundle_live_locked(b);
   if (ok) atomic_store_explicit(&weft__rt.focus, b, memory_order_relaxed);
@@ -122,6 +133,7 @@ int weft_bundle_set_focus(weft_bundle_t *b) {
 
 weft_bundle_t *weft_bundle_focus(void) {
   if (!weft_is_running()) return NULL;
+  NOT_IN_IDLE_HANDLER("weft_bundle_focus");
   weft__spin_lock(&weft__rt.bundle_lock);
   weft_bundle_t *f = atomic_load_explicit(&weft__rt.focus, memory_order_relaxed);
   weft__spin_unlock(&weft__rt.bundle_lock);
@@ -142,6 +154,7 @@ int weft__bundle_stopped(const weft_bundle_t *b) {
 static int set_stopped(weft_bundle_t *b, int on) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   if (!b) return WEFT_EINVAL;
+  NOT_IN_IDLE_HANDLER("weft_bundle_stop/continue");
   weft__spin_lock(&weft__rt.bundle_lock);
   int ok = bundle_live_locked(b);
   if (ok && atomic_load_explicit(&b->stopped, memory_order_relaxed) != on) {
@@ -164,6 +177,7 @@ int weft_bundle_continue(weft_bundle_t *b) { return set_stopped(b, 0); }
 
 int weft_bundle_is_stopped(const weft_bundle_t *b) {
   if (!b || !weft_is_running()) return 0;
+  if (idle_held) return weft__bundle_stopped(b); /* the lock is ours already */
   weft__spin_lock(&weft__rt.bundle_lock);
   int s = weft__bundle_stopped(b);
   weft__spin_unlock(&weft__rt.bundle_lock);
@@ -172,8 +186,6 @@ int weft_bundle_is_stopped(const weft_bundle_t *b) {
 
 /* ---- routing processor-idle events ------------------------------------------------------ */
 
-static __thread int idle_held;   /* this kernel thread holds bundle_lock for idle events */
-static __thread int pass_depth;  /* nesting of weft_sched_idle_pass on this kernel thread */
 
 static void idle_lock(void) {
   weft__spin_lock(&weft__rt.bundle_lock);

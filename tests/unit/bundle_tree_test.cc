@@ -424,4 +424,30 @@ TEST_P(BundleTreeTest, StopRejectsBadBundles) {
   EXPECT_EQ(weft_bundle_is_stopped(nullptr), 0);
 }
 
+// In a checked build, a processor_idle handler that calls a function taking the bundle
+// lock itself (here weft_bundle_focus) is caught instead of deadlocking.
+weft_thread_t *FocusFromIdle(weft_bundle_t *, weft_vp_t *) {
+  (void)weft_bundle_focus();
+  return nullptr;
+}
+
+TEST(BundleTreeDeathTest, BundleCallFromIdleHandlerIsCaughtInCheckedBuild) {
+#ifndef WEFT_TEST_CHECKED
+  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
+#endif
+  SetDeathTestStyle();
+  EXPECT_DEATH(
+      {
+        InitWithVps(1);
+        weft_sched_ops_t ops = PassSched::kOps;
+        ops.processor_idle = FocusFromIdle;
+        PassSched ps;
+        weft_bundle_t *b = nullptr;
+        weft_bundle_create(&b, nullptr, &ops, &ps);
+        weft_sleep_ns(1000 * 1000);  // the VP goes idle and asks b
+        std::_Exit(0);
+      },
+      "weft: misuse");
+}
+
 }  // namespace
