@@ -19,20 +19,20 @@ command -v valgrind >/dev/null || { echo "icount: valgrind not installed, skippe
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# run PROG MODE ITERATIONS -> "IR OPS"
+# run PROG MODE ITERATIONS [EXTRA] -> "IR OPS"
 run() {
   local f="$tmp/cg.$RANDOM" ops ir
   ops=$(valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$f" \
-          "$1" "$2" "$3" 2>"$tmp/vg.log" | sed -n 's/^ops=//p')
+          "$1" "$2" "$3" ${4:+"$4"} 2>"$tmp/vg.log" | sed -n 's/^ops=//p')
   ir=$(sed -n 's/^summary: *//p' "$f")
   [ -n "$ops" ] && [ -n "$ir" ] || { echo "icount: $1 $2 $3 failed:" >&2; tail -5 "$tmp/vg.log" >&2; return 1; }
   echo "$ir $ops"
 }
 
-# per_op PROG MODE -> instructions per operation
+# per_op PROG MODE [EXTRA] -> instructions per operation
 per_op() {
   local a b
-  a=$(run "$1" "$2" "$n") && b=$(run "$1" "$2" $((2 * n))) || { echo "null"; return; }
+  a=$(run "$1" "$2" "$n" "${3:-}") && b=$(run "$1" "$2" $((2 * n)) "${3:-}") || { echo "null"; return; }
   echo "$a $b" | awk '{ printf "%.1f\n", ($3 - $1) / ($4 - $2) }'
 }
 
@@ -52,6 +52,13 @@ for mode in l2 l3 l4m l4s l5m l5s l6m l6s l7; do
     v=$(per_op "$build/bench/weft_icount_fiber" "$mode"); add "$row" boost_fiber "$v"
     printf '%-18s %-12s %s\n' "$row" boost_fiber "$v"
   fi
+done
+# X1's third column: L2 and L3 with one counting callback on every event (weft/hook.h);
+# skipped in a build with WEFT_HOOKS=OFF (the push fails there)
+for mode in l2 l3; do
+  row="X1_${row_of[$mode]}_one_callback"
+  v=$(per_op "$build/bench/weft_icount" "$mode" hooked 2>/dev/null); add "$row" weft "$v"
+  printf '%-18s %-12s %s\n' "$row" weft "$v"
 done
 {
   printf '{"tool": "valgrind --tool=callgrind", "n": %d, "rows": [' "$n"

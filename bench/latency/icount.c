@@ -13,6 +13,10 @@
  *   weft_icount l6s N  N rounds of semaphore ping-pong
  *   weft_icount l7 N   N rounds of condition-variable ping-pong (papers/002 PingPong)
  * (ping-pong: ops = rounds, a round = one pass of each thread; nvps=1.)
+ * For l2 and l3 it also prints "ns_per_op=<t>", the loop's wall time per operation
+ * (run natively for that; under callgrind it is meaningless).
+ * A third argument "hooked" installs one counting callback on every event
+ * (weft/hook.h) before the loop: X1's third column. It prints "events=<count>".
  * A third argument "verify" (debug run, nothing is collected) checks after every round
  * that the partner made exactly one pass per round of the main thread, and for l6m
  * that each round blocked both threads once (weft_sync_stats); it prints the result.
@@ -24,8 +28,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/hook.h"
 #include "weft/sync.h"
 #include "weft/weft.h"
+
+/* X1: one counting callback on every event (runs on the one VP: a plain counter) */
+static unsigned long hook_events;
+static void count_event(weft_hook_event_t ev, weft_thread_t *t, int vp, void *obj, void *arg) {
+  (void)ev; (void)t; (void)vp; (void)obj; (void)arg;
+  hook_events++;
+}
 
 #ifdef WEFT_BENCH_CALLGRIND
 #include <valgrind/callgrind.h>
@@ -231,8 +243,9 @@ int main(int argc, char **argv) {
   for (int i = 0; argc >= 3 && i < (int)(sizeof modes / sizeof *modes); i++)
     if (strcmp(argv[1], modes[i]) == 0) mode = i;
   int verify = argc == 4 && strcmp(argv[3], "verify") == 0;
-  if (mode < 0 || argc > 4 || (argc == 4 && !verify)) {
-    fprintf(stderr, "usage: %s l2|l3|l4m|l4s|l5m|l5s|l6m|l6s|l7 N [verify]\n", argv[0]);
+  int hooked = argc == 4 && strcmp(argv[3], "hooked") == 0;
+  if (mode < 0 || argc > 4 || (argc == 4 && !verify && !hooked)) {
+    fprintf(stderr, "usage: %s l2|l3|l4m|l4s|l5m|l5s|l6m|l6s|l7 N [verify|hooked]\n", argv[0]);
     return 1;
   }
   long n = atol(argv[2]);
@@ -241,8 +254,11 @@ int main(int argc, char **argv) {
   weft_config_init(&cfg);
   cfg.nvps = 1;
   check(weft_init(&cfg), "weft_init");
+  for (int e = 0; hooked && e < WEFT_HOOK_NEVENTS; e++)
+    check(weft_hook_push((weft_hook_event_t)e, count_event, NULL), "weft_hook_push");
 
   long ops;
+  uint64_t t0 = 0, t1 = 0; /* l2, l3: the loop's wall time (meaningless under callgrind) */
   if (mode >= 2) {
     switch (mode) {
     case 2: simple(l4m, n); break;
@@ -261,23 +277,29 @@ int main(int argc, char **argv) {
     ops = n;
   } else if (is_l2) {
     l2(1000); /* warm the free lists */
+    t0 = weft_time_now();
     CALLGRIND_TOGGLE_COLLECT;
     l2(n);
     CALLGRIND_TOGGLE_COLLECT;
+    t1 = weft_time_now();
     ops = n;
   } else {
     weft_thread_t *t;
     check(weft_create(&t, NULL, partner, NULL), "weft_create");
     for (int i = 0; i < 1000; i++) weft_yield(); /* start the partner, warm up */
     long p0 = partner_yields;
+    t0 = weft_time_now();
     CALLGRIND_TOGGLE_COLLECT;
     for (long i = 0; i < n; i++) weft_yield();
     CALLGRIND_TOGGLE_COLLECT;
+    t1 = weft_time_now();
     ops = n + (partner_yields - p0);
     partner_stop = 1;
     check(weft_join(t, NULL), "weft_join");
   }
   check(weft_shutdown(), "weft_shutdown");
+  if (hooked) printf("events=%lu\n", hook_events);
+  if (t1 > t0) printf("ns_per_op=%.2f\n", (double)(t1 - t0) / (double)ops);
   printf("ops=%ld\n", ops);
   return 0;
 }
