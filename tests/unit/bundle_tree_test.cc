@@ -300,6 +300,54 @@ TEST_P(BundleTreeTest, PassCycleIsCut) {
   EXPECT_EQ(weft_schedlib_bundle_destroy(lib), 0);
 }
 
+// ---- virtual processors ------------------------------------------------------------------
+
+struct WhereRan {
+  int affinity = -2, vp = -2, vp_count = 0;
+};
+
+void *ReportWhere(void *a) {
+  WhereRan *w = static_cast<WhereRan *>(a);
+  w->affinity = weft_get_affinity();
+  w->vp = weft_vp_self();
+  w->vp_count = weft_vp_count();
+  return nullptr;
+}
+
+// A thread carries a virtual processor number of any size (up to INT_MAX) under the
+// default and the affinity schedulers; it reports its virtual processor and the VP it
+// runs on. With one VP every virtual processor maps onto VP 0.
+TEST_P(BundleTreeTest, VirtualProcessorsOfAnySize) {
+  const int vprocs[] = {0, 1, 63, 64, 1000003, 1 << 30, 2147483647};
+  weft_bundle_t *aff = Lib(WEFT_SCHED_LIFO | WEFT_SCHED_AFFINITY);
+  ASSERT_NE(aff, nullptr);
+  for (weft_bundle_t *b : {static_cast<weft_bundle_t *>(nullptr), aff}) {
+    WhereRan w[sizeof vprocs / sizeof vprocs[0]];
+    std::vector<weft_thread_t *> ts;
+    for (size_t i = 0; i < sizeof vprocs / sizeof vprocs[0]; i++) {
+      weft_attr_t attr = InBundle(b);
+      attr.affinity = vprocs[i];
+      ts.push_back(Spawn(ReportWhere, &w[i], &attr));
+    }
+    JoinAll(ts);
+    for (size_t i = 0; i < sizeof vprocs / sizeof vprocs[0]; i++) {
+      EXPECT_EQ(w[i].affinity, vprocs[i]);
+      EXPECT_GE(w[i].vp, 0);
+      EXPECT_LT(w[i].vp, nvps());
+      EXPECT_EQ(w[i].vp_count, nvps());
+      if (nvps() == 1) {
+        EXPECT_EQ(w[i].vp, 0);
+      }
+    }
+  }
+  EXPECT_EQ(weft_schedlib_bundle_destroy(aff), 0);
+  weft_attr_t bad;
+  weft_attr_init(&bad);
+  bad.affinity = -2;
+  weft_thread_t *t = nullptr;
+  EXPECT_EQ(weft_create(&t, &bad, ReportWhere, nullptr), WEFT_EINVAL);
+}
+
 // ---- stop and continue ----------------------------------------------------------------
 
 struct StopShared {
