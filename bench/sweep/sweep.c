@@ -34,7 +34,7 @@
  *
  * usage: weft_sweep [--out DIR] [--reps R] [--n N] [--slow-n N] [--procs 1,2]
  *                   [--oversub 4] [--libs weft,pthreads,boost_fiber] [--tests T1,T2,T4,T5]
- *                   [--t2-us 1] [--t2-n 200000]
+ *                   [--t2-us 1] [--t2-n 200000] [--t2-units-per-us U (else calibrated)]
  * Prints a table and writes DIR/sweep.json (DIR defaults to ./bench-results). */
 #include <errno.h>
 #include <pthread.h>
@@ -492,12 +492,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--tests")) tests = v;
     else if (!strcmp(k, "--t2-us")) t2_us = atof(v);
     else if (!strcmp(k, "--t2-n")) t2_n = atol(v);
+    else if (!strcmp(k, "--t2-units-per-us")) units_per_us = atof(v);
     else { fprintf(stderr, "unknown option %s (see the comment at the top of sweep.c)\n", k); return 1; }
   }
   if (reps < 1 || reps > MAX_REPS) reps = 5;
   for (int t = 0; t < NTESTS; t++) run_test[t] = has(tests, test_name[t]);
   if (run_test[T2]) {
-    calibrate_work();
+    if (units_per_us <= 0) calibrate_work();
     printf("T2 user work: uniform on [0, %.3g us), %.1f units (16 multiply-adds) per us\n",
            2 * t2_us, units_per_us);
   }
