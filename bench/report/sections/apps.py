@@ -92,3 +92,94 @@ def a3(rep):
             fmt_s(best["median_s"]), best["leaf"], best["P"], fmt_s(ser[best["leaf"]]["median_s"]),
             ser[best["leaf"]]["median_s"] / best["median_s"]))
     return md
+
+
+A4_LIBS = [("weft", "weft", "tab:blue"), ("pthreads", "pthreads", "tab:red"),
+           ("openmp_tasks", "OpenMP task†", "tab:purple")]
+
+
+@section("a4", "A4: conservative parallel discrete-event simulation (papers/001 §8.2 Fig 29-30)",
+         inputs=("A4.json",), order=60)
+def a4(rep):
+    doc = rep.load("A4.json")
+    res, cfg = doc["results"], doc["config"]
+    cores = rep.machine.get("cores") or 2
+    lpss = sorted({r["lps_per_thread"] for r in res})
+    works = sorted({r["work_us"] for r in res})
+    ps = sorted({r["P"] for r in res if r["lib"] != "serial"})
+    libs = [l for l in A4_LIBS if any(r["lib"] == l[0] for r in res)]
+
+    def get(lib, lps, w, p=1):
+        r = [x for x in res if x["lib"] == lib and x["lps_per_thread"] == lps and x["work_us"] == w
+             and (lib == "serial" or x["P"] == p)]
+        return r[0] if r else None
+
+    md = ("%d logical processes (stations) in groups of 50, 300 or 600 per thread, the groups in a ring; "
+          "%s. Lookahead %g of a mean service time %g; simulated to t = %g. The same model code "
+          "(bench/apps/A4_model.h) runs serially (no threads, no locks), over weft and over POSIX "
+          "threads (a thread per group, mutex + condition channels, a thread blocks when nothing is "
+          "safe to handle), and as OpenMP tasks† (rounds of one non-blocking task per group). Every "
+          "run handles exactly the serial run's events (count and checksum checked). Cells: run time, "
+          "median ± spread (speedup over serial).\n\n"
+          % (cfg["lps_total"], cfg["model"], cfg["lookahead"], cfg["service_mean"], cfg["t_end"]))
+    rows = []
+    for lps in lpss:
+        for w in works:
+            s = get("serial", lps, w)
+            line = [lps, (s or {}).get("threads", ""), "%g" % w, (s or {}).get("events", ""),
+                    cell(s["median_s"], s["min_s"], s["max_s"], "s") if s else "-"]
+            for lib, _, _ in libs:
+                for p in ps:
+                    r = get(lib, lps, w, p)
+                    c = cell(r["median_s"], r["min_s"], r["max_s"], "s") if r else "-"
+                    if r and s:
+                        c += " (%.2fx)" % (s["median_s"] / r["median_s"])
+                    line.append(c)
+            rows.append(line)
+    md += table(["LPs/thread", "threads", "event µs", "events", "serial"] +
+                ["%s P=%d%s" % (h, p, " (oversub.)" if p > cores else "") for _, h, _ in libs for p in ps], rows)
+
+    p_ = plt()
+    fig, axes = p_.subplots(1, len(lpss) + 1, figsize=(4.2 * (len(lpss) + 1), 3.8), squeeze=False)
+    pmax = max(ps)
+    for i, lps in enumerate(lpss):
+        ax = axes[0][i]
+        q = [get("serial", lps, w) for w in works]
+        ax.plot(works, [r["median_s"] for r in q], "k--", marker=".", label="serial")
+        for lib, h, col in libs:
+            q = [(w, get(lib, lps, w, pmax)) for w in works if get(lib, lps, w, pmax)]
+            ax.errorbar([w for w, _ in q], [r["median_s"] for _, r in q],
+                        yerr=[[r["median_s"] - r["min_s"] for _, r in q], [r["max_s"] - r["median_s"] for _, r in q]],
+                        marker="o", color=col, capsize=2, label="%s P=%d" % (h, pmax))
+        ax.set_xlabel("event-handling time (µs)")
+        ax.set_ylabel("run time (s)")
+        ax.set_title("%d LPs per thread (cf. 001 Fig 29)" % lps, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    ax = axes[0][-1]
+    wmax = max(works)
+    for lib, h, col in libs:
+        for lps, st in zip(lpss, ("-", "--", ":")):
+            one = get(lib, lps, wmax, 1)
+            q = [(p, get(lib, lps, wmax, p)) for p in ps if get(lib, lps, wmax, p)]
+            if one:
+                ax.plot([p for p, _ in q], [one["median_s"] / r["median_s"] for _, r in q], st, marker="o",
+                        color=col, label="%s, %d LPs/thr" % (h, lps))
+    ax.plot(ps, [min(p, cores) for p in ps], ":", color="gray")
+    ax.set_xticks(ps)
+    ax.set_xlabel("processors (P)")
+    ax.set_ylabel("speedup vs the same version at P=1")
+    ax.set_title("scalability at %g µs per event (cf. 001 Fig 30)" % wmax, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
+    fig.suptitle("A4 conservative PDES, %d LPs; %s; median, bars min..max" % (cfg["lps_total"], rep.machine_line()),
+                 fontsize=9)
+    fig.tight_layout()
+    md += "\n" + rep.save_fig(fig, "A4", "A4 discrete-event simulation")
+    lps = min(lpss)
+    w = max(works)
+    wf, pt = get("weft", lps, w, pmax), get("pthreads", lps, w, pmax)
+    if wf and pt:
+        rep.headlines.append("A4 simulation, %d LPs per thread, %g µs per event, P=%d: weft %s vs pthreads %s (%.2fx)" % (
+            lps, w, pmax, fmt_s(wf["median_s"]), fmt_s(pt["median_s"]), pt["median_s"] / wf["median_s"]))
+    return md
