@@ -55,6 +55,19 @@ def main():
               "alone_ns": alone[0], "copies_ns": copies,
               "slowdown": {t: (sum(c[t] for c in copies) / len(copies)) / alone[0][t]
                            for t in alone[0]} if copies else {}}
+    # The copies' slowdown mixes two things on a shared machine: the memory system (what
+    # the model's bus is for) and the CPU share other jobs leave us. weft_calibrate runs
+    # K pinned threads of pure register arithmetic (no memory traffic): its speedup / K is
+    # that CPU share, measured right after the copies.
+    cal = os.path.join(build, "bench", "weft_calibrate")
+    if k > 1 and os.path.exists(cal):
+        d = os.path.join(out, "m1", "calibrate")
+        os.makedirs(d, exist_ok=True)
+        subprocess.run([cal, "--out", d], stdout=subprocess.DEVNULL, check=True)
+        with open(os.path.join(d, "calibrate.json")) as f:
+            pts = json.load(f)["points"]
+        result["cpu_share"] = {str(q["p"]): min(1.0, q["speedup"] / q["p"]) for q in pts}
+        print("cpu share:", result["cpu_share"])
     lx = os.path.join(build, "bench", "weft_m1_linexfer")
     if k > 1 and os.path.exists(lx):
         txt = subprocess.run([lx, "--n", "50000" if quick else "200000", "--reps", "3" if quick else "5"],
