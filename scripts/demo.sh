@@ -111,6 +111,8 @@ fi
 
 steps_total=16
 printf 'weft demo (%s mode): results in %s/\n' "$mode" "$out"
+# Other jobs on the machine skew every timing; the report quotes the load around the run.
+echo "start $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >"$raw/loadavg.txt"
 
 # ---- build -------------------------------------------------------------------------------
 build_weft() {
@@ -172,6 +174,7 @@ else step_no=$((step_no + 1)); fi
 if [ -f bench/model/measure.py ]; then
   step model_inputs_M1 "$py" bench/model/measure.py --build "$build" --out "$raw" "${m1_args[@]}"
 else skip "M1: bench/model/measure.py missing"; step_no=$((step_no + 1)); fi
+echo "end $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >>"$raw/loadavg.txt"
 for f in "$raw"/logs/*.log; do
   grep -h 'not built' "$f" 2>/dev/null | sed 's/^/baseline /' >>"$skipped"
 done

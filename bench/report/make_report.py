@@ -59,8 +59,15 @@ def main():
             "- every cell: median of the repetitions ± spread (half the min..max range over the "
             "median, or the coefficient of variation where marked); every baseline measured in this "
             "same run; processor counts past the core count are labelled *oversubscribed*",
-            "- raw results: [raw/](raw/) (JSON, one file per benchmark binary; logs in raw/logs/)",
-            ""]
+            "- raw results: [raw/](raw/) (JSON, one file per benchmark binary; logs in raw/logs/)"]
+    load = rep.text("loadavg.txt")
+    if load:
+        lines = dict(l.split(" ", 1) for l in load.strip().splitlines() if " " in l)
+        head.append("- load average (1, 5, 15 min) at the start / end of the run: %s / %s (on %s cores; "
+                    "a load above the core count means other jobs shared the processors, which slows "
+                    "and spreads every P > 1 point: compare ratios within this run)"
+                    % (lines.get("start", "?"), lines.get("end", "?"), rep.machine.get("cores")))
+    head.append("")
     if skipped.strip():
         head += ["Skipped in this run:", ""] + ["- " + l for l in skipped.strip().splitlines()] + [""]
     head += ["## Contents", ""] + toc + ["- [Closing note](#closing)", ""]
