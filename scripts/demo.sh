@@ -94,6 +94,7 @@ if [ "$mode" = quick ]; then
   spin_args=(--reps 3 --n 200000 --s2-n 5000 --s3-n 20000 --s4-rounds 5000 --s5-n 200000 --oversub "")
   s6_args=(--quick --reps 3)
   a3_args=(--leaf 5,50,150 --reps 3)
+  x2_args=(--n 200000 --reps 3)
   a4_args=(--quick)
   m1_args=(--quick)
 else
@@ -105,11 +106,12 @@ else
   spin_args=(--reps 5)
   s6_args=(--reps 5)
   a3_args=(--reps 5)
+  x2_args=(--reps 5)
   a4_args=()
   m1_args=()
 fi
 
-steps_total=16
+steps_total=17
 printf 'weft demo (%s mode): results in %s/\n' "$mode" "$out"
 # Other jobs on the machine skew every timing; the report quotes the load around the run.
 echo "start $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >"$raw/loadavg.txt"
@@ -170,6 +172,9 @@ if have "$B/apps/weft_a3_quicksort" "A3: weft_a3_quicksort not built: skipped"; 
 else step_no=$((step_no + 1)); fi
 if have "$B/apps/weft_a4_pdes" "A4: weft_a4_pdes not built: skipped"; then
   step simulation_A4 "$B/apps/weft_a4_pdes" --out "$raw" "${a4_args[@]}"
+else step_no=$((step_no + 1)); fi
+if have "$B/weft_x2_t1" "X2: weft_x2_t1 not built: skipped"; then
+  step scheduler_X2 "$B/weft_x2_t1" --out "$raw" "${x2_args[@]}"
 else step_no=$((step_no + 1)); fi
 if [ -f bench/model/measure.py ]; then
   step model_inputs_M1 "$py" bench/model/measure.py --build "$build" --out "$raw" "${m1_args[@]}"
