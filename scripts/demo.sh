@@ -94,6 +94,7 @@ if [ "$mode" = quick ]; then
   spin_args=(--reps 3 --n 200000 --s2-n 5000 --s3-n 20000 --s4-rounds 5000 --s5-n 200000 --oversub "")
   s6_args=(--quick --reps 3)
   a3_args=(--leaf 5,50,150 --reps 3)
+  icount_n=10000
   x2_args=(--n 200000 --reps 3)
   a4_args=(--quick)
   m1_args=(--quick)
@@ -106,6 +107,7 @@ else
   spin_args=(--reps 5)
   s6_args=(--reps 5)
   a3_args=(--reps 5)
+  icount_n=50000
   x2_args=(--reps 5)
   a4_args=()
   m1_args=()
@@ -151,7 +153,7 @@ else
 fi
 
 if command -v valgrind >/dev/null; then
-  step icount bench/icount.sh "$build" "$raw"
+  step icount env ICOUNT_N="$icount_n" bench/icount.sh "$build" "$raw"
 else
   skip "instruction counts: valgrind not installed"; step_no=$((step_no + 1))
 fi

@@ -41,7 +41,9 @@ def sweep(rep):
     md = ("Cells: ns per thread (median ± spread) and, for P > 1, speedup over the same library "
           "at P = 1. Task systems (†) have no stacks: a task cannot block. Thread counts differ "
           "(bench/README.md: pthreads and some Boost.Fiber points use fewer threads), so compare "
-          "ns per thread. Go: `go test -bench`, GOMAXPROCS = P, ns/op per goroutine.\n")
+          "ns per thread. Go: `go test -bench`, GOMAXPROCS = P, ns/op per goroutine. OpenMP (GCC's "
+          "libgomp) runs a task at once in its creator when more than 64 x threads tasks are queued, "
+          "so in T5's batches of 1000 most of its 'tasks' are plain calls, especially at P = 1.\n")
     t2 = (sw.get("config") or {}).get("T2")
     if t2:
         md += ("\nT2's user work: uniform on [0, %g µs), mean %g µs: papers/004's 300 µs scaled by "
