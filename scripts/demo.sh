@@ -35,7 +35,8 @@ bash scripts/install-deps.sh || echo "install-deps failed: going on with what is
 
 build=build-release
 raw=$out/raw
-rm -rf "$out"
+# Only what an earlier run wrote is removed (--out may name a directory with other files).
+rm -rf "$raw" "$out/figures" "$out/README.md"
 mkdir -p "$raw/logs"
 skipped=$raw/skipped.txt
 : >"$skipped"
