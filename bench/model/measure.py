@@ -37,37 +37,73 @@ def run_copies(exe, k, out, common):
     return res, doc
 
 
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def cpu_share(build, out, k):
+    """weft_calibrate: k pinned threads of register-only arithmetic; speedup / k."""
+    cal = os.path.join(build, "bench", "weft_calibrate")
+    d = os.path.join(out, "m1", "calibrate")
+    os.makedirs(d, exist_ok=True)
+    subprocess.run([cal, "--out", d], stdout=subprocess.DEVNULL, check=True)
+    with open(os.path.join(d, "calibrate.json")) as f:
+        pts = json.load(f)["points"]
+    return {str(q["p"]): min(1.0, q["speedup"] / q["p"]) for q in pts}
+
+
 def main():
     build, out = arg("--build", "build-release"), arg("--out", "bench-results")
     quick = "--quick" in sys.argv
     exe = os.path.join(build, "bench", "weft_sweep")
     k = os.cpu_count() or 1
-    reps = "5" if quick else "9"
-    common = ["--procs", "1", "--oversub", "", "--tests", "T1,T2", "--libs", "weft",
-              "--reps", reps, "--n", "1000000", "--t2-n", "100000" if quick else "200000"]
-    alone, doc = run_copies(exe, 1, out, common)
-    # The copies do exactly the alone run's user work (not their own calibration).
-    common += ["--t2-units-per-us", "%.6g" % doc["config"]["T2"]["units_per_us"]]
-    copies, _ = run_copies(exe, k, out, common) if k > 1 else ([], None)
-    result = {"method": "papers/004 §5.1: K private copies (separate processes, nvps=1) in "
-                        "parallel vs one alone; slowdown = mean copy time / alone time",
-              "copies": k, "machine": doc["machine"], "config": doc["config"],
-              "alone_ns": alone[0], "copies_ns": copies,
-              "slowdown": {t: (sum(c[t] for c in copies) / len(copies)) / alone[0][t]
-                           for t in alone[0]} if copies else {}}
-    # The copies' slowdown mixes two things on a shared machine: the memory system (what
-    # the model's bus is for) and the CPU share other jobs leave us. weft_calibrate runs
-    # K pinned threads of pure register arithmetic (no memory traffic): its speedup / K is
-    # that CPU share, measured right after the copies.
-    cal = os.path.join(build, "bench", "weft_calibrate")
-    if k > 1 and os.path.exists(cal):
-        d = os.path.join(out, "m1", "calibrate")
+    rounds = 3 if quick else 5
+    common = ["--oversub", "", "--tests", "T1,T2", "--libs", "weft", "--reps", "3",
+              "--n", "1000000", "--t2-n", "100000" if quick else "200000"]
+    # On a shared machine the load changes from second to second, so every input and the
+    # validation targets are measured together, in `rounds` rounds of: one copy alone,
+    # k copies in parallel, the CPU share (weft_calibrate), and weft's T1/T2 at P = 1..k
+    # in one process (what the model is validated against). Medians over the rounds.
+    units = None
+    per = {"alone": [], "copies": [], "share": [], "valid": []}
+    for r in range(rounds):
+        extra = ["--t2-units-per-us", "%.6g" % units] if units else []
+        alone, doc = run_copies(exe, 1, out, ["--procs", "1"] + common + extra)
+        if units is None:  # every later run does exactly this run's user work
+            units = doc["config"]["T2"]["units_per_us"]
+            extra = ["--t2-units-per-us", "%.6g" % units]
+            config, machine = doc["config"], doc["machine"]
+        per["alone"].append(alone[0])
+        if k > 1:
+            copies, _ = run_copies(exe, k, out, ["--procs", "1"] + common + extra)
+            per["copies"].append({t: sum(c[t] for c in copies) / len(copies) for t in alone[0]})
+            per["share"].append(cpu_share(build, out, k))
+        d = os.path.join(out, "m1", "validation")
         os.makedirs(d, exist_ok=True)
-        subprocess.run([cal, "--out", d], stdout=subprocess.DEVNULL, check=True)
-        with open(os.path.join(d, "calibrate.json")) as f:
-            pts = json.load(f)["points"]
-        result["cpu_share"] = {str(q["p"]): min(1.0, q["speedup"] / q["p"]) for q in pts}
-        print("cpu share:", result["cpu_share"])
+        subprocess.run([exe, "--out", d, "--procs", ",".join(str(p) for p in range(1, k + 1))] + common + extra,
+                       stdout=subprocess.DEVNULL, check=True)
+        with open(os.path.join(d, "sweep.json")) as f:
+            per["valid"].append({"%s P=%d" % (x["test"], x["P"]): x["ns_per_thread"] for x in json.load(f)["results"]})
+        print("round %d: alone %s, copies %s, share %s, validation %s" % (
+            r + 1, per["alone"][-1], per["copies"][-1] if per["copies"] else "-",
+            per["share"][-1] if per["share"] else "-", per["valid"][-1]))
+    tests = list(per["alone"][0])
+    alone = {t: median([a[t] for a in per["alone"]]) for t in tests}
+    result = {"method": "papers/004 §5.1: K private copies (separate processes, nvps=1) in "
+                        "parallel vs one alone; slowdown = mean copy time / alone time; "
+                        "medians over rounds (see the comment in measure.py)",
+              "copies": k, "rounds": rounds, "machine": machine, "config": config,
+              "alone_ns": alone, "rounds_detail": per}
+    if per["copies"]:
+        result["copies_ns"] = {t: median([c[t] for c in per["copies"]]) for t in tests}
+        result["slowdown"] = {t: median([c[t] / a[t] for c, a in zip(per["copies"], per["alone"])]) for t in tests}
+        result["cpu_share"] = {p: median([s_[p] for s_ in per["share"]]) for p in per["share"][0]}
+    keys = list(per["valid"][0])
+    result["validation_ns"] = {key: {"median": median([v[key] for v in per["valid"]]),
+                                     "min": min(v[key] for v in per["valid"]),
+                                     "max": max(v[key] for v in per["valid"])} for key in keys}
     lx = os.path.join(build, "bench", "weft_m1_linexfer")
     if k > 1 and os.path.exists(lx):
         txt = subprocess.run([lx, "--n", "50000" if quick else "200000", "--reps", "3" if quick else "5"],
@@ -77,9 +113,8 @@ def main():
     path = os.path.join(out, "M1_inputs.json")
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
-    print("alone (ns/thread):", alone[0])
-    print("copies:", copies)
-    print("slowdown:", result["slowdown"])
+    print("alone (ns/thread):", alone)
+    print("slowdown:", result.get("slowdown"), "cpu share:", result.get("cpu_share"))
     print("wrote", path)
 
 

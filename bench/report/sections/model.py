@@ -108,17 +108,26 @@ def model(rep):
 
     # ---- validation ----
     rows, val = [], []
+    vn = inp.get("validation_ns") or {}
     for test in ("T1", "T2"):
         for p in (1, 2):
+            v = vn.get("%s P=%d" % (test, p))
             r = _weft(sw, test, p)
-            if not r:
+            if not v and not r:
                 continue
             pred = m1.solve(params(m, test, "local"), p)["cycle_ns"] / p / (m["cpu_share"] if p > 1 else 1.0)
-            err = 100 * (pred - r["ns_per_thread"]) / r["ns_per_thread"]
-            spread = 100 * (r["max_s"] - r["min_s"]) / 2 / r["median_s"]
-            rows.append([test, p, "weft (per-VP queues: 'local')", "%s ±%.0f%%" % (fmt_ns(r["ns_per_thread"]), spread),
+            if v:  # measured in measure.py's rounds, next to the inputs
+                meas, lo, hi = v["median"], v["min"], v["max"]
+            else:
+                meas = r["ns_per_thread"]
+                lo, hi = meas * r["min_s"] / r["median_s"], meas * r["max_s"] / r["median_s"]
+            err = 100 * (pred - meas) / meas
+            sweep_cell = fmt_ns(r["ns_per_thread"]) if r else "-"
+            rows.append([test, p, "weft (per-VP queues: 'local')",
+                         "%s [%s .. %s]" % (fmt_ns(meas), fmt_ns(lo), fmt_ns(hi)), sweep_cell,
                          fmt_ns(pred), "%+.1f%%" % err])
-            val.append({"row": test, "P": p, "measured_ns": r["ns_per_thread"], "model_ns": pred, "error_pct": err})
+            val.append({"row": test, "P": p, "measured_ns": meas, "model_ns": pred, "error_pct": err,
+                        "sweep_ns": r["ns_per_thread"] if r else None})
     for kind in ("ttas", "tas", "mcs", "ticket"):
         one = _s1(s1, kind, 1)
         if not one:
@@ -133,15 +142,20 @@ def model(rep):
             err = 100 * (pred - r["ns_per_op"]) / r["ns_per_op"]
             spread = 100 * (r["max_s"] - r["min_s"]) / 2 / r["median_s"]
             rows.append(["S1", p, kind + (" (input at P=1)" if p == 1 else ""),
-                         "%s ±%.0f%%" % (fmt_ns(r["ns_per_op"]), spread), fmt_ns(pred), "%+.1f%%" % err])
+                         "%s ±%.0f%%" % (fmt_ns(r["ns_per_op"]), spread), "", fmt_ns(pred), "%+.1f%%" % err])
             val.append({"row": "S1 " + kind, "P": p, "measured_ns": r["ns_per_op"], "model_ns": pred,
                         "error_pct": err, "p1_is_input": p == 1})
     md += "\n### Validation against this run's measurements (target: within 10%)\n\n"
-    md += table(["row", "P", "variant", "measured (ns per thread / acquisition)", "model", "error"], rows)
+    md += table(["row", "P", "variant", "measured (ns per thread / acquisition)",
+                 "main sweep (same run)", "model", "error"], rows)
+    md += ("\nT1/T2 'measured': weft in one process at P = 1, 2, measured in each of measure.py's %d "
+           "rounds right after that round's inputs (median [min .. max] over the rounds); the main "
+           "sweep's value, taken minutes apart under a different load, is shown beside it. S1: this "
+           "run's S1 (median ± spread).\n" % inp.get("rounds", 1))
     two = [v for v in val if v["P"] == 2]
     within = [v for v in two if abs(v["error_pct"]) <= 10]
     md += ("\nAt P = 2: %d of %d rows within 10%% (largest error %s). T1/T2 at P = 1 check the inputs' "
-           "repeatability (they come from a separate run); S1 at P = 1 is the input itself. S1's model "
+           "repeatability (inputs and targets are separate runs); S1 at P = 1 is the input itself. S1's model "
            "assumes the lock changes holder with probability (P-1)/P; an unfair lock (tas, ttas) lets "
            "one processor re-acquire it many times in a row (S1's share columns), which the model does "
            "not represent, and fair locks (ticket, MCS) hand the lock to waiters the kernel has preempted "
