@@ -114,7 +114,7 @@ else
   m1_args=()
 fi
 
-steps_total=17
+steps_total=16
 printf 'weft demo (%s mode): results in %s/\n' "$mode" "$out"
 # Other jobs on the machine skew every timing; the report quotes the load around the run.
 echo "start $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >"$raw/loadavg.txt"
