@@ -21,8 +21,9 @@ def _s1(s1, kind, p):
     return r[0] if r else None
 
 
-def build(rep):
-    """The model's parameters from this run's measurements (dict), or None."""
+def build(rep, rnd=None):
+    """The model's parameters from this run's measurements (dict), or None: from the
+    medians over measure.py's rounds, or (rnd = i) from round i alone."""
     inp = rep.load("M1_inputs.json")
     s1 = rep.load("S1.json")
     if not inp:
@@ -31,6 +32,12 @@ def build(rep):
     a = inp["alone_ns"]
     share = (inp.get("cpu_share") or {}).get(str(k), 1.0)
     sd_raw = inp.get("slowdown") or {}
+    if rnd is not None:
+        det = inp["rounds_detail"]
+        a = det["alone"][rnd]
+        if det["copies"]:
+            sd_raw = {t: det["copies"][rnd][t] / a[t] for t in a}
+            share = det["share"][rnd].get(str(k), 1.0)
     # The part of the slowdown that is not the CPU share other jobs took (measure.py).
     sd = {t: max(1.0, v * share) for t, v in sd_raw.items()}
     t1 = a["T1"]
@@ -109,23 +116,36 @@ def model(rep):
     # ---- validation ----
     rows, val = [], []
     vn = inp.get("validation_ns") or {}
+    det = inp.get("rounds_detail") or {}
+    rounds = [build(rep, i) for i in range(len(det.get("valid", [])))]
     for test in ("T1", "T2"):
         for p in (1, 2):
-            v = vn.get("%s P=%d" % (test, p))
+            key = "%s P=%d" % (test, p)
+            v = vn.get(key)
             r = _weft(sw, test, p)
             if not v and not r:
                 continue
-            pred = m1.solve(params(m, test, "local"), p)["cycle_ns"] / p / (m["cpu_share"] if p > 1 else 1.0)
-            if v:  # measured in measure.py's rounds, next to the inputs
+            if v and rounds:
+                # Each round's model (its own inputs) against that round's measurement.
+                pairs = []
+                for i, mi in enumerate(rounds):
+                    pi = m1.solve(params(mi, test, "local"), p)["cycle_ns"] / p / (mi["cpu_share"] if p > 1 else 1.0)
+                    pairs.append((pi, det["valid"][i][key]))
+                errs = sorted(100 * (pi - mv) / mv for pi, mv in pairs)
+                err = errs[len(errs) // 2] if len(errs) % 2 else (errs[len(errs) // 2 - 1] + errs[len(errs) // 2]) / 2
+                pred = sorted(pi for pi, _ in pairs)[len(pairs) // 2]
                 meas, lo, hi = v["median"], v["min"], v["max"]
+                err_txt = "%+.1f%% [%+.0f .. %+.0f]" % (err, errs[0], errs[-1])
             else:
+                pred = m1.solve(params(m, test, "local"), p)["cycle_ns"] / p / (m["cpu_share"] if p > 1 else 1.0)
                 meas = r["ns_per_thread"]
                 lo, hi = meas * r["min_s"] / r["median_s"], meas * r["max_s"] / r["median_s"]
-            err = 100 * (pred - meas) / meas
+                err = 100 * (pred - meas) / meas
+                err_txt = "%+.1f%%" % err
             sweep_cell = fmt_ns(r["ns_per_thread"]) if r else "-"
             rows.append([test, p, "weft (per-VP queues: 'local')",
                          "%s [%s .. %s]" % (fmt_ns(meas), fmt_ns(lo), fmt_ns(hi)), sweep_cell,
-                         fmt_ns(pred), "%+.1f%%" % err])
+                         fmt_ns(pred), err_txt])
             val.append({"row": test, "P": p, "measured_ns": meas, "model_ns": pred, "error_pct": err,
                         "sweep_ns": r["ns_per_thread"] if r else None})
     for kind in ("ttas", "tas", "mcs", "ticket"):
@@ -149,9 +169,11 @@ def model(rep):
     md += table(["row", "P", "variant", "measured (ns per thread / acquisition)",
                  "main sweep (same run)", "model", "error"], rows)
     md += ("\nT1/T2 'measured': weft in one process at P = 1, 2, measured in each of measure.py's %d "
-           "rounds right after that round's inputs (median [min .. max] over the rounds); the main "
-           "sweep's value, taken minutes apart under a different load, is shown beside it. S1: this "
-           "run's S1 (median ± spread).\n" % inp.get("rounds", 1))
+           "rounds right after that round's inputs (median [min .. max] over the rounds); each round's "
+           "model, built from that round's inputs, is compared with that round's measurement, and the "
+           "error column gives the median [min .. max] of those errors (the model column: the median "
+           "prediction). The main sweep's value, taken minutes apart under a different load, is shown "
+           "beside it. S1: this run's S1 (median ± spread).\n" % inp.get("rounds", 1))
     two = [v for v in val if v["P"] == 2]
     within = [v for v in two if abs(v["error_pct"]) <= 10]
     md += ("\nAt P = 2: %d of %d rows within 10%% (largest error %s). T1/T2 at P = 1 check the inputs' "

@@ -28,7 +28,7 @@ def _sync_figures(rep):
     finally:
         sys.argv = argv
     out = {}
-    for png in glob.glob(os.path.join(rep.raw_dir, "S[1-5].png")):
+    for png in sorted(glob.glob(os.path.join(rep.raw_dir, "S[1-5].png"))):
         name = os.path.basename(png)[:-4]
         shutil.move(png, os.path.join(rep.fig_dir, name + ".png"))
         out[name] = "figures/%s.png" % name
