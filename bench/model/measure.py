@@ -33,7 +33,10 @@ def run_copies(exe, k, out, common):
             raise SystemExit("weft_sweep failed (exit %d)" % p.returncode)
         with open(os.path.join(d, "sweep.json")) as f:
             doc = json.load(f)
+        # CPU time per thread: elapsed per thread x the processors the run actually had.
         res.append({r["test"]: r["ns_per_thread"] for r in doc["results"]})
+        res[-1].update({r["test"] + " cpu": r["ns_per_thread"] * r.get("cpu_per_wall", 1)
+                        for r in doc["results"]})
     return res, doc
 
 
@@ -85,11 +88,14 @@ def main():
         subprocess.run([exe, "--out", d, "--procs", ",".join(str(p) for p in range(1, k + 1))] + common + extra,
                        stdout=subprocess.DEVNULL, check=True)
         with open(os.path.join(d, "sweep.json")) as f:
-            per["valid"].append({"%s P=%d" % (x["test"], x["P"]): x["ns_per_thread"] for x in json.load(f)["results"]})
+            vres = json.load(f)["results"]
+        per["valid"].append({"%s P=%d" % (x["test"], x["P"]): x["ns_per_thread"] for x in vres})
+        per["valid"][-1].update({"%s P=%d cpu_per_wall" % (x["test"], x["P"]): x.get("cpu_per_wall", x["P"])
+                                 for x in vres})
         print("round %d: alone %s, copies %s, share %s, validation %s" % (
             r + 1, per["alone"][-1], per["copies"][-1] if per["copies"] else "-",
             per["share"][-1] if per["share"] else "-", per["valid"][-1]))
-    tests = list(per["alone"][0])
+    tests = [t for t in per["alone"][0] if not t.endswith(" cpu")]
     alone = {t: median([a[t] for a in per["alone"]]) for t in tests}
     result = {"method": "papers/004 §5.1: K private copies (separate processes, nvps=1) in "
                         "parallel vs one alone; slowdown = mean copy time / alone time; "
@@ -99,8 +105,12 @@ def main():
     if per["copies"]:
         result["copies_ns"] = {t: median([c[t] for c in per["copies"]]) for t in tests}
         result["slowdown"] = {t: median([c[t] / a[t] for c, a in zip(per["copies"], per["alone"])]) for t in tests}
+        # The slowdown in CPU time per thread: what is left once the CPU share other jobs
+        # took is taken out (each copy's own CPU time over its elapsed time).
+        result["slowdown_cpu"] = {t: median([c[t + " cpu"] / a[t + " cpu"]
+                                             for c, a in zip(per["copies"], per["alone"])]) for t in tests}
         result["cpu_share"] = {p: median([s_[p] for s_ in per["share"]]) for p in per["share"][0]}
-    keys = list(per["valid"][0])
+    keys = [key for key in per["valid"][0] if not key.endswith("cpu_per_wall")]
     result["validation_ns"] = {key: {"median": median([v[key] for v in per["valid"]]),
                                      "min": min(v[key] for v in per["valid"]),
                                      "max": max(v[key] for v in per["valid"])} for key in keys}

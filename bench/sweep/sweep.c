@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -296,6 +297,7 @@ typedef struct point {
   double s[MAX_REPS]; /* seconds, sorted */
   bench_summary_t sum;
   double steals, sleeps; /* weft only: runtime counters per timed run (else -1) */
+  double cpu_per_wall;   /* weft only: median over runs of process CPU time / elapsed (else -1) */
 } point_t;
 
 static point_t points[MAX_POINTS];
@@ -306,7 +308,7 @@ static void record(int test, int lib, int p, int oversub, long threads, const do
   if (npoints == MAX_POINTS) return;
   point_t *pt = &points[npoints++];
   *pt = (point_t){.test = test, .lib = lib, .p = p, .oversub = oversub, .threads = threads,
-                  .reps = reps, .steals = -1, .sleeps = -1};
+                  .reps = reps, .steals = -1, .sleeps = -1, .cpu_per_wall = -1};
   memcpy(pt->s, sec, (size_t)reps * sizeof *sec);
   pt->sum = bench_summarize(pt->s, reps);
 }
@@ -343,6 +345,16 @@ static int has(const char *list, const char *word) {
 static int run_test[NTESTS];
 static long t2_n = 200000;
 
+/* CPU time (user + system) of the whole process, in seconds: over a run's elapsed time, the
+ * processors the run actually had (other jobs on the machine take the rest; idle VPs that
+ * poll count as busy). */
+static double cpu_seconds(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 static void run_weft(int p, int oversub, long n) {
   weft_config_t cfg;
   weft_config_init(&cfg);
@@ -352,18 +364,24 @@ static void run_weft(int p, int oversub, long n) {
   for (int t = 0; t < NTESTS; t++) {
     if (!run_test[t]) continue;
     weft_debug_stats_t s0, s1;
+    double cpu[MAX_REPS];
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
       if (r == 0) weft_debug_stats(&s0);
+      double c0 = cpu_seconds();
       double ns = t == T1   ? weft_t1(p, n, t1_cycle)
                   : t == T2 ? weft_t1(p, t2_n, t2_cycle)
                   : t == T4 ? weft_t4(p, n)
                             : weft_t5(n);
-      if (r >= 0) sec[r] = ns * 1e-9;
+      if (r >= 0) {
+        sec[r] = ns * 1e-9;
+        cpu[r] = (cpu_seconds() - c0) / sec[r];
+      }
     }
     weft_debug_stats(&s1);
     record(t, LIB_WEFT, p, oversub, t == T2 ? t2_n : n, sec);
     points[npoints - 1].steals = (double)(s1.steals - s0.steals) / reps;
     points[npoints - 1].sleeps = (double)(s1.sleeps - s0.sleeps) / reps;
+    points[npoints - 1].cpu_per_wall = bench_summarize(cpu, reps).median;
   }
   check(weft_shutdown(), "weft_shutdown");
 }
@@ -465,7 +483,8 @@ static int write_json(const char *dir, const bench_machine_t *m, long n, long sl
             pt->oversub ? "true" : "false", pt->threads, pt->sum.median, pt->sum.min, pt->sum.max,
             pt->sum.median * 1e9 / (double)pt->threads, speedup(pt));
     if (pt->lib == LIB_WEFT)
-      fprintf(f, "\"weft_steals_per_run\": %.6g, \"weft_sleeps_per_run\": %.6g, ", pt->steals,
+      fprintf(f, "\"cpu_per_wall\": %.4g, \"weft_steals_per_run\": %.6g, \"weft_sleeps_per_run\": %.6g, ",
+              pt->cpu_per_wall, pt->steals,
               pt->sleeps);
     fprintf(f, "\"seconds\": [");
     for (int r = 0; r < pt->reps; r++) fprintf(f, "%s%.6g", r ? ", " : "", pt->s[r]);

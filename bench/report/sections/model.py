@@ -32,14 +32,19 @@ def build(rep, rnd=None):
     a = inp["alone_ns"]
     share = (inp.get("cpu_share") or {}).get(str(k), 1.0)
     sd_raw = inp.get("slowdown") or {}
+    # The part of the slowdown that is not the CPU share other jobs took: the slowdown in CPU
+    # time per thread (measure.py); older inputs: the slowdown times weft_calibrate's share.
+    sd = {t: max(1.0, v) for t, v in (inp.get("slowdown_cpu") or
+                                      {t: v * share for t, v in sd_raw.items()}).items()}
     if rnd is not None:
         det = inp["rounds_detail"]
         a = det["alone"][rnd]
         if det["copies"]:
-            sd_raw = {t: det["copies"][rnd][t] / a[t] for t in a}
+            c = det["copies"][rnd]
+            sd_raw = {t: c[t] / a[t] for t in ("T1", "T2")}
             share = det["share"][rnd].get(str(k), 1.0)
-    # The part of the slowdown that is not the CPU share other jobs took (measure.py).
-    sd = {t: max(1.0, v * share) for t, v in sd_raw.items()}
+            sd = {t: max(1.0, c[t + " cpu"] / a[t + " cpu"] if t + " cpu" in c else sd_raw[t] * share)
+                  for t in ("T1", "T2")}
     t1 = a["T1"]
     z = max(0.0, a["T2"] - a["T1"])
     b_tm = m1.fit_bus_fraction(sd.get("T1", 1.0), k)
@@ -99,19 +104,21 @@ def model(rep):
         ["thread management per thread (T1, one VP)", fmt_ns(m["alone_T1_ns"]), "M1_inputs.json alone"],
         ["user work per thread (T2)", fmt_ns(m["user_work_ns"]), "T2 - T1 alone"],
         ["slowdown of %d copies: T1 / T2" % m["copies"], "%.3f / %.3f" % (m["slowdown_raw"].get("T1", 1), m["slowdown_raw"].get("T2", 1)), "copies vs alone"],
-        ["CPU share per processor left by other jobs at P=%d" % m["copies"], "%.3f" % m["cpu_share"],
+        ["CPU share per processor left by other jobs at P=%d (for reference)" % m["copies"], "%.3f" % m["cpu_share"],
          "weft_calibrate (register-only work) right after the copies"],
         ["slowdown from the memory system: T1 / T2", "%.3f / %.3f" % (m["slowdown"].get("T1", 1), m["slowdown"].get("T2", 1)),
-         "slowdown x CPU share"],
+         "the same in CPU time per thread (getrusage over each run)"],
         ["bus fraction: thread management / user work", "%.3f / %.3f" % (m["b_tm"], m["b_user"]), "fitted (m1.fit_bus_fraction)"],
         ["cache-line transfer between cores", fmt_ns(m["transfer_ns"]), "weft_m1_linexfer (median 128-transfer chunk)"],
         ["central ready-queue lock hold per thread", fmt_ns(m["central_hold_ns"]), m["central_hold_source"]],
     ])
-    md += ("\nOn a shared machine the copies' slowdown includes the CPU time other jobs take; "
-           "register-only work on the same processors measures that share, and only the rest is "
-           "fitted as memory-system ('bus') demand. The validation below scales the model's T1/T2 "
-           "throughput at P > 1 by the same share (the processors the measured run actually had; "
-           "S1 is lock-bound and is not scaled); the projections assume dedicated processors.\n")
+    md += ("\nOn a shared machine the copies' elapsed-time slowdown includes the CPU time other jobs "
+           "take; the slowdown in CPU time per thread (each process's user + system time, getrusage) "
+           "leaves that out, and only it is fitted as memory-system ('bus') demand. The validation "
+           "below likewise divides the model's T1/T2 time at P processors by the processors the "
+           "measured run actually had (its CPU time over its elapsed time; weft's idle VPs poll, so "
+           "this over-counts a little). S1 is lock-bound and is not scaled. The projections assume "
+           "dedicated processors.\n")
 
     # ---- validation ----
     rows, val = [], []
@@ -129,7 +136,10 @@ def model(rep):
                 # Each round's model (its own inputs) against that round's measurement.
                 pairs = []
                 for i, mi in enumerate(rounds):
-                    pi = m1.solve(params(mi, test, "local"), p)["cycle_ns"] / p / (mi["cpu_share"] if p > 1 else 1.0)
+                    # The processors this measurement had: its CPU time over its elapsed time.
+                    cpw = det["valid"][i].get(key + " cpu_per_wall")
+                    sh = min(1.0, cpw / p) if cpw else (mi["cpu_share"] if p > 1 else 1.0)
+                    pi = m1.solve(params(mi, test, "local"), p)["cycle_ns"] / p / sh
                     pairs.append((pi, det["valid"][i][key]))
                 errs = sorted(100 * (pi - mv) / mv for pi, mv in pairs)
                 err = errs[len(errs) // 2] if len(errs) % 2 else (errs[len(errs) // 2 - 1] + errs[len(errs) // 2]) / 2
