@@ -1,85 +1,204 @@
 #!/usr/bin/env bash
-# demo.sh - weft's main job for now: build weft in Release into ./build-release, run the
-# benchmarks beside POSIX threads, Boost.Fiber and (if installed) Go, and print one
-# headline table (L1-L8 latency; T1, T4, T5 throughput at P = 1..cores; instruction
-# counts; memory per unstarted thread), with the spin-waiting rows S1-S5 and the lock
-# contention row S6 printed as their own tables. About 5 minutes on a 2-core machine.
+# demo.sh - weft's main job: build weft in Release (./build-release), run the benchmark
+# suite of /work/shared/BENCHMARKS.md beside the baselines (POSIX threads, Boost.Fiber, Go,
+# OpenMP tasks, oneTBB task_group), fit and project the papers/004 §5 queueing model (M1),
+# and write a report with one figure per benchmark:
 #
-# usage: scripts/demo.sh [RESULTS_DIR]      (default: ./bench-results)
-# Installs what it needs first (scripts/install-deps.sh). Results: RESULTS_DIR/*.json, *.png.
-set -euo pipefail
+#   report/README.md        the report: machine, tables (median ± spread), figures, the
+#                           model's validation error, a closing note with headline ratios
+#   report/figures/*.png    one PNG per benchmark, shaped like the paper's figure
+#   report/raw/*.json       the raw results (and raw/logs/*.log, raw/skipped.txt)
+#
+# usage: scripts/demo.sh [--full] [--out DIR]
+#   (default)  the quick suite: fewer repetitions and points; about 5 minutes on 2 cores
+#   --full     every row with the binaries' full defaults (5 repetitions, all leaf sizes,
+#              oversubscribed points); several times longer
+# Installs what it needs first (scripts/install-deps.sh). A baseline that is not installed
+# is skipped with a line saying so; a benchmark that fails is reported, never fatal.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-out=${1:-bench-results}
-build=build-release
-mkdir -p "$out"
 
-section() { printf '\n==== %s ====\n' "$*"; }
-
-section "build (Release, $build)"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF \
-  -DWEFT_BUILD_BENCH=ON >/dev/null
-if ! cmake --build "$build" >"$out/build.log" 2>&1; then
-  cat "$out/build.log"
-  exit 1
-fi
-tail -n 1 "$out/build.log"
-
-model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-printf 'machine: %s, %s cores, Linux %s\n' "${model:-unknown}" "$(nproc)" "$(uname -r)"
-
-section "latency: L1 L2 L3 L8 (Google Benchmark, 5 repetitions)"
-if [ -x "$build/bench/weft_bench_latency" ]; then
-  "$build/bench/weft_bench_latency" --benchmark_out="$out/latency.json" \
-    --benchmark_out_format=json | grep -E '_(median|cv) '
-else
-  echo "weft_bench_latency not built (Google Benchmark missing): skipped"
-fi
-
-section "latency baseline: Go goroutines (optional)"
-if command -v go >/dev/null; then
-  (cd bench/go && GOTOOLCHAIN=local go test -run '^$' -bench . -cpu 1 -count 5 -benchtime 0.2s) \
-    | tee "$out/go_latency.txt" | grep '^Benchmark' || echo "go benchmark failed: Go column left blank"
-else
-  echo "go not installed: Go column left blank"
-fi
-
-section "instruction counts: L2 L3 (callgrind)"
-bench/icount.sh "$build" "$out"
-
-section "memory per created-but-unstarted thread"
-"$build/bench/weft_mem_per_thread" --out "$out"
-
-section "machine parallelism: independent work on P pinned kernel threads"
-"$build/bench/weft_calibrate" --out "$out"
-
-section "throughput sweep: T1 T4 T5"
-"$build/bench/weft_sweep" --out "$out"
-
-section "spin-waiting and atomic integers: S1-S5 (papers/004 Fig 4.1-4.3, papers/000 Fig 1-2)"
-if [ -x "$build/bench/sync/weft_bench_spin" ]; then
-  "$build/bench/sync/weft_bench_spin" --out "$out"
-else
-  echo "weft_bench_spin not built: skipped"
-fi
-
-section "lock contention with statistics: S6 (papers/002 Fig 5-2..5-5, quick set-up)"
-if [ -x "$build/bench/contention/weft_s6_contention" ]; then
-  "$build/bench/contention/weft_s6_contention" --quick --out "$out"
-else
-  echo "weft_s6_contention not built: skipped"
-fi
-
-# Figures need matplotlib; the system python has it on Debian even when another python3
-# comes first in PATH.
-for py in python3 /usr/bin/python3; do
-  if "$py" -c 'import matplotlib' 2>/dev/null; then
-    section "figures"
-    "$py" bench/plot.py "$out"
-    "$py" bench/sync/plot_sync.py "$out" || echo "S-row figures failed"
-    break
-  fi
+mode=quick
+out=report
+while [ $# -gt 0 ]; do
+  case $1 in
+    --full) mode=full ;;
+    --out) out=$2; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "demo.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
+  esac
+  shift
 done
 
-section "HEADLINE"
-python3 bench/headline.py "$out"
+t_start=$SECONDS
+bash scripts/install-deps.sh || echo "install-deps failed: going on with what is installed"
+
+build=build-release
+raw=$out/raw
+# Only what an earlier run wrote is removed (--out may name a directory with other files).
+rm -rf "$raw" "$out/figures" "$out/README.md"
+mkdir -p "$raw/logs"
+skipped=$raw/skipped.txt
+: >"$skipped"
+skip() { echo "$*" | tee -a "$skipped"; }
+
+# ---- progress: one line per step, redrawn every second on a terminal -----------------
+steps_total=0
+step_no=0
+failed=()
+elapsed() { local s=$((SECONDS - t_start)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
+# step NAME CMD...: runs CMD with its output in raw/logs/NAME.log, shows progress.
+step() {
+  local name=$1; shift
+  step_no=$((step_no + 1))
+  local log=$raw/logs/$name.log t0=$SECONDS
+  "$@" >"$log" 2>&1 &
+  local pid=$!
+  if [ -t 1 ]; then
+    while kill -0 "$pid" 2>/dev/null; do
+      printf '\r[%2d/%d] %-28s %4ds   (total %s)  ' "$step_no" "$steps_total" "$name" $((SECONDS - t0)) "$(elapsed)"
+      sleep 1
+    done
+  else
+    printf '[%2d/%d] %-28s ...\n' "$step_no" "$steps_total" "$name"
+  fi
+  wait "$pid"
+  local rc=$?
+  local verdict="ok"
+  if [ $rc -ne 0 ]; then verdict="FAILED (exit $rc; see $log)"; failed+=("$name"); fi
+  [ -t 1 ] && printf '\r'
+  printf '[%2d/%d] %-28s %4ds   (total %s)  %s\n' "$step_no" "$steps_total" "$name" \
+    $((SECONDS - t0)) "$(elapsed)" "$verdict"
+}
+
+# Python with matplotlib (Debian's /usr/bin/python3 has it even when another python3 comes
+# first in PATH).
+py=""
+for c in python3 /usr/bin/python3; do
+  if "$c" -c 'import matplotlib' 2>/dev/null; then py=$c; break; fi
+done
+[ -n "$py" ] || { py=python3; skip "figures: matplotlib not installed (python3-matplotlib): report without figures"; }
+
+go=""
+if command -v go >/dev/null; then go=$(command -v go)
+elif [ -x /usr/local/go/bin/go ]; then go=/usr/local/go/bin/go
+fi
+
+# ---- parameters: quick vs full ---------------------------------------------------------
+cores=$(nproc)
+if [ "$mode" = quick ]; then
+  lat_args=(--benchmark_repetitions=3 --benchmark_min_time=0.03)
+  go_lat=(-count 3 -benchtime 0.05s)
+  go_sw=(-count 3 -benchtime 200000x)
+  sweep_args=(--reps 3 --n 200000 --slow-n 5000 --t2-n 50000)
+  tasks_args=(--reps 3 --n 200000 --l2-n 100000)
+  spin_args=(--reps 3 --n 200000 --s2-n 5000 --s3-n 20000 --s4-rounds 5000 --s5-n 200000 --oversub "")
+  s6_args=(--quick --reps 3)
+  a3_args=(--leaf 5,50,150 --reps 3)
+  icount_n=10000
+  x2_args=(--n 200000 --reps 3)
+  a4_args=(--quick)
+  m1_args=(--quick)
+else
+  lat_args=()
+  go_lat=(-count 5 -benchtime 0.2s)
+  go_sw=(-count 5 -benchtime 1000000x)
+  sweep_args=(--reps 5)
+  tasks_args=(--reps 5)
+  spin_args=(--reps 5)
+  s6_args=(--reps 5)
+  a3_args=(--reps 5)
+  icount_n=50000
+  x2_args=(--reps 5)
+  a4_args=()
+  m1_args=()
+fi
+
+steps_total=16
+printf 'weft demo (%s mode): results in %s/\n' "$mode" "$out"
+# Other jobs on the machine skew every timing; the report quotes the load around the run.
+echo "start $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >"$raw/loadavg.txt"
+
+# ---- build -------------------------------------------------------------------------------
+build_weft() {
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF \
+    -DWEFT_BUILD_BENCH=ON && cmake --build "$build" -j "$cores"
+}
+step build build_weft
+if [ ${#failed[@]} -ne 0 ]; then
+  tail -n 30 "$raw/logs/build.log"
+  echo "demo.sh: the build failed; nothing to measure"
+  exit 1
+fi
+model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+printf 'machine: %s, %s cores, Linux %s\n' "${model:-unknown}" "$cores" "$(uname -r)"
+B=$build/bench
+have() { [ -x "$1" ] || { skip "$2"; return 1; }; }
+grep -q 'Boost.Fiber/Context >= 1.74 not found' "$raw/logs/build.log" 2>/dev/null &&
+  skip "Boost.Fiber: not installed (libboost-fiber-dev): Boost.Fiber columns left blank"
+[ -x "$B/tasks/weft_tasks" ] || skip "OpenMP tasks, oneTBB task_group: neither found: task-system columns left blank"
+
+# ---- the suite ---------------------------------------------------------------------------
+if have "$B/weft_bench_latency" "L1-L8: Google Benchmark not installed (libbenchmark-dev): latency rows skipped"; then
+  step latency "$B/weft_bench_latency" "${lat_args[@]}" --benchmark_out="$raw/latency.json" \
+    --benchmark_out_format=json
+else step_no=$((step_no + 1)); fi
+
+if [ -n "$go" ]; then
+  go_run() { (cd bench/go && GOTOOLCHAIN=local "$go" test -run '^$' "$@"); }
+  step go_latency eval 'go_run -bench "^BenchmarkL" -cpu 1 "${go_lat[@]}" >"$raw/go_latency.txt"'
+  step go_sweep eval 'go_run -bench "T1|T5" -cpu "$(seq -s, 1 "$cores"),$((2 * cores))" "${go_sw[@]}" >"$raw/go_sweep.txt"'
+else
+  skip "Go: no go toolchain (PATH or /usr/local/go/bin): Go columns left blank"
+  step_no=$((step_no + 2))
+fi
+
+if command -v valgrind >/dev/null; then
+  step icount env ICOUNT_N="$icount_n" bench/icount.sh "$build" "$raw"
+else
+  skip "instruction counts: valgrind not installed"; step_no=$((step_no + 1))
+fi
+step memory "$B/weft_mem_per_thread" --out "$raw"
+step calibrate "$B/weft_calibrate" --out "$raw"
+step sweep_T1_T2_T4_T5 "$B/weft_sweep" --out "$raw" "${sweep_args[@]}"
+if [ -x "$B/tasks/weft_tasks" ]; then
+  step tasks_L2_T1_T5 "$B/tasks/weft_tasks" --out "$raw" "${tasks_args[@]}"
+else step_no=$((step_no + 1)); fi
+if have "$B/sync/weft_bench_spin" "S1-S5: weft_bench_spin not built: skipped"; then
+  step spin_S1_S5 "$B/sync/weft_bench_spin" --out "$raw" "${spin_args[@]}"
+else step_no=$((step_no + 1)); fi
+if have "$B/contention/weft_s6_contention" "S6: weft_s6_contention not built: skipped"; then
+  step contention_S6 "$B/contention/weft_s6_contention" --out "$raw" "${s6_args[@]}"
+else step_no=$((step_no + 1)); fi
+if have "$B/apps/weft_a3_quicksort" "A3: weft_a3_quicksort not built: skipped"; then
+  step quicksort_A3 "$B/apps/weft_a3_quicksort" --out "$raw" "${a3_args[@]}"
+else step_no=$((step_no + 1)); fi
+if have "$B/apps/weft_a4_pdes" "A4: weft_a4_pdes not built: skipped"; then
+  step simulation_A4 "$B/apps/weft_a4_pdes" --out "$raw" "${a4_args[@]}"
+else step_no=$((step_no + 1)); fi
+if have "$B/weft_x2_t1" "X2: weft_x2_t1 not built: skipped"; then
+  step scheduler_X2 "$B/weft_x2_t1" --out "$raw" "${x2_args[@]}"
+else step_no=$((step_no + 1)); fi
+if [ -f bench/model/measure.py ]; then
+  step model_inputs_M1 "$py" bench/model/measure.py --build "$build" --out "$raw" "${m1_args[@]}"
+else skip "M1: bench/model/measure.py missing"; step_no=$((step_no + 1)); fi
+echo "end $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >>"$raw/loadavg.txt"
+for f in "$raw"/logs/*.log; do
+  grep -h 'not built' "$f" 2>/dev/null | sed 's/^/baseline /' >>"$skipped"
+done
+sort -u -o "$skipped" "$skipped"
+step report "$py" bench/report/make_report.py "$raw" "$out" --mode "$mode"
+
+echo
+printf 'done in %s: %s/README.md, %d figures in %s/figures/, raw JSON in %s/\n' "$(elapsed)" \
+  "$out" "$(ls "$out"/figures/*.png 2>/dev/null | wc -l)" "$out" "$raw"
+if [ -s "$skipped" ]; then
+  echo "skipped:"
+  sed 's/^/  /' "$skipped"
+fi
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "steps that failed (their sections say so in the report): ${failed[*]}"
+fi
+# The headline: the closing note of the report.
+sed -n '/^## Closing note/,$p' "$out/README.md" 2>/dev/null | sed -n '1,/^Figures:/p' | grep -v '^Figures:'
+exit 0

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # install-deps.sh - installs everything weft's build, tests and benchmarks need on a fresh
 # Debian 12 (bookworm): compilers, CMake + Ninja, GoogleTest, Google Benchmark, Boost.Fiber
-# and Boost.Context (baselines), valgrind (instruction counts), matplotlib (figures), and the
+# and Boost.Context, oneTBB (baselines), valgrind (instruction counts), matplotlib (figures), and the
 # aarch64 cross toolchain + qemu-user (the arm64 context switch). Run as root (or with sudo
 # available). Idempotent and quiet: installs only what is missing.
 set -euo pipefail
 
 pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev libgtest-dev libbenchmark-dev
-      libboost-fiber-dev libboost-context-dev valgrind python3 python3-matplotlib
+      libboost-fiber-dev libboost-context-dev libtbb-dev valgrind python3 python3-matplotlib
       gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user googletest)
 
 missing=()

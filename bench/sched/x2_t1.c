@@ -7,12 +7,14 @@
  * Timed: from creating the P chain heads until the last thread of the last chain has
  * finished and woken the main thread. One warm-up, then --reps runs; median, min..max.
  *
- * usage: weft_x2_t1 [--n 1000000] [--reps 5] [--procs 1,2] */
+ * usage: weft_x2_t1 [--n 1000000] [--reps 5] [--procs 1,2] [--out DIR]
+ * With --out, also writes DIR/X2.json. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bench_common.h"
 #include "weft/weft.h"
@@ -66,15 +68,17 @@ static double t1(int p, long n) {
 int main(int argc, char **argv) {
   long n = 1000000;
   int reps = 5, procs[8] = {1, 2}, nprocs = 2;
+  const char *out = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--n")) n = atol(argv[i + 1]);
+    else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
     else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--procs")) {
       nprocs = 0;
       for (char *s = argv[i + 1]; *s && nprocs < 8; s += strcspn(s, ","), s += *s == ',')
         procs[nprocs++] = atoi(s);
     } else {
-      fprintf(stderr, "usage: weft_x2_t1 [--n N] [--reps R] [--procs 1,2]\n");
+      fprintf(stderr, "usage: weft_x2_t1 [--n N] [--reps R] [--procs 1,2] [--out DIR]\n");
       return 1;
     }
   }
@@ -85,6 +89,21 @@ int main(int argc, char **argv) {
          m.model, m.cores, reps);
   printf("%-3s %-14s %10s  %-21s %9s  %s\n", "P", "scheduler", "median s", "[min .. max] s",
          "ns/thread", "vs default");
+  FILE *json = NULL;
+  if (out) {
+    char path[4096];
+    mkdir(out, 0777);
+    snprintf(path, sizeof path, "%s/X2.json", out);
+    if (!(json = fopen(path, "w"))) {
+      perror(path);
+      return 1;
+    }
+    fprintf(json, "{\"machine\": ");
+    bench_machine_json(json, &m);
+    fprintf(json, ",\n \"config\": {\"threads\": %ld, \"reps\": %d, \"warmup_runs\": 1},\n \"results\": [",
+            n, reps);
+  }
+  int nout = 0;
   for (int k = 0; k < nprocs; k++) {
     weft_config_t cfg;
     weft_config_init(&cfg);
@@ -108,12 +127,24 @@ int main(int argc, char **argv) {
       printf("%-3d %-14s %10.4f  [%8.4f .. %8.4f]  %9.1f  %.2fx\n", procs[k],
              which == 0 ? "default" : which == 1 ? "example_fifo" : "fifo_lazy", sum.median,
              sum.min, sum.max, sum.median * 1e9 / (double)n, sum.median / base);
+      if (json)
+        fprintf(json, "%s\n  {\"test\": \"T1\", \"scheduler\": \"%s\", \"P\": %d, \"oversubscribed\": %s, "
+                      "\"threads\": %ld, \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": %.6g, "
+                      "\"ratio_to_default\": %.4g}",
+                nout++ ? "," : "", which == 0 ? "default" : which == 1 ? "example_fifo" : "fifo_lazy",
+                procs[k], procs[k] > m.cores ? "true" : "false", n, sum.median, sum.min, sum.max,
+                sum.median / base);
       /* the last thread wakes us just before it finishes: wait until it has */
       int rc;
       while (b && (rc = weft_schedlib_bundle_destroy(b)) == WEFT_EBUSY) weft_sleep_ns(10000);
       if (b) check(rc, "bundle destroy");
     }
     check(weft_shutdown(), "weft_shutdown");
+  }
+  if (json) {
+    fprintf(json, "\n]}\n");
+    fclose(json);
+    printf("wrote %s/X2.json\n", out);
   }
   return 0;
 }

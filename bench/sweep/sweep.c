@@ -13,6 +13,14 @@
  *       Boost.Fiber the same way; pthreads cannot hold a thread unstarted: not run.
  *   T5  fork-join: the main thread creates N threads in batches of 1000 and joins each
  *       batch. Timed: all batches.
+ *   T2  T1 where every thread first does user work drawn from a uniform distribution on
+ *       [0, 2W) (004 Fig 3.3: W = 300 us on the Symmetry). W = --t2-us, default 1 us:
+ *       the paper's 300 us scaled by 1/300 (its Table 3.1 lock pair took 5.6 us, a
+ *       procedure call 3.6 us; today's take 5-10 ns and ~1 ns, so 1/300 is at the
+ *       conservative end: user work stays ~10x a null thread here, as it was there).
+ *       The work is a chain of dependent multiply-adds calibrated at start; each thread's
+ *       amount comes from a hash of its place in the chain, so every run does the same
+ *       total work. --t2-n threads (200,000); weft and pthreads (Boost.Fiber: not run).
  *
  * Threads: --n (1,000,000) for weft and for Boost.Fiber T1; --slow-n (50,000) where a
  * thread costs microseconds: every pthreads point, and Boost.Fiber T4/T5 (1000 live
@@ -25,7 +33,8 @@
  * median and min..max. P beyond the core count is reported separately as oversubscribed.
  *
  * usage: weft_sweep [--out DIR] [--reps R] [--n N] [--slow-n N] [--procs 1,2]
- *                   [--oversub 4] [--libs weft,pthreads,boost_fiber] [--tests T1,T4,T5]
+ *                   [--oversub 4] [--libs weft,pthreads,boost_fiber] [--tests T1,T2,T4,T5]
+ *                   [--t2-us 1] [--t2-n 200000] [--t2-units-per-us U (else calibrated)]
  * Prints a table and writes DIR/sweep.json (DIR defaults to ./bench-results). */
 #include <errno.h>
 #include <pthread.h>
@@ -36,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,8 +58,8 @@
 #define MAX_POINTS 64
 #define BATCH 1000
 
-enum { T1, T4, T5, NTESTS };
-static const char *const test_name[NTESTS] = {"T1", "T4", "T5"};
+enum { T1, T4, T5, T2, NTESTS }; /* T2 last: sweep_fiber.cc runs indices 0..2 only */
+static const char *const test_name[NTESTS] = {"T1", "T4", "T5", "T2"};
 enum { LIB_WEFT, LIB_PTHREADS, LIB_BOOST, NLIBS };
 static const char *const lib_name[NLIBS] = {"weft", "pthreads", "boost_fiber"};
 
@@ -67,6 +77,50 @@ static void check(int rc, const char *what) {
 
 /* Share i of n split over p workers. */
 static long share(long n, int p, int i) { return n / p + (i < n % p); }
+
+/* ---- T2's user work ---------------------------------------------------------------- */
+
+static double t2_us = 1.0;   /* mean user work per thread (us) */
+static double units_per_us;  /* calibrated */
+
+/* One unit: 16 dependent multiply-adds. */
+static double burn(long units) {
+  volatile double sink;
+  double x = 1.0;
+  for (long i = 0; i < units; i++)
+    for (int k = 0; k < 16; k++) x = x * 1.0000001 + 1e-9;
+  sink = x;
+  return sink;
+}
+
+/* Units per us: the best of 5 timings of ~20 ms each (being preempted only makes a
+ * timing slower, so the fastest is the one that saw the processor to itself). */
+static void calibrate_work(void) {
+  long units = 1000;
+  for (;;) {
+    double t0 = bench_now_ns();
+    burn(units);
+    double ns = bench_now_ns() - t0;
+    if (ns > 20e6) break;
+    units *= 4;
+  }
+  for (int i = 0; i < 5; i++) {
+    double t0 = bench_now_ns();
+    burn(units);
+    double u = (double)units / ((bench_now_ns() - t0) / 1000);
+    if (u > units_per_us) units_per_us = u;
+  }
+}
+
+/* The user work of the thread at place `left` of its chain: uniform on [0, 2W). */
+static void t2_work(long left) {
+  uint64_t z = (uint64_t)left * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  double u = (double)(z >> 11) * (1.0 / 9007199254740992.0);
+  burn((long)(u * 2 * t2_us * units_per_us + 0.5));
+}
 
 /* ---- weft ------------------------------------------------------------------------- */
 
@@ -98,7 +152,17 @@ static void *t1_cycle(void *arg) {
   return NULL;
 }
 
-static double weft_t1(int p, long n) {
+static void *t2_cycle(void *arg) {
+  long left = (long)(intptr_t)arg;
+  t2_work(left);
+  if (left > 1)
+    check(weft_create(NULL, &detached, t2_cycle, (void *)(intptr_t)(left - 1)), "weft_create");
+  else if (atomic_fetch_sub(&chains_left, 1) == 1)
+    waiter_signal();
+  return NULL;
+}
+
+static double weft_t1(int p, long n, void *(*cycle)(void *)) {
   atomic_store(&waiter_state, W_IDLE);
   atomic_store(&chains_left, p);
   waiter = weft_self();
@@ -106,7 +170,7 @@ static double weft_t1(int p, long n) {
   for (int i = 0; i < p; i++) {
     weft_attr_t a = detached;
     a.affinity = i;
-    check(weft_create(NULL, &a, t1_cycle, (void *)(intptr_t)share(n, p, i)), "weft_create");
+    check(weft_create(NULL, &a, cycle, (void *)(intptr_t)share(n, p, i)), "weft_create");
   }
   weft_thread_block(waiter_release, NULL);
   return bench_now_ns() - t0;
@@ -164,9 +228,12 @@ static void p_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *),
   }
 }
 
+static int p_work; /* nonzero: T2 (user work in each thread) */
+
 static void *p_cycle(void *arg) {
   long left = (long)(intptr_t)arg;
   pthread_t t;
+  if (p_work) t2_work(left);
   if (left > 1)
     p_create(&t, &p_detached, p_cycle, (void *)(intptr_t)(left - 1));
   else if (atomic_fetch_sub(&chains_left, 1) == 1)
@@ -230,6 +297,7 @@ typedef struct point {
   double s[MAX_REPS]; /* seconds, sorted */
   bench_summary_t sum;
   double steals, sleeps; /* weft only: runtime counters per timed run (else -1) */
+  double cpu_per_wall;   /* weft only: median over runs of process CPU time / elapsed (else -1) */
 } point_t;
 
 static point_t points[MAX_POINTS];
@@ -240,7 +308,7 @@ static void record(int test, int lib, int p, int oversub, long threads, const do
   if (npoints == MAX_POINTS) return;
   point_t *pt = &points[npoints++];
   *pt = (point_t){.test = test, .lib = lib, .p = p, .oversub = oversub, .threads = threads,
-                  .reps = reps, .steals = -1, .sleeps = -1};
+                  .reps = reps, .steals = -1, .sleeps = -1, .cpu_per_wall = -1};
   memcpy(pt->s, sec, (size_t)reps * sizeof *sec);
   pt->sum = bench_summarize(pt->s, reps);
 }
@@ -275,6 +343,17 @@ static int has(const char *list, const char *word) {
 }
 
 static int run_test[NTESTS];
+static long t2_n = 200000;
+
+/* CPU time (user + system) of the whole process, in seconds: over a run's elapsed time, the
+ * processors the run actually had (other jobs on the machine take the rest; idle VPs that
+ * poll count as busy). */
+static double cpu_seconds(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
 
 static void run_weft(int p, int oversub, long n) {
   weft_config_t cfg;
@@ -285,15 +364,24 @@ static void run_weft(int p, int oversub, long n) {
   for (int t = 0; t < NTESTS; t++) {
     if (!run_test[t]) continue;
     weft_debug_stats_t s0, s1;
+    double cpu[MAX_REPS];
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
       if (r == 0) weft_debug_stats(&s0);
-      double ns = t == T1 ? weft_t1(p, n) : t == T4 ? weft_t4(p, n) : weft_t5(n);
-      if (r >= 0) sec[r] = ns * 1e-9;
+      double c0 = cpu_seconds();
+      double ns = t == T1   ? weft_t1(p, n, t1_cycle)
+                  : t == T2 ? weft_t1(p, t2_n, t2_cycle)
+                  : t == T4 ? weft_t4(p, n)
+                            : weft_t5(n);
+      if (r >= 0) {
+        sec[r] = ns * 1e-9;
+        cpu[r] = (cpu_seconds() - c0) / sec[r];
+      }
     }
     weft_debug_stats(&s1);
-    record(t, LIB_WEFT, p, oversub, n, sec);
+    record(t, LIB_WEFT, p, oversub, t == T2 ? t2_n : n, sec);
     points[npoints - 1].steals = (double)(s1.steals - s0.steals) / reps;
     points[npoints - 1].sleeps = (double)(s1.sleeps - s0.sleeps) / reps;
+    points[npoints - 1].cpu_per_wall = bench_summarize(cpu, reps).median;
   }
   check(weft_shutdown(), "weft_shutdown");
 }
@@ -302,18 +390,21 @@ static void run_pthreads(int p, int oversub, long n) {
   double sec[MAX_REPS];
   for (int t = 0; t < NTESTS; t++) {
     if (!run_test[t] || t == T4) continue;
+    long tn = t == T2 && t2_n < n ? t2_n : n;
+    p_work = t == T2;
     for (int r = -1; r < reps; r++) {
-      double ns = t == T1 ? pthread_t1(p, n) : pthread_t5(p, n);
+      double ns = t == T5 ? pthread_t5(p, tn) : pthread_t1(p, tn);
       if (r >= 0) sec[r] = ns * 1e-9;
     }
-    record(t, LIB_PTHREADS, p, oversub, n, sec);
+    p_work = 0;
+    record(t, LIB_PTHREADS, p, oversub, tn, sec);
   }
 }
 
 #ifdef WEFT_BENCH_BOOST
 /* One child process per P (work_stealing's thread count is fixed per process). */
 static void run_boost(int p, int oversub, long n, long slow_n) {
-  const long tn[NTESTS] = {n, slow_n, slow_n};
+  const long tn[NTESTS] = {n, slow_n, slow_n, 0};
   double out[NTESTS * MAX_REPS];
   int fd[2];
   fflush(NULL);
@@ -337,7 +428,7 @@ static void run_boost(int p, int oversub, long n, long slow_n) {
     return;
   }
   for (int t = 0; t < NTESTS; t++)
-    if (run_test[t]) record(t, LIB_BOOST, p, oversub, tn[t], out + t * reps);
+    if (run_test[t] && t != T2) record(t, LIB_BOOST, p, oversub, tn[t], out + t * reps);
 }
 #endif
 
@@ -360,7 +451,8 @@ static void print_table(const bench_machine_t *m) {
                pt->sum.median * 1e9 / (double)pt->threads, speedup(pt));
       }
   }
-  printf("\nnot run: T4 for pthreads (a pthread cannot be created without starting it)\n");
+  printf("\nnot run: T4 for pthreads (a pthread cannot be created without starting it);"
+         " T2 for Boost.Fiber\n");
 }
 
 static int write_json(const char *dir, const bench_machine_t *m, long n, long slow_n) {
@@ -378,8 +470,10 @@ static int write_json(const char *dir, const bench_machine_t *m, long n, long sl
              "  \"pthreads\": \"T1 detached chains, T5 create/join batches; all threads on "
              "min(P, cores) CPUs; T4 not applicable\",\n"
              "  \"T4\": \"create a batch of 1000 unstarted threads, then join them (each runs an "
-             "empty body): create+reclaim\"},\n \"results\": [",
-          reps, n, slow_n, BATCH);
+             "empty body): create+reclaim\",\n"
+             "  \"T2\": {\"mean_work_us\": %g, \"distribution\": \"uniform [0, 2W)\", "
+             "\"threads\": %ld, \"units_per_us\": %g, \"paper_work_us\": 300}},\n \"results\": [",
+          reps, n, slow_n, BATCH, t2_us, t2_n, units_per_us);
   for (int i = 0; i < npoints; i++) {
     const point_t *pt = &points[i];
     fprintf(f, "%s\n  {\"test\": \"%s\", \"lib\": \"%s\", \"P\": %d, \"oversubscribed\": %s, "
@@ -389,7 +483,8 @@ static int write_json(const char *dir, const bench_machine_t *m, long n, long sl
             pt->oversub ? "true" : "false", pt->threads, pt->sum.median, pt->sum.min, pt->sum.max,
             pt->sum.median * 1e9 / (double)pt->threads, speedup(pt));
     if (pt->lib == LIB_WEFT)
-      fprintf(f, "\"weft_steals_per_run\": %.6g, \"weft_sleeps_per_run\": %.6g, ", pt->steals,
+      fprintf(f, "\"cpu_per_wall\": %.4g, \"weft_steals_per_run\": %.6g, \"weft_sleeps_per_run\": %.6g, ",
+              pt->cpu_per_wall, pt->steals,
               pt->sleeps);
     fprintf(f, "\"seconds\": [");
     for (int r = 0; r < pt->reps; r++) fprintf(f, "%s%.6g", r ? ", " : "", pt->s[r]);
@@ -404,7 +499,7 @@ static int write_json(const char *dir, const bench_machine_t *m, long n, long sl
 int main(int argc, char **argv) {
   bench_machine_t m;
   bench_machine_read(&m);
-  const char *out = "bench-results", *libs = "weft,pthreads,boost_fiber", *tests = "T1,T4,T5";
+  const char *out = "bench-results", *libs = "weft,pthreads,boost_fiber", *tests = "T1,T2,T4,T5";
   long n = 1000000, slow_n = 50000;
   int procs[16], oversub[16], nprocs = 0, nover = 0;
   for (int p = 1; p <= m.cores && nprocs < 16; p++) procs[nprocs++] = p;
@@ -419,10 +514,18 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--oversub")) nover = parse_list(v, oversub, 16);
     else if (!strcmp(k, "--libs")) libs = v;
     else if (!strcmp(k, "--tests")) tests = v;
+    else if (!strcmp(k, "--t2-us")) t2_us = atof(v);
+    else if (!strcmp(k, "--t2-n")) t2_n = atol(v);
+    else if (!strcmp(k, "--t2-units-per-us")) units_per_us = atof(v);
     else { fprintf(stderr, "unknown option %s (see the comment at the top of sweep.c)\n", k); return 1; }
   }
   if (reps < 1 || reps > MAX_REPS) reps = 5;
   for (int t = 0; t < NTESTS; t++) run_test[t] = has(tests, test_name[t]);
+  if (run_test[T2]) {
+    if (units_per_us <= 0) calibrate_work();
+    printf("T2 user work: uniform on [0, %.3g us), %.1f units (16 multiply-adds) per us\n",
+           2 * t2_us, units_per_us);
+  }
 
   weft_attr_init(&detached);
   detached.detached = 1;

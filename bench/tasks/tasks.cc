@@ -1,0 +1,270 @@
+// tasks.cc - the task-system baselines (no stacks: a task runs to completion on its
+// worker's stack and cannot block) for the null-thread and fork-join rows:
+//
+//   L2  one empty task spawned and waited for, one after another, on one worker;
+//       time per task (weft's L2: create + run + join of an empty thread)
+//   T1  P chains, each task spawning its successor and finishing (sweep.c's T1);
+//       N tasks in all; timed until every chain has ended
+//   T5  fork-join: N tasks spawned in batches of 1000, each batch waited for
+//
+// for OpenMP tasks (`#pragma omp task`, GCC's libgomp) and oneTBB `task_group`
+// (`tbb::task_arena` of P threads), P = 1..cores and 2 x cores (oversubscribed). Each
+// point: one warm-up, then --reps runs; median and min..max.
+//
+// usage: weft_tasks [--out DIR] [--reps 5] [--n 1000000] [--l2-n 200000] [--procs 1,2]
+//                   [--oversub 4] [--libs openmp_tasks,tbb_task_group] [--tests L2,T1,T5]
+// Prints a table and writes DIR/tasks.json.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef WEFT_BENCH_TBB
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+#endif
+
+#include "bench_common.h"
+
+namespace {
+
+constexpr int kBatch = 1000;
+std::atomic<long> sink{0};
+
+double now_s() { return bench_now_ns() * 1e-9; }
+long share(long n, int p, int i) { return n / p + (i < n % p); }
+
+#ifdef _OPENMP
+void omp_chain(long left) {
+  if (left > 1) {
+#pragma omp task firstprivate(left)
+    omp_chain(left - 1);
+  }
+}
+
+double omp_run(const std::string &test, int p, long n) {
+  double t0 = 0, t1 = 0;
+  if (test == "L2") {
+#pragma omp parallel num_threads(1)
+#pragma omp single
+    {
+      t0 = now_s();
+      for (long i = 0; i < n; i++) {
+#pragma omp task
+        sink.fetch_add(0, std::memory_order_relaxed);
+#pragma omp taskwait
+      }
+      t1 = now_s();
+    }
+  } else if (test == "T1") {
+    t0 = now_s();
+#pragma omp parallel num_threads(p)
+#pragma omp single
+    for (int i = 0; i < p; i++) {
+      long k = share(n, p, i);
+#pragma omp task firstprivate(k)
+      omp_chain(k);
+    }
+    t1 = now_s();  // the parallel region's end waits for every task
+  } else {  // T5
+#pragma omp parallel num_threads(p)
+#pragma omp single
+    {
+      t0 = now_s();
+      for (long done = 0; done < n; done += kBatch) {
+        for (int j = 0; j < kBatch && done + j < n; j++) {
+#pragma omp task
+          sink.fetch_add(0, std::memory_order_relaxed);
+        }
+#pragma omp taskwait
+      }
+      t1 = now_s();
+    }
+  }
+  return t1 - t0;
+}
+#endif
+
+#ifdef WEFT_BENCH_TBB
+void tbb_chain(tbb::task_group &g, long left) {
+  if (left > 1) g.run([&g, left] { tbb_chain(g, left - 1); });
+}
+
+double tbb_run(const std::string &test, int p, long n) {
+  tbb::task_arena arena(test == "L2" ? 1 : p);
+  double t = 0;
+  arena.execute([&] {
+    tbb::task_group g;
+    double t0 = now_s();
+    if (test == "L2") {
+      for (long i = 0; i < n; i++) {
+        g.run([] { sink.fetch_add(0, std::memory_order_relaxed); });
+        g.wait();
+      }
+    } else if (test == "T1") {
+      for (int i = 0; i < p; i++) {
+        long k = share(n, p, i);
+        g.run([&g, k] { tbb_chain(g, k); });
+      }
+      g.wait();
+    } else {
+      for (long done = 0; done < n; done += kBatch) {
+        for (int j = 0; j < kBatch && done + j < n; j++)
+          g.run([] { sink.fetch_add(0, std::memory_order_relaxed); });
+        g.wait();
+      }
+    }
+    t = now_s() - t0;
+  });
+  return t;
+}
+#endif
+
+struct Point {
+  std::string test, lib;
+  int p;
+  bool oversub;
+  long n;
+  std::vector<double> s;
+  double med, min, max;
+};
+
+std::vector<int> parse_list(const char *s) {
+  std::vector<int> v;
+  while (*s) {
+    v.push_back(std::atoi(s));
+    s += std::strcspn(s, ",");
+    s += *s == ',';
+  }
+  return v;
+}
+
+bool has(const std::string &list, const std::string &w) {
+  return ("," + list + ",").find("," + w + ",") != std::string::npos;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  bench_machine_t m;
+  bench_machine_read(&m);
+  std::string out = "bench-results", libs = "openmp_tasks,tbb_task_group", tests = "L2,T1,T5";
+  long n = 1000000, l2n = 200000;
+  int reps = 5;
+  std::vector<int> procs, over{2 * m.cores};
+  for (int p = 1; p <= m.cores; p++) procs.push_back(p);
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    const char *v = argv[i + 1];
+    if (k == "--out") out = v;
+    else if (k == "--reps") reps = std::atoi(v);
+    else if (k == "--n") n = std::atol(v);
+    else if (k == "--l2-n") l2n = std::atol(v);
+    else if (k == "--procs") procs = parse_list(v);
+    else if (k == "--oversub") over = parse_list(v);
+    else if (k == "--libs") libs = v;
+    else if (k == "--tests") tests = v;
+    else {
+      std::fprintf(stderr, "unknown option %s (see the comment at the top of tasks.cc)\n", k.c_str());
+      return 1;
+    }
+  }
+  if (reps < 1 || reps > 50) reps = 5;
+#ifndef _OPENMP
+  if (has(libs, "openmp_tasks")) std::printf("openmp_tasks: not built (no OpenMP): skipped\n");
+#endif
+#ifndef WEFT_BENCH_TBB
+  if (has(libs, "tbb_task_group")) std::printf("tbb_task_group: not built (oneTBB not found): skipped\n");
+#endif
+#ifdef WEFT_BENCH_TBB
+  // Let an arena of 2 x cores threads exist (the oversubscribed points).
+  int most = m.cores;
+  for (int p : over) most = std::max(most, p);
+  tbb::global_control gc(tbb::global_control::max_allowed_parallelism, (size_t)most);
+#endif
+
+  std::vector<Point> pts;
+  auto run = [&](const std::string &lib, const std::string &test, int p, bool os) {
+    long tn = test == "L2" ? l2n : n;
+    Point pt{test, lib, p, os, tn, {}, 0, 0, 0};
+    for (int r = -1; r < reps; r++) {
+      double s = 0;
+#ifdef _OPENMP
+      if (lib == "openmp_tasks") s = omp_run(test, p, tn);
+#endif
+#ifdef WEFT_BENCH_TBB
+      if (lib == "tbb_task_group") s = tbb_run(test, p, tn);
+#endif
+      if (r >= 0) pt.s.push_back(s);
+    }
+    std::vector<double> v = pt.s;
+    std::sort(v.begin(), v.end());
+    pt.min = v.front();
+    pt.max = v.back();
+    pt.med = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    pts.push_back(pt);
+  };
+  std::vector<std::string> avail;
+#ifdef _OPENMP
+  if (has(libs, "openmp_tasks")) avail.push_back("openmp_tasks");
+#endif
+#ifdef WEFT_BENCH_TBB
+  if (has(libs, "tbb_task_group")) avail.push_back("tbb_task_group");
+#endif
+  std::printf("tasks: machine %s, %d cores; T1/T5 %ld tasks, L2 %ld; 1 warm-up + %d runs per point\n",
+              m.model, m.cores, n, l2n, reps);
+  for (const auto &lib : avail) {
+    if (has(tests, "L2")) run(lib, "L2", 1, false);
+    for (const char *t : {"T1", "T5"}) {
+      if (!has(tests, t)) continue;
+      for (int p : procs) run(lib, t, p, p > m.cores);
+      for (int p : over) run(lib, t, p, true);
+    }
+  }
+
+  std::printf("\n%-4s %3s  %-15s %9s  %10s  %-23s %9s\n", "test", "P", "library", "tasks",
+              "median s", "[min .. max] s", "ns/task");
+  for (const auto &pt : pts)
+    std::printf("%-4s %3d  %-15s %9ld  %10.4f  [%8.4f .. %8.4f]  %9.1f%s\n", pt.test.c_str(), pt.p,
+                pt.lib.c_str(), pt.n, pt.med, pt.min, pt.max, pt.med * 1e9 / (double)pt.n,
+                pt.oversub ? "  (oversubscribed)" : "");
+
+  mkdir(out.c_str(), 0777);
+  std::string path = out + "/tasks.json";
+  FILE *f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::perror(path.c_str());
+    return 1;
+  }
+  std::fprintf(f, "{\"machine\": ");
+  bench_machine_json(f, &m);
+  std::fprintf(f, ",\n \"config\": {\"reps\": %d, \"warmup_runs\": 1, \"tasks\": %ld, \"l2_tasks\": %ld, "
+                  "\"batch\": %d, \"note\": \"task systems without stacks: a task cannot block\"},\n"
+                  " \"results\": [", reps, n, l2n, kBatch);
+  for (size_t i = 0; i < pts.size(); i++) {
+    const Point &pt = pts[i];
+    double one = 0;
+    for (const auto &q : pts)
+      if (q.test == pt.test && q.lib == pt.lib && q.p == 1) one = q.med;
+    std::fprintf(f, "%s\n  {\"test\": \"%s\", \"lib\": \"%s\", \"P\": %d, \"oversubscribed\": %s, "
+                    "\"threads\": %ld, \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": %.6g, "
+                    "\"ns_per_thread\": %.4g, \"speedup\": %.4g, \"seconds\": [",
+                 i ? "," : "", pt.test.c_str(), pt.lib.c_str(), pt.p, pt.oversub ? "true" : "false",
+                 pt.n, pt.med, pt.min, pt.max, pt.med * 1e9 / (double)pt.n, one > 0 ? one / pt.med : 0);
+    for (size_t r = 0; r < pt.s.size(); r++) std::fprintf(f, "%s%.6g", r ? ", " : "", pt.s[r]);
+    std::fprintf(f, "]}");
+  }
+  std::fprintf(f, "\n]}\n");
+  std::fclose(f);
+  std::printf("wrote %s\n", path.c_str());
+  return 0;
+}
