@@ -8,12 +8,14 @@
 # alternation, one partner pass per round); a failure is reported, never fatal.
 #
 # usage: bench/icount.sh [BUILD_DIR] [OUT_DIR]    (defaults: build, bench-results)
-# env:   ICOUNT_N (default 50000)
+# env:   ICOUNT_N (default 50000); ICOUNT_MODES: the loops to count (default all:
+#        "l2 l3 l4m l4s l5m l5s l6m l6s l7"; X1's WEFT_HOOKS=OFF column needs only "l2 l3")
 # Prints a table and writes OUT_DIR/icount.json.
 set -euo pipefail
 build=${1:-build}
 out=${2:-bench-results}
 n=${ICOUNT_N:-50000}
+modes=${ICOUNT_MODES:-l2 l3 l4m l4s l5m l5s l6m l6s l7}
 mkdir -p "$out"
 command -v valgrind >/dev/null || { echo "icount: valgrind not installed, skipped"; exit 0; }
 tmp=$(mktemp -d)
@@ -44,7 +46,7 @@ done
 printf '%-18s %-12s %s\n' row lib "instructions/op (callgrind, N=$n vs 2N)"
 declare -A row_of=([l2]=L2 [l3]=L3 [l4m]=L4_mutex [l4s]=L4_sem [l5m]=L5_trylock
   [l5s]=L5_trywait [l6m]=L6_mutex_pingpong [l6s]=L6_sem_pingpong [l7]=L7_cond_pingpong)
-for mode in l2 l3 l4m l4s l5m l5s l6m l6s l7; do
+for mode in $modes; do
   row=${row_of[$mode]}
   v=$(per_op "$build/bench/weft_icount" "$mode"); add "$row" weft "$v"
   printf '%-18s %-12s %s\n' "$row" weft "$v"

@@ -95,6 +95,8 @@ if [ "$mode" = quick ]; then
   spin_args=(--reps 3 --n 200000 --s2-n 5000 --s3-n 20000 --s4-rounds 5000 --s5-n 200000 --oversub "")
   s6_args=(--quick --reps 3)
   a3_args=(--leaf 5,50,150 --reps 3)
+  a1_args=(--reps 5)            # the default 1024 x 4096 matrix: --quick's is ~7 ms a run
+  a2_args=(--quick)
   icount_n=10000
   x2_args=(--n 200000 --reps 3)
   a4_args=(--quick)
@@ -108,13 +110,15 @@ else
   spin_args=(--reps 5)
   s6_args=(--reps 5)
   a3_args=(--reps 5)
+  a1_args=(--procs "1,2,$((2 * cores))")
+  a2_args=(--procs "1,2,$((2 * cores))")
   icount_n=50000
   x2_args=(--reps 5)
   a4_args=()
   m1_args=()
 fi
 
-steps_total=16
+steps_total=19
 printf 'weft demo (%s mode): results in %s/\n' "$mode" "$out"
 # Other jobs on the machine skew every timing; the report quotes the load around the run.
 echo "start $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >"$raw/loadavg.txt"
@@ -158,6 +162,16 @@ if command -v valgrind >/dev/null; then
 else
   skip "instruction counts: valgrind not installed"; step_no=$((step_no + 1))
 fi
+# X1's middle column (hooks compiled out): a second build with -DWEFT_HOOKS=OFF, the
+# library and weft_icount only (about 10 s on 2 cores), counted on L2 and L3.
+if command -v valgrind >/dev/null; then
+  icount_nohooks() {
+    cmake -S . -B "$build-nohooks" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF \
+      -DWEFT_BUILD_BENCH=ON -DWEFT_HOOKS=OFF && cmake --build "$build-nohooks" -j "$cores" --target weft_icount &&
+      ICOUNT_N="$icount_n" ICOUNT_MODES="l2 l3" bench/icount.sh "$build-nohooks" "$raw/nohooks"
+  }
+  step icount_X1_nohooks icount_nohooks
+else step_no=$((step_no + 1)); fi
 step memory "$B/weft_mem_per_thread" --out "$raw"
 step calibrate "$B/weft_calibrate" --out "$raw"
 step sweep_T1_T2_T4_T5 "$B/weft_sweep" --out "$raw" "${sweep_args[@]}"
@@ -172,6 +186,12 @@ if have "$B/contention/weft_s6_contention" "S6: weft_s6_contention not built: sk
 else step_no=$((step_no + 1)); fi
 if have "$B/apps/weft_a3_quicksort" "A3: weft_a3_quicksort not built: skipped"; then
   step quicksort_A3 "$B/apps/weft_a3_quicksort" --out "$raw" "${a3_args[@]}"
+else step_no=$((step_no + 1)); fi
+if have "$B/weft_bench_A1" "A1: weft_bench_A1 not built: skipped"; then
+  step vecmat_A1 "$B/weft_bench_A1" --json "$raw/A1.json" "${a1_args[@]}"
+else step_no=$((step_no + 1)); fi
+if have "$B/weft_bench_A2" "A2: weft_bench_A2 not built: skipped"; then
+  step sorts_A2 "$B/weft_bench_A2" --json "$raw/A2.json" "${a2_args[@]}"
 else step_no=$((step_no + 1)); fi
 if have "$B/apps/weft_a4_pdes" "A4: weft_a4_pdes not built: skipped"; then
   step simulation_A4 "$B/apps/weft_a4_pdes" --out "$raw" "${a4_args[@]}"
