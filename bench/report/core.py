@@ -63,7 +63,7 @@ class Report:
             return None
 
     def _machine(self):
-        for name in ("sweep.json", "A3.json", "memory.json", "tasks.json", "S1.json"):
+        for name in ("sweep.json", "A3.json", "memory.json", "tasks.json", "S1.json", "A1.json", "A2.json"):
             doc = self.load(name)
             if doc and "machine" in doc:
                 return doc["machine"]

@@ -66,3 +66,72 @@ def _x2_lat(rep, row, lib):
     if cv is None and agg.get("mean"):
         cv = agg.get("stddev", 0) / agg["mean"]
     return agg["median"], 100 * (cv or 0)
+
+
+X1_COLS = (("hooks compiled in, none installed", "icount.json", "%s"),
+           ("hooks compiled out (`-DWEFT_HOOKS=OFF`)", "nohooks/icount.json", "%s"),
+           ("one counting callback on every event", "icount.json", "X1_%s_one_callback"))
+
+
+@section("x1", "X1: cost of the open interfaces (papers/003 §4.1 Table 1)",
+         inputs=("icount.json", "nohooks/icount.json"), order=65)
+def x1(rep):
+    docs = {name: rep.load(name) for name in ("icount.json", "nohooks/icount.json")}
+    ir = {}
+    for name, doc in docs.items():
+        for r in (doc or {}).get("rows", []):
+            if r.get("lib") == "weft" and r.get("instructions_per_op") is not None:
+                ir[(name, r["row"])] = r["instructions_per_op"]
+    cols = [c for c in X1_COLS if any((c[1], c[2] % row) in ir for row in ("L2", "L3"))]
+    if not cols:
+        return None
+    n = (docs["icount.json"] or docs["nohooks/icount.json"])["n"]
+    rows = []
+    for row, what in (("L2", "null thread (create, run, join)"), ("L3", "switch (yield between two threads)")):
+        base = ir.get(("icount.json", row))
+        line = [row, what]
+        for _, name, key in cols:
+            v = ir.get((name, key % row))
+            is_base = name == "icount.json" and key == "%s"
+            pct = " (%+.1f%%)" % (100 * (v / base - 1)) if v is not None and base and not is_base else ""
+            line.append("-" if v is None else "%g%s" % (v, pct))
+        rows.append(line)
+    md = ("User-mode instructions per operation, counted by callgrind (`bench/icount.sh`, N = %d vs 2N, "
+          "fixed costs cancel; in parentheses: against the normal build). One counting callback: "
+          "`weft_hook_push` of a callback that increments a counter on all `WEFT_HOOK_NEVENTS` "
+          "events (`weft_icount l2|l3 N hooked`); with it every thread takes the general paths.\n\n" % n)
+    md += table(["row", "operation"] + [c[0] for c in cols], rows)
+    if not docs["nohooks/icount.json"]:
+        md += ("\nThe hooks-compiled-out column was not measured in this run: build with "
+               "`cmake -S . -B build-release-nohooks -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_BENCH=ON "
+               "-DWEFT_HOOKS=OFF && cmake --build build-release-nohooks --target weft_icount`, then "
+               "`ICOUNT_MODES=\"l2 l3\" bench/icount.sh build-release-nohooks OUT` (what `scripts/demo.sh` "
+               "does) and put OUT/icount.json in the results directory as `nohooks/icount.json`.\n")
+
+    p = plt()
+    fig, ax = p.subplots(figsize=(7, 4))
+    width = 0.8 / len(cols)
+    for i, (label, name, key) in enumerate(cols):
+        xs, ys = [], []
+        for j, row in enumerate(("L2", "L3")):
+            v = ir.get((name, key % row))
+            if v is not None:
+                xs.append(j + i * width)
+                ys.append(v)
+        bars = ax.bar(xs, ys, width, label=label.replace("`", ""))
+        for b, y in zip(bars, ys):
+            ax.text(b.get_x() + b.get_width() / 2, y, "%g" % y, ha="center", va="bottom", fontsize=7)
+    ax.set_xticks([j + width * (len(cols) - 1) / 2 for j in range(2)])
+    ax.set_xticklabels(["L2 null thread", "L3 switch"])
+    ax.set_ylabel("instructions per operation (callgrind)")
+    ax.set_title("X1: cost of the event hooks, weft (cf. 003 Table 1) - %s" % rep.machine_line(), fontsize=8)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    md += "\n" + rep.save_fig(fig, "X1", "X1: instructions with hooks in, out, and one callback")
+    on, off = ir.get(("icount.json", "L3")), ir.get(("nohooks/icount.json", "L3"))
+    cb = ir.get(("icount.json", "X1_L3_one_callback"))
+    if on and cb:
+        rep.headlines.append("X1: an L3 switch is %g instructions with the hooks compiled in and none "
+                             "installed%s, %g with one counting callback"
+                             % (on, " (%g compiled out)" % off if off else "", cb))
+    return md
