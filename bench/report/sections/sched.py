@@ -45,6 +45,11 @@ def a1(rep):
                          "%.2fx" % (base / r["median_s"]) if base else "-",
                          "%.2fx" % r["speedup_vs_p1"]])
     md += table(["variant", "P", "run time", "vs serial", "vs P=1"], rows)
+    cal = rep.load("calibrate.json")
+    if cal and cal.get("points"):
+        md += ("\nThe ceiling for any speedup in this run (independent work on P pinned kernel "
+               "threads, `weft_calibrate`): %s.\n" % ", ".join(
+                   "P=%s: %.2fx" % (q.get("p"), q.get("speedup", 0)) for q in cal["points"]))
 
     p = plt()
     fig, ax = p.subplots(figsize=(6.5, 4.5))
