@@ -47,8 +47,9 @@ def a1(rep):
     md += table(["variant", "P", "run time", "vs serial", "vs P=1"], rows)
     cal = rep.load("calibrate.json")
     if cal and cal.get("points"):
-        md += ("\nThe ceiling for any speedup in this run (independent work on P pinned kernel "
-               "threads, `weft_calibrate`): %s.\n" % ", ".join(
+        md += ("\nThe machine's parallelism, measured earlier in this run (independent work on P "
+               "pinned kernel threads, `weft_calibrate`; on a shared machine it changes from one "
+               "minute to the next): %s.\n" % ", ".join(
                    "P=%s: %.2fx" % (q.get("p"), q.get("speedup", 0)) for q in cal["points"]))
 
     p = plt()
