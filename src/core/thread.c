@@ -22,6 +22,8 @@ void weft_attr_init(weft_attr_t *attr) {
   attr->detached = 0;
   attr->affinity = -1;
   attr->bundle = NULL;
+  attr->stack_addr = NULL;
+  attr->switch_mode = WEFT_SWITCH_INTEGER;
 }
 
 static inline uint64_t next_id(weft_vp_t *vp) {
@@ -75,6 +77,11 @@ static int attr_check(const weft_attr_t *attr) {
                            attr->stack_size > ((size_t)1 << 36)))
     return WEFT_EINVAL;
   if (attr->affinity < -1) return WEFT_EINVAL;
+  if (attr->stack_addr && (attr->stack_size < WEFT_MIN_STACK_SIZE ||
+                           ((uintptr_t)attr->stack_addr & 15) != 0 || attr->detached))
+    return WEFT_EINVAL;
+  if (attr->switch_mode != WEFT_SWITCH_INTEGER && attr->switch_mode != WEFT_SWITCH_ALL)
+    return WEFT_EINVAL;
   return 0;
 }
 
@@ -108,10 +115,15 @@ static inline int create_args(weft_thread_t **out, const weft_attr_t *attr,
  * other than the root (so its scheduler's handlers must be raised). */
 static inline int create_attrs(weft_thread_t *t, const weft_attr_t *attr, weft_bundle_t *b) {
   if (WEFT__LIKELY(attr == NULL)) return 0;
-  attr_stack_round(t);
-  if (weft__is_default(b)) return 0;
+  if (attr->stack_addr) t->stack = attr->stack_addr; /* exact size: bound on first run */
+  else attr_stack_round(t);
+  uint32_t fp = attr->switch_mode == WEFT_SWITCH_ALL ? WEFT__TF_FPALL : 0;
+  if (weft__is_default(b)) {
+    if (fp) weft__tflags_init(t, fp | weft__tf_start());
+    return 0;
+  }
   uint32_t y = (b->ops.flags & WEFT_SCHED_DISPATCH_ONLY) ? 0 : WEFT__TF_SCHED_YIELD;
-  weft__tflags_init(t, WEFT__TF_CUSTOM | y | weft__tf_start());
+  weft__tflags_init(t, WEFT__TF_CUSTOM | y | fp | weft__tf_start());
   return 1;
 }
 
@@ -190,6 +202,7 @@ static WEFT__COLD void exit_slow(weft_thread_t *t, uint32_t f, void *result) {
 /* thread_blocked and the SAVE/BLOCKED/RESTORE callbacks, from a block
  * continuation (also used by src/sync/wait.c). */
 WEFT__COLD void weft__blocked_slow(weft_thread_t *self, uint32_t f, void *obj) {
+  if (f & WEFT__TF_FPALL) weft__ctx_fp_save(&self->ctx); /* first: nothing has run */
   weft_bundle_t *b = self->bundle;
   if ((f & WEFT__TF_CUSTOM) && b->ops.thread_blocked) b->ops.thread_blocked(b, self);
 #ifdef WEFT_HOOKS
@@ -375,6 +388,8 @@ int weft_detach(weft_thread_t *t) {
 
 static void yield_cont(void *p) {
   weft_thread_t *self = p;
+  /* only the general yields come here (TF_FPALL is in TF_YIELD_SLOW) */
+  if (weft__tflags(self) & WEFT__TF_FPALL) weft__ctx_fp_save(&self->ctx);
 #ifdef WEFT_HOOKS
   if (weft__tflags(self) & WEFT__TF_HOOK) weft__hook_switched(self, 0, NULL);
 #endif
@@ -484,6 +499,27 @@ int weft_local_set(void *value) {
   if (!vp) return WEFT_EPERM;
   vp->current->local = value;
   return 0;
+}
+
+/* ---- context-switch modes (weft/thread.h) ------------------------------------------
+ * The mode is the TF_FPALL bit of the thread's flags. The thread itself sets or
+ * clears it with an atomic RMW (relaxed: only the thread acts on its own bit, in
+ * its own switches; the RMW keeps hook.c's concurrent OR/AND of TF_HOOK intact). */
+
+int weft_switch_mode_set(int mode) {
+  if (mode != WEFT_SWITCH_INTEGER && mode != WEFT_SWITCH_ALL) return WEFT_EINVAL;
+  weft_vp_t *vp = weft__vp();
+  if (!vp) return WEFT_EPERM;
+  weft_thread_t *self = vp->current;
+  if (mode == WEFT_SWITCH_ALL) __atomic_fetch_or(&self->flags, (uint32_t)WEFT__TF_FPALL, __ATOMIC_RELAXED);
+  else __atomic_fetch_and(&self->flags, ~(uint32_t)WEFT__TF_FPALL, __ATOMIC_RELAXED);
+  return 0;
+}
+
+int weft_switch_mode_get(void) {
+  weft_vp_t *vp = weft__vp();
+  if (!vp) return WEFT_SWITCH_INTEGER;
+  return (weft__tflags(vp->current) & WEFT__TF_FPALL) ? WEFT_SWITCH_ALL : WEFT_SWITCH_INTEGER;
 }
 
 /* ---- block and unblock (public, weft/sched.h) ---------------------------------------- */
