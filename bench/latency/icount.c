@@ -210,7 +210,16 @@ static void l2(long n) {
 static long partner_yields;
 static int partner_stop;
 
+/* WEFT_ICOUNT_SWITCH_ALL=1: the main thread (every mode) and the l3 partner run in
+ * the all-registers switch mode
+ * (weft/thread.h), to count what that mode costs. */
+static int switch_all(void) {
+  const char *e = getenv("WEFT_ICOUNT_SWITCH_ALL");
+  return e && strcmp(e, "1") == 0;
+}
+
 static void *partner(void *arg) {
+  if (switch_all()) check(weft_switch_mode_set(WEFT_SWITCH_ALL), "weft_switch_mode_set");
   while (!partner_stop) {
     weft_yield();
     partner_yields++;
@@ -241,6 +250,7 @@ int main(int argc, char **argv) {
   weft_config_init(&cfg);
   cfg.nvps = 1;
   check(weft_init(&cfg), "weft_init");
+  if (switch_all()) check(weft_switch_mode_set(WEFT_SWITCH_ALL), "weft_switch_mode_set");
 
   long ops;
   if (mode >= 2) {

@@ -115,29 +115,33 @@ static inline void weft__ctx_fp_save(weft_ctx_t *ctx) { (void)ctx; }
 void weft__ctx_fp_resume(void);
 __attribute__((no_sanitize("address", "thread")))
 static inline void weft__ctx_fp_save(weft_ctx_t *ctx) {
-  volatile uintptr_t *f = (volatile uintptr_t *)ctx->sp, *n = f - 2;
+  uintptr_t *f = (uintptr_t *)ctx->sp, *n = f - 2;
   uint32_t mxcsr;
   uint16_t fcw;
   __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
   __asm__ volatile("fnstcw %0" : "=m"(fcw));
-  for (int i = 0; i < 6; i++) n[i] = f[i];  /* ascending: the copy lies below */
-  n[6] = (uintptr_t)weft__ctx_fp_resume;   /* overwrites f[4], copied already */
+  uintptr_t regs[6];
+  __builtin_memcpy(regs, f, sizeof regs);  /* through a copy: the ranges overlap */
+  __builtin_memcpy(n, regs, sizeof regs);
+  n[6] = (uintptr_t)weft__ctx_fp_resume;
   n[7] = (uintptr_t)mxcsr | ((uintptr_t)fcw << 32);
   /* n[8] is f[6], the resume address, left in place */
-  ctx->sp = (void *)n;
+  ctx->sp = n;
 }
 #elif defined(__aarch64__)
 void weft__ctx_fp_resume(void);
 __attribute__((no_sanitize("address", "thread")))
 static inline void weft__ctx_fp_save(weft_ctx_t *ctx) {
-  volatile uintptr_t *f = (volatile uintptr_t *)ctx->sp, *n = f - 2;
-  uintptr_t resume = f[11], fpcr;
+  uintptr_t *f = (uintptr_t *)ctx->sp, *n = f - 2;
+  uintptr_t fpcr;
   __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
-  for (int i = 0; i < 20; i++) n[i] = f[i];  /* ascending: the copy lies below */
-  n[11] = (uintptr_t)weft__ctx_fp_resume;    /* x30 */
-  n[20] = resume;                            /* overwrites f[18..19], copied */
+  uintptr_t regs[20];
+  __builtin_memcpy(regs, f, sizeof regs);  /* through a copy: the ranges overlap */
+  __builtin_memcpy(n, regs, sizeof regs);
+  n[20] = regs[11];                          /* the resume address (x30) */
   n[21] = fpcr;
-  ctx->sp = (void *)n;
+  n[11] = (uintptr_t)weft__ctx_fp_resume;    /* x30 */
+  ctx->sp = n;
 }
 #endif
 

@@ -17,10 +17,10 @@ namespace {
 
 constexpr size_t KiB = 1024;
 
-// Where the calling thread's stack is: the address of a local.
+// Where the calling thread's stack is: its frame address (not a local's address,
+// which ASan may place on its heap-allocated fake stack).
 __attribute__((noinline)) uintptr_t StackHere() {
-  volatile char c = 0;
-  return reinterpret_cast<uintptr_t>(&c);
+  return reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
 }
 
 // Uses `bytes` of stack (one write per KiB), so that a thread really runs on it.
