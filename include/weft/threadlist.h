@@ -83,7 +83,9 @@ WEFT_API void *weft_threadlist_link(weft_thread_t *t);
 /* weft_threadlist_put() puts t on l. t must not be running and must be on no other
  * list: typically a thread handed to a scheduler (thread_created, thread_unblocked)
  * or one just taken off another list. Never switches; callable from any thread and
- * from scheduler handlers. Errors: WEFT_EINVAL (l or t NULL). */
+ * from scheduler handlers. Errors: WEFT_EINVAL (l or t NULL). Putting the calling
+ * thread itself is undefined (caught by WEFT__ASSERT in checked builds): a running
+ * thread gets on a list with weft_threadlist_yield_onto(). */
 WEFT_API int weft_threadlist_put(weft_threadlist_t *l, weft_thread_t *t);
 
 /* weft_threadlist_get() removes and returns the thread l's policy picks, or NULL

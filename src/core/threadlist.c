@@ -100,6 +100,7 @@ static inline void put_locked(weft_threadlist_t *l, weft_thread_t *t) {
 
 int weft_threadlist_put(weft_threadlist_t *l, weft_thread_t *t) {
   if (!l || !t) return WEFT_EINVAL;
+  WEFT__ASSERT(t != weft_self(), "weft_threadlist_put of the running thread (use yield_onto)");
   /* acquire/release: the lock orders this put after whatever saved t (its
    * context) for the getter, which takes the same lock */
   weft__spin_lock(&l->lock);

@@ -383,4 +383,22 @@ TEST_P(YieldOntoTest, FromWaitListBackToRunList) {
   EXPECT_EQ(weft_threadlist_destroy(run), 0);
 }
 
+// In a checked build, putting the running thread on a list is caught (it must use
+// weft_threadlist_yield_onto, which puts it once its context is saved).
+TEST(ThreadListDeathTest, PutOfRunningThreadIsCaughtInCheckedBuild) {
+#ifndef WEFT_TEST_CHECKED
+  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
+#endif
+  SetDeathTestStyle();
+  EXPECT_DEATH(
+      {
+        InitWithVps(1);
+        weft_threadlist_t *l = nullptr;
+        weft_threadlist_create(&l, &weft_threadlist_fifo, nullptr);
+        weft_threadlist_put(l, weft_self());
+        std::_Exit(0);
+      },
+      "weft: misuse");
+}
+
 }  // namespace
