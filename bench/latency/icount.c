@@ -222,7 +222,16 @@ static void l2(long n) {
 static long partner_yields;
 static int partner_stop;
 
+/* WEFT_ICOUNT_SWITCH_ALL=1: the main thread (every mode) and the l3 partner run in
+ * the all-registers switch mode
+ * (weft/thread.h), to count what that mode costs. */
+static int switch_all(void) {
+  const char *e = getenv("WEFT_ICOUNT_SWITCH_ALL");
+  return e && strcmp(e, "1") == 0;
+}
+
 static void *partner(void *arg) {
+  if (switch_all()) check(weft_switch_mode_set(WEFT_SWITCH_ALL), "weft_switch_mode_set");
   while (!partner_stop) {
     weft_yield();
     partner_yields++;
@@ -256,6 +265,7 @@ int main(int argc, char **argv) {
   check(weft_init(&cfg), "weft_init");
   for (int e = 0; hooked && e < WEFT_HOOK_NEVENTS; e++)
     check(weft_hook_push((weft_hook_event_t)e, count_event, NULL), "weft_hook_push");
+  if (switch_all()) check(weft_switch_mode_set(WEFT_SWITCH_ALL), "weft_switch_mode_set");
 
   long ops;
   uint64_t t0 = 0, t1 = 0; /* l2, l3: the loop's wall time (meaningless under callgrind) */

@@ -31,6 +31,21 @@ typedef struct weft_config {
                             default 1024. */
   int spin_us;           /* how long an idle VP polls (lock-free) before it sleeps in
                             the kernel, in microseconds; default 50. */
+  /* Stack-allocation policy (papers/003 3.1.4); both NULL (the default): weft maps
+   * stacks with a guard page and caches them per VP. Both set: every stack weft
+   * binds to a thread (not caller-provided ones, weft_attr_t.stack_addr) comes from
+   * stack_alloc(size, stack_arg), which returns the lowest address of `size` usable
+   * bytes, 16-byte aligned, or NULL (the thread then waits and the bind is retried,
+   * as when the system is out of memory); weft caches none of them and gives each
+   * back exactly once through stack_free(lo, size, stack_arg) once its thread has
+   * finished and is off it. size is the thread's stack size (weft_attr_t.stack_size
+   * rounded up to the page size, or stack_size above). Both are called on any VP's
+   * kernel thread, concurrently, in switch continuations and scheduling paths: they
+   * must not block, switch or call weft; malloc and a spinlock are fine. Only one
+   * set: weft_init() returns WEFT_EINVAL. */
+  void *(*stack_alloc)(size_t size, void *arg);
+  void (*stack_free)(void *lo, size_t size, void *arg);
+  void *stack_arg;
 } weft_config_t;
 
 #define WEFT_MAX_VPS 256

@@ -26,10 +26,40 @@ typedef struct weft_attr {
   int affinity;           /* -1: none; else a virtual-processor hint. The default
                              scheduler places the thread on VP (affinity mod nvps). */
   weft_bundle_t *bundle;  /* NULL: the root bundle */
+  void *stack_addr;       /* NULL: weft binds a stack when the thread first runs.
+                             Else the caller's memory [stack_addr, stack_addr +
+                             stack_size) is the thread's stack: stack_addr 16-byte
+                             aligned, stack_size at least WEFT_MIN_STACK_SIZE, the
+                             thread joinable. No guard page: an overflow corrupts
+                             whatever lies below. The memory belongs to weft from
+                             weft_create() until weft_join() of the thread returns. */
+  int switch_mode;        /* WEFT_SWITCH_INTEGER (0, the default) or WEFT_SWITCH_ALL */
 } weft_attr_t;
+
+/* Context-switch modes (papers/003 3.1.3). INTEGER saves what the C ABI makes
+ * callee-saved and nothing of the floating-point control state: a thread that
+ * changes its rounding mode or exception masks (fesetround, MXCSR, x87 control
+ * word, FPCR) may find them changed by another thread after any switch, and
+ * passes its own to whatever runs next. ALL also saves the FP control state (MXCSR
+ * and the x87 control word on x86-64, FPCR on AArch64) whenever the thread is
+ * switched away and restores it when the thread resumes. A thread in ALL mode
+ * starts with the control state of the VP it first runs on. The ucontext build
+ * (-DWEFT_CONTEXT=ucontext) saves and restores the FP environment on every switch
+ * (swapcontext does), so there both modes keep it. docs/meta-interface.md. */
+#define WEFT_SWITCH_INTEGER 0
+#define WEFT_SWITCH_ALL 1
 
 /* weft_attr_init() fills *attr with defaults. Never fails. */
 WEFT_API void weft_attr_init(weft_attr_t *attr);
+
+/* weft_switch_mode_set() sets the calling thread's switch mode (WEFT_SWITCH_*);
+ * it applies from the caller's next switch. Never switches. Errors: WEFT_EINVAL
+ * (unknown mode); WEFT_EPERM (plain OS thread, also while weft is not running). */
+WEFT_API int weft_switch_mode_set(int mode);
+
+/* weft_switch_mode_get() returns the calling thread's switch mode, or
+ * WEFT_SWITCH_INTEGER from a plain OS thread. Never switches. */
+WEFT_API int weft_switch_mode_get(void);
 
 /* weft_create() creates a thread that will run fn(arg) and stores its handle in
  * *out (which may be NULL only for detached threads). The new thread is given to
@@ -37,7 +67,9 @@ WEFT_API void weft_attr_init(weft_attr_t *attr);
  * weft_create() returns on the caller's VP, though another VP may start it at once.
  * Callable from a weft thread (the thread goes to the caller's VP) or from a plain
  * OS thread (it is handed to a VP, round robin). Never switches the caller.
- * Errors: WEFT_EINVAL (fn NULL, bad attr, out NULL for a joinable thread);
+ * Errors: WEFT_EINVAL (fn NULL, out NULL for a joinable thread, or a bad attr:
+ * stack_size out of range, stack_addr not 16-byte aligned or with a stack_size
+ * below WEFT_MIN_STACK_SIZE or with detached set, unknown switch_mode);
  * WEFT_ENOMEM; WEFT_ENOTINIT. */
 WEFT_API int weft_create(weft_thread_t **out, const weft_attr_t *attr,
                          weft_thread_fn fn, void *arg);

@@ -7,6 +7,7 @@
 #include "weft/runtime.h"
 #include "weft/thread.h"
 #include "weft/sched.h"
+#include "weft/threadlist.h"
 #include "weft/schedlib.h"
 #include "weft/sync.h"
 #include "weft/hook.h"

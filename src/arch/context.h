@@ -16,8 +16,10 @@
  *   +96 d8,d9 +112 d10,d11 +128 d12,d13 +144 d14,d15
  * Only integer state and the callee-saved vector halves are saved (the "integer"
  * switch mode of papers/003 3.2.3). The floating-point control words (MXCSR, x87
- * CW, FPCR) are not saved: a thread that changes the rounding mode must restore it
- * before it can switch. See docs/design.md "Context switch".
+ * CW, FPCR) are not saved by the switch itself. The "all registers" mode adds them
+ * without touching the switch: weft__ctx_fp_save() below rewrites a saved frame so
+ * that its resume goes through weft__ctx_fp_resume, which reloads them. See
+ * docs/meta-interface.md "Context-switch modes".
  */
 #ifndef WEFT_ARCH_CONTEXT_H
 #define WEFT_ARCH_CONTEXT_H
@@ -90,6 +92,57 @@ static inline void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi,
 }
 #else
 #error "no assembly context switch for this architecture: configure with -DWEFT_CONTEXT=ucontext"
+#endif
+
+/* weft__ctx_fp_save() turns the frame a switch just saved in *ctx (not resumed
+ * since) into one that also restores the FP control state the kernel thread has
+ * now, which is the saved context's: the switch does not touch it, so it must be
+ * called before anything on the new stack changes it (first thing in the
+ * continuation). The frame grows by 16 bytes downwards (free stack: the context is
+ * suspended in a call), and its resume address becomes weft__ctx_fp_resume:
+ *   x86-64:  [r15 r14 r13 r12 rbx rbp] [fp_resume] [mxcsr | fcw << 32] [resume]
+ *            fp_resume: ldmxcsr, fldcw, skip the word, pop the resume address, jmp.
+ *   AArch64: [the 160-byte frame, x30 = fp_resume] [resume] [fpcr]
+ *            fp_resume: load both, msr fpcr, br to the resume address.
+ * Whichever switch resumes the frame later runs its usual restore sequence, which
+ * lands in fp_resume: the resumer need not know the mode of what it resumes.
+ * The ucontext fallback needs nothing: swapcontext saves and restores the FP
+ * environment of every context. Not instrumented: it writes below a suspended
+ * context's stack pointer, which the sanitizers cannot know is free. */
+#if defined(WEFT_CONTEXT_UCONTEXT)
+static inline void weft__ctx_fp_save(weft_ctx_t *ctx) { (void)ctx; }
+#elif defined(__x86_64__)
+void weft__ctx_fp_resume(void);
+__attribute__((no_sanitize("address", "thread")))
+static inline void weft__ctx_fp_save(weft_ctx_t *ctx) {
+  uintptr_t *f = (uintptr_t *)ctx->sp, *n = f - 2;
+  uint32_t mxcsr;
+  uint16_t fcw;
+  __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+  __asm__ volatile("fnstcw %0" : "=m"(fcw));
+  uintptr_t regs[6];
+  __builtin_memcpy(regs, f, sizeof regs);  /* through a copy: the ranges overlap */
+  __builtin_memcpy(n, regs, sizeof regs);
+  n[6] = (uintptr_t)weft__ctx_fp_resume;
+  n[7] = (uintptr_t)mxcsr | ((uintptr_t)fcw << 32);
+  /* n[8] is f[6], the resume address, left in place */
+  ctx->sp = n;
+}
+#elif defined(__aarch64__)
+void weft__ctx_fp_resume(void);
+__attribute__((no_sanitize("address", "thread")))
+static inline void weft__ctx_fp_save(weft_ctx_t *ctx) {
+  uintptr_t *f = (uintptr_t *)ctx->sp, *n = f - 2;
+  uintptr_t fpcr;
+  __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+  uintptr_t regs[20];
+  __builtin_memcpy(regs, f, sizeof regs);  /* through a copy: the ranges overlap */
+  __builtin_memcpy(n, regs, sizeof regs);
+  n[20] = regs[11];                          /* the resume address (x30) */
+  n[21] = fpcr;
+  n[11] = (uintptr_t)weft__ctx_fp_resume;    /* x30 */
+  ctx->sp = n;
+}
 #endif
 
 /* Storage a context that is only switched away from (an OS thread's own stack)

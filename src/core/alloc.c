@@ -281,10 +281,45 @@ static void stack_unmap_rec(weft__stack_rec_t *r) {
   weft__sys_stack_unmap(r->lo, weft__rt.cfg.stack_size, r->vg_id);
 }
 
+/* Builds t's first frame on [lo, lo + size), stack kind `kind`, top 64-aligned. */
+static void stack_bind_at(weft_thread_t *t, void *lo, size_t size, uint8_t kind) {
+  t->stack = lo;
+  t->stack_size = size;
+  t->stack_kind = kind;
+  char *hi = (char *)(((uintptr_t)lo + size) & ~(uintptr_t)(WEFT__CACHELINE - 1));
+  weft__ctx_make(&t->ctx, lo, hi, weft__thread_entry, t);
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+  t->ctx.stack_lo = lo;
+  t->ctx.stack_size = size;
+  t->ctx.asan_fake = NULL;
+#endif
+}
+
+/* A caller-provided stack (weft_attr_t.stack_addr): create stored its address in
+ * t->stack and its exact size in t->stack_size (checked there). */
+static int stack_bind_user(weft_thread_t *t) {
+  stack_bind_at(t, t->stack, t->stack_size, WEFT__STK_USER);
+  return 0;
+}
+
+/* A stack from the user's policy (weft_config_t.stack_alloc). Its size is stored
+ * in t->stack_size (non-zero), so the inlined release never caches it. */
+static int stack_bind_policy(weft_thread_t *t) {
+  size_t size = t->stack_size ? t->stack_size : weft__rt.cfg.stack_size;
+  void *lo = weft__rt.cfg.stack_alloc(size, weft__rt.cfg.stack_arg);
+  if (!lo) return WEFT_ENOMEM;
+  WEFT__ASSERT(((uintptr_t)lo & 15) == 0, "stack_alloc returned a stack not 16-byte aligned");
+  stack_bind_at(t, lo, size, WEFT__STK_POLICY);
+  return 0;
+}
+
 int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t) {
+  if (t->stack) return stack_bind_user(t);
+  if (weft__rt.cfg.stack_alloc) return stack_bind_policy(t);
   size_t def = weft__rt.cfg.stack_size;
   size_t size = t->stack_size ? t->stack_size : def;
   weft__stack_rec_t *r = NULL;
+  t->stack_kind = WEFT__STK_RUNTIME;
   if (size == def) {
     if (WEFT__LIKELY(vp && vp->stk_free)) {
       r = vp->stk_free;
@@ -334,16 +369,27 @@ int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t) {
 
 void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t) {
   size_t size = t->stack_size ? t->stack_size : weft__rt.cfg.stack_size;
+  uint8_t kind = t->stack_size ? t->stack_kind : WEFT__STK_RUNTIME;
   weft__stack_rec_t *r = stack_rec(t->stack, size);
 #if defined(WEFT_ASAN)
   /* the finished thread's frames never returned: clear their redzones so that the
-   * next thread on this stack starts clean (only the part that was used) */
+   * next thread on this stack (or the memory's owner) starts clean (only the part
+   * that was used) */
   char *used = (char *)t->ctx.sp - 256;
   if (used < (char *)t->stack) used = t->stack;
-  __asan_unpoison_memory_region(used, (size_t)((char *)r - used));
+  __asan_unpoison_memory_region(used, (size_t)((char *)t->stack + size - used));
 #endif
+  void *lo = t->stack;
   t->stack = NULL;
   t->ctx.sp = NULL;
+  if (kind == WEFT__STK_USER) {      /* the caller's memory: nothing to give back */
+    t->stack_size = 0;
+    return;
+  }
+  if (kind == WEFT__STK_POLICY) {    /* exactly once, to the policy that gave it */
+    weft__rt.cfg.stack_free(lo, size, weft__rt.cfg.stack_arg);
+    return;
+  }
   if (size != weft__rt.cfg.stack_size) {
     weft__sys_stack_unmap(r->lo, size, r->vg_id);
     return;

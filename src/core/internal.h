@@ -99,16 +99,29 @@ enum {
   WEFT__TF_SCHED_YIELD = 8, /* its scheduler sees yields (thread_unblocked): every
                              custom bundle except WEFT_SCHED_DISPATCH_ONLY ones, whose
                              yields rotate the dispatch queue like the root's */
+  WEFT__TF_FPALL = 16,    /* WEFT_SWITCH_ALL: every switch away saves the FP control
+                             state into the saved frame (weft__ctx_fp_save). Part of
+                             the slow masks, so that every switch away runs a
+                             continuation that tests it: no test on the default paths.
+                             Set at create, or by the thread itself (atomic OR) */
 };
 /* The bits that send a thread down the general (non-inlined) paths: one test covers
  * custom schedulers and installed callbacks. */
 #ifdef WEFT_HOOKS
-#define WEFT__TF_SLOW (WEFT__TF_CUSTOM | WEFT__TF_HOOK)
-#define WEFT__TF_YIELD_SLOW (WEFT__TF_SCHED_YIELD | WEFT__TF_HOOK)
+#define WEFT__TF_SLOW (WEFT__TF_CUSTOM | WEFT__TF_HOOK | WEFT__TF_FPALL)
+#define WEFT__TF_YIELD_SLOW (WEFT__TF_SCHED_YIELD | WEFT__TF_HOOK | WEFT__TF_FPALL)
 #else
-#define WEFT__TF_SLOW WEFT__TF_CUSTOM
-#define WEFT__TF_YIELD_SLOW WEFT__TF_SCHED_YIELD
+#define WEFT__TF_SLOW (WEFT__TF_CUSTOM | WEFT__TF_FPALL)
+#define WEFT__TF_YIELD_SLOW (WEFT__TF_SCHED_YIELD | WEFT__TF_FPALL)
 #endif
+
+/* Where a bound stack came from (t->stack_kind; meaningful only while t->stack is
+ * set and t->stack_size != 0: a stack_size of 0 is always a runtime stack of the
+ * default size, bound by the inlined fast path, which does not write the kind). */
+enum { WEFT__STK_RUNTIME = 0, WEFT__STK_USER = 1, WEFT__STK_POLICY = 2 };
+
+/* Bytes of per-thread link space a thread list (weft/threadlist.h) may use. */
+#define WEFT__LINK_WORDS 4
 
 typedef struct weft__slab weft__slab_t;  /* alloc.c */
 
@@ -137,6 +150,11 @@ struct __attribute__((aligned(64))) weft_thread {
                                   and cleared by hook.c on every block with an atomic
                                   RMW. Read through weft__tflags(): see there */
   weft__slab_t *slab;          /* the slab this block was carved from (alloc.c) */
+  uintptr_t link[WEFT__LINK_WORDS]; /* thread-list link space (weft_threadlist_link):
+                                  owned by the one list the thread is on, under that
+                                  list's lock */
+  uint8_t stack_kind;          /* WEFT__STK_*: written by the slow bind, read by the
+                                  slow release (both on the VP that runs t) */
 #ifdef WEFT_CHECKED
   _Atomic int dbg_blocked;     /* 1 while blocked in weft_thread_block: set before
                                   release() publishes it, cleared by the unblocker */

@@ -512,6 +512,9 @@ void weft_config_init(weft_config_t *cfg) {
   cfg->freelist_local = 32;
   cfg->freelist_global = 1024;
   cfg->spin_us = 50;
+  cfg->stack_alloc = NULL;
+  cfg->stack_free = NULL;
+  cfg->stack_arg = NULL;
 }
 
 static int config_resolve(const weft_config_t *in, weft_config_t *out) {
@@ -523,12 +526,16 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
     return WEFT_EINVAL;
   if (in->stack_size && in->stack_size < WEFT_MIN_STACK_SIZE) return WEFT_EINVAL;
   if (in->stack_size > ((size_t)1 << 36)) return WEFT_EINVAL;
+  if (!in->stack_alloc != !in->stack_free) return WEFT_EINVAL; /* a policy needs both */
   if (in->nvps) out->nvps = in->nvps;
   out->pin = in->pin;
   if (in->stack_size) out->stack_size = in->stack_size;
   if (in->freelist_local) out->freelist_local = in->freelist_local;
   if (in->freelist_global) out->freelist_global = in->freelist_global;
   out->spin_us = in->spin_us ? in->spin_us : out->spin_us;
+  out->stack_alloc = in->stack_alloc;
+  out->stack_free = in->stack_free;
+  out->stack_arg = in->stack_arg;
   size_t page = weft__os_page_size();
   out->stack_size = (out->stack_size + page - 1) & ~(page - 1);
   return 0;
@@ -669,7 +676,10 @@ static long live_threads(void) {
 /* Continuation for migrating the caller to VP 0: after it is saved, queue it there.
  * Only used when every other thread has finished, so nothing can steal it back
  * once rt.stopping keeps the other VPs out of their queues' work. */
-static void to_vp0_cont(void *t) { weft__enqueue(weft__rt.vps[0], (weft_thread_t *)t); }
+static void to_vp0_cont(void *t) {
+  if (weft__tflags(t) & WEFT__TF_FPALL) weft__ctx_fp_save(&((weft_thread_t *)t)->ctx);
+  weft__enqueue(weft__rt.vps[0], (weft_thread_t *)t);
+}
 
 int weft_shutdown(void) {
   weft__rt_t *rt = &weft__rt;

@@ -9,6 +9,7 @@
 /* Continuation of a migration: the caller is saved; queue it on its new VP. */
 static void migrate_cont(void *p) {
   weft_thread_t *t = p;
+  if (weft__tflags(t) & WEFT__TF_FPALL) weft__ctx_fp_save(&t->ctx); /* switch mode ALL */
   weft__enqueue(weft__rt.vps[(unsigned)t->affinity % (unsigned)weft__rt.nvps], t);
 }
 

@@ -1,13 +1,15 @@
 // tests/unit/sched_conformance_test.cc - one conformance suite that every built-in
 // scheduler passes: the root bundle (default scheduler, inlined), a bundle with a copy
 // of weft_sched_default, the eight FIFO/LIFO variants and the priority scheduler of
-// weft/schedlib.h, and the example custom FIFO scheduler (examples/custom_sched.c,
-// compiled in below); each for 1, 2 and 4 (oversubscribed) VPs. Then checks of what
+// weft/schedlib.h, the example custom FIFO scheduler (examples/custom_sched.c,
+// compiled in below), and weft_sched_threadlist over a FIFO and a LIFO thread list
+// (weft/threadlist.h); each for 1, 2 and 4 (oversubscribed) VPs. Then checks of what
 // each policy promises where one VP makes it deterministic.
 //
 // Bundles other than the root are created with a wrapper table that counts events and
 // forwards each to the scheduler under test (same bundle, same data).
 #include <weft/schedlib.h>
+#include <weft/threadlist.h>
 
 #include <algorithm>
 #include <cstring>
@@ -22,7 +24,9 @@ using namespace weft_test;
 
 namespace {
 
-enum Family { kRoot, kDefaultCopy, kExample, kLib };
+// kListFifo/kListLifo: weft_sched_threadlist over a FIFO / LIFO thread list
+// (weft/threadlist.h).
+enum Family { kRoot, kDefaultCopy, kExample, kLib, kListFifo, kListLifo };
 
 struct SchedParam {
   Family family;
@@ -30,10 +34,14 @@ struct SchedParam {
   int nvps;
   std::string Name() const {
     std::string s = family == kRoot ? "root" : family == kDefaultCopy ? "default_copy"
-                  : family == kExample ? "example_fifo" : weft_schedlib_kind_name(kind);
+                  : family == kExample ? "example_fifo" : family == kListFifo ? "threadlist_fifo"
+                  : family == kListLifo ? "threadlist_lifo" : weft_schedlib_kind_name(kind);
     return s + "_" + std::to_string(nvps) + "vp";
   }
-  bool Lifo() const { return family == kLib && kind != WEFT_SCHED_PRIORITY && (kind & WEFT_SCHED_LIFO); }
+  bool Lifo() const {
+    return family == kListLifo ||
+           (family == kLib && kind != WEFT_SCHED_PRIORITY && (kind & WEFT_SCHED_LIFO));
+  }
   bool Eager() const { return family == kLib && kind != WEFT_SCHED_PRIORITY && (kind & WEFT_SCHED_EAGER); }
   bool Priority() const { return family == kLib && kind == WEFT_SCHED_PRIORITY; }
   bool Affinity() const {
@@ -42,7 +50,8 @@ struct SchedParam {
   // Whether every ready thread of the bundle is reachable by weft_yield() (see
   // weft/schedlib.h: the library keeps never-run threads, and the priority scheduler
   // all threads, in its own structures, which a yield does not consult).
-  bool YieldReachesAll() const { return family != kLib; }
+  // weft_sched_threadlist keeps every ready thread on its list.
+  bool YieldReachesAll() const { return family != kLib && family != kListFifo && family != kListLifo; }
 };
 
 // ---- the wrapper table: counts, then forwards to the scheduler under test ----------
@@ -117,6 +126,13 @@ class SchedConformance : public WeftTest, public ::testing::WithParamInterface<S
       g_inner_.store(&weft_sched_default, std::memory_order_relaxed);
     } else if (p.family == kExample) {
       g_inner_.store(&custom_fifo_ops, std::memory_order_relaxed);
+    } else if (p.family == kListFifo || p.family == kListLifo) {
+      g_inner_.store(&weft_sched_threadlist, std::memory_order_relaxed);
+      weft_threadlist_t *l = nullptr;
+      EXPECT_EQ(weft_threadlist_create(&l, p.family == kListFifo ? &weft_threadlist_fifo
+                                                                  : &weft_threadlist_lifo,
+                                       nullptr), 0);
+      *data = l;
     } else {
       g_inner_.store(weft_schedlib_ops(p.kind), std::memory_order_relaxed);
       EXPECT_EQ(weft_schedlib_data_create(p.kind, data), 0);
@@ -125,9 +141,12 @@ class SchedConformance : public WeftTest, public ::testing::WithParamInterface<S
     EXPECT_EQ(weft_bundle_create(&b, nullptr, &kWrapper, *data), 0);
     return b;
   }
-  static int DestroyBundle(weft_bundle_t *b, void *data) {
+  int DestroyBundle(weft_bundle_t *b, void *data) const {
     int rc = weft_bundle_destroy(b);
-    if (rc == 0) weft_schedlib_data_destroy(data);
+    if (rc != 0) return rc;
+    if (Param().family == kListFifo || Param().family == kListLifo)
+      EXPECT_EQ(weft_threadlist_destroy(static_cast<weft_threadlist_t *>(data)), 0);
+    else weft_schedlib_data_destroy(data);
     return rc;
   }
   weft_attr_t Attr(int affinity = -1) const {
@@ -151,6 +170,8 @@ std::vector<SchedParam> AllParams() {
     v.push_back({kExample, 0, n});
     for (unsigned k = 0; k < 8; ++k) v.push_back({kLib, k, n});
     v.push_back({kLib, WEFT_SCHED_PRIORITY, n});
+    v.push_back({kListFifo, 0, n});
+    v.push_back({kListLifo, 0, n});
   }
   return v;
 }

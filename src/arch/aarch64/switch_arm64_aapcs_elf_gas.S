@@ -105,4 +105,21 @@ weft__ctx_trampoline:
         .cfi_endproc
         .size   weft__ctx_trampoline,.-weft__ctx_trampoline
 
+/* Resume of a frame rewritten by weft__ctx_fp_save() (switch mode ALL): the
+ * callee-saved registers are restored already; sp points at the real resume
+ * address and the saved FPCR. x9/x10 are free: the resumed code is returning from
+ * a call. */
+        .globl  weft__ctx_fp_resume
+        .hidden weft__ctx_fp_resume
+        .type   weft__ctx_fp_resume,%function
+        .p2align 4
+weft__ctx_fp_resume:
+        .cfi_startproc
+        ldp     x9, x10, [sp]
+        add     sp, sp, #16
+        msr     fpcr, x10
+        br      x9
+        .cfi_endproc
+        .size   weft__ctx_fp_resume,.-weft__ctx_fp_resume
+
         .section .note.GNU-stack,"",%progbits

@@ -97,4 +97,22 @@ weft__ctx_trampoline:
         .cfi_endproc
         .size   weft__ctx_trampoline,.-weft__ctx_trampoline
 
+/* Resume of a frame rewritten by weft__ctx_fp_save() (switch mode ALL): the
+ * callee-saved registers are restored already; rsp points at the saved FP control
+ * word (mxcsr in the low half, the x87 control word above), then the real resume
+ * address. r8 is free: the resumed code is returning from a call. */
+        .globl  weft__ctx_fp_resume
+        .hidden weft__ctx_fp_resume
+        .type   weft__ctx_fp_resume,@function
+        .p2align 4
+weft__ctx_fp_resume:
+        .cfi_startproc
+        ldmxcsr (%rsp)
+        fldcw   4(%rsp)
+        addq    $8, %rsp
+        popq    %r8
+        jmpq    *%r8
+        .cfi_endproc
+        .size   weft__ctx_fp_resume,.-weft__ctx_fp_resume
+
         .section .note.GNU-stack,"",%progbits
