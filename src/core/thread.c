@@ -483,13 +483,18 @@ uint64_t weft_thread_id(const weft_thread_t *t) { return t ? t->id : 0; }
 
 void *weft_local_get(void) {
   weft_vp_t *vp = weft__vp();
-  weft_thread_t *t = vp ? vp->current : weft__wired_self();
+  if (WEFT__LIKELY(vp != NULL)) return vp->current->local;
+  weft_thread_t *t = weft__wired_self();  /* a wired thread (weft/wire.h), or none */
   return t ? t->local : NULL;
 }
 
 int weft_local_set(void *value) {
   weft_vp_t *vp = weft__vp();
-  weft_thread_t *t = vp ? vp->current : weft__wired_self();
+  if (WEFT__LIKELY(vp != NULL)) {
+    vp->current->local = value;
+    return 0;
+  }
+  weft_thread_t *t = weft__wired_self();
   if (!t) return WEFT_EPERM;
   t->local = value;
   return 0;

@@ -62,9 +62,17 @@ static struct cthread main_rec;      /* the main C-Thread (t updated at each sta
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static weft_key_t self_key;
 
+static void unlist_locked(struct cthread *c);
+static weft_spin_t filter_lock;
+
+/* A thread made by weft_create that asked for cthread_self() ends: drop its record. */
 static void self_dtor(void *p) {
   struct cthread *c = p;
-  if (c->kind == CT_ADOPTED) free(c);
+  if (c->kind != CT_ADOPTED) return;
+  weft_spin_lock(&filter_lock);
+  unlist_locked(c);  /* if it had a filter */
+  weft_spin_unlock(&filter_lock);
+  free(c);
 }
 static void key_init(void) {
   int rc = weft_key_create(&self_key, self_dtor);
@@ -130,7 +138,7 @@ static struct cthread *self_rec(void) {
 
 /* ---- filters -------------------------------------------------------------------- */
 
-static weft_spin_t filter_lock = WEFT_SPIN_INIT;
+static weft_spin_t filter_lock = WEFT_SPIN_INIT;  /* declared above for self_dtor */
 static struct cthread **filtered;   /* filter_lock */
 static int nfiltered, capfiltered;  /* filter_lock */
 static _Atomic int nfilters;        /* == nfiltered; read relaxed as a hint */
@@ -264,6 +272,7 @@ static void *trampoline(void *p) {
 
 cthread_t cthread_fork(cthread_fn_t func, void *arg) {
   ensure();
+  pthread_once(&key_once, key_init);  /* also when weft was started by the program */
   struct cthread *c = calloc(1, sizeof *c);
   if (!c) die("cthread_fork", WEFT_ENOMEM);
   c->fn = func;

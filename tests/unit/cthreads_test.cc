@@ -361,4 +361,32 @@ TEST(CThreads, FiltersSeeEachContinuationPoint) {
   mutex_free(g.m);
 }
 
+void NopFilter(cthread_t, cthread_filter_op_t, void *) {}
+
+void *AdoptedWithFilter(void *arg) {
+  cthread_t me = cthread_self();  // a record made on first use
+  cthread_set_filter(me, NopFilter, nullptr);
+  cthread_set_name(me, "adopted");
+  *static_cast<int *>(arg) = cthread_filter(me) == NopFilter;
+  return nullptr;  // its record (filter listed) is dropped when it ends
+}
+
+// A program that starts weft itself may use C-Threads; weft is left to it. A thread made
+// with weft_create gets a C-Thread record on first use, freed (and unlisted) at its end.
+TEST(CThreads, WeftStartedByTheProgram) {
+  ASSERT_EQ(weft_test::InitWithVps(2), 0);
+  cthread_t t = cthread_fork(Echo, P(8));
+  EXPECT_EQ(I(cthread_join(t)), 8);
+  int ok = 0;
+  weft_thread_t *w = weft_test::Spawn(AdoptedWithFilter, &ok);
+  EXPECT_EQ(weft_join(w, nullptr), 0);
+  EXPECT_EQ(ok, 1);
+  cthread_t fresh = cthread_fork(Echo, P(1));  // filters stay installed: runs with them
+  EXPECT_EQ(I(cthread_join(fresh)), 1);
+  cthread_t me = cthread_self();
+  EXPECT_NE(me, nullptr);
+  EXPECT_EQ(cthread_join(me), nullptr);  // not forked: not joinable
+  EXPECT_EQ(weft_shutdown(), 0);         // the program's own shutdown
+}
+
 }  // namespace
