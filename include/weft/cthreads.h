@@ -126,7 +126,9 @@ typedef struct mutex *mutex_t;
 WEFT_API mutex_t mutex_alloc(void);
 /* mutex_init() makes *m unlocked. */
 WEFT_API void mutex_init(mutex_t m);
-/* mutex_free() releases a mutex from mutex_alloc() (unlocked, no waiters). */
+/* mutex_free() releases a mutex from mutex_alloc() (unlocked, no waiters; NULL is
+ * ignored; a held one aborts with a message). All mutex and condition calls work from
+ * C-Threads and plain OS threads, before weft starts too. */
 WEFT_API void mutex_free(mutex_t m);
 /* mutex_lock() acquires m (spins, then blocks the thread, not its VP). May switch. */
 WEFT_API void mutex_lock(mutex_t m);
@@ -134,6 +136,7 @@ WEFT_API void mutex_lock(mutex_t m);
 WEFT_API int mutex_try_lock(mutex_t m);
 /* mutex_unlock() releases m (held by the caller) and readies one waiter. */
 WEFT_API void mutex_unlock(mutex_t m);
+/* mutex_set_name() labels m (not copied); mutex_name() returns the label or NULL. */
 WEFT_API void mutex_set_name(mutex_t m, const char *name);
 WEFT_API const char *mutex_name(mutex_t m);
 
@@ -144,6 +147,9 @@ struct condition {
 };
 typedef struct condition *condition_t;
 #define CONDITION_INITIALIZER {WEFT_COND_INIT, 0}
+/* condition_alloc() returns a new condition with no waiters, or NULL (out of memory);
+ * condition_init() makes *c one; condition_free() releases one from condition_alloc()
+ * (no waiters; NULL is ignored). Never switch. */
 WEFT_API condition_t condition_alloc(void);
 WEFT_API void condition_init(condition_t c);
 WEFT_API void condition_free(condition_t c);
@@ -153,6 +159,7 @@ WEFT_API void condition_wait(condition_t c, mutex_t m);
 /* condition_signal() wakes at least one waiter (if any); condition_broadcast() all. */
 WEFT_API void condition_signal(condition_t c);
 WEFT_API void condition_broadcast(condition_t c);
+/* condition_set_name() labels c (not copied); condition_name() returns it or NULL. */
 WEFT_API void condition_set_name(condition_t c, const char *name);
 WEFT_API const char *condition_name(condition_t c);
 
