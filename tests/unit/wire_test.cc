@@ -245,9 +245,14 @@ TEST_F(WireTest, ShutdownFromWiredMain) {
   EXPECT_EQ(weft_is_wired(), 0);
 }
 
+std::atomic<int> g_seen_wired{0};
+
 void *WiredSleeper(void *) {
   if (weft_wire() != 0) return P(-1);
-  usleep(100000);  // a kernel sleep: no VP is busy, yet this thread can run
+  // kernel sleeps until main has seen it wired and gone into weft_shutdown: no VP is
+  // busy and nothing is queued, yet this thread can run
+  while (!g_seen_wired.load()) usleep(1000);
+  usleep(50000);
   if (weft_unwire() != 0) return P(-2);
   return nullptr;
 }
@@ -260,6 +265,7 @@ TEST_F(WireTest, ShutdownWaitsForAWiredThread) {
   a.detached = 1;
   ASSERT_EQ(weft_create(&t, &a, WiredSleeper, nullptr), 0);
   ASSERT_TRUE(YieldUntil([] { return weft_wired_count() == 1; }));
+  g_seen_wired.store(1);
   EXPECT_EQ(weft_shutdown(), 0);
 }
 
