@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# icount.sh - instructions per operation for the L2 (null thread), L3 (switch), L4/L5
+# icount.sh - instructions per operation for the L1 (create), L2 (null thread), L3 (switch), L4/L5
 # (uncontested lock, semaphore, try) and L6/L7 (ping-pong, per round) loops, counted by
 # valgrind's callgrind: each loop runs N and 2N times, only the loop is collected, and
 # (Ir(2N) - Ir(N)) / (ops(2N) - ops(N)) cancels every fixed cost.
@@ -15,7 +15,7 @@ set -euo pipefail
 build=${1:-build}
 out=${2:-bench-results}
 n=${ICOUNT_N:-50000}
-modes=${ICOUNT_MODES:-l2 l3 l4m l4s l5m l5s l6m l6s l7}
+modes=${ICOUNT_MODES:-l1 l2 l3 l4m l4s l5m l5s l6m l6s l7}
 mkdir -p "$out"
 command -v valgrind >/dev/null || { echo "icount: valgrind not installed, skipped"; exit 0; }
 tmp=$(mktemp -d)
@@ -44,12 +44,17 @@ for mode in l6m l6s l7; do
   "$build/bench/weft_icount" "$mode" 20000 verify | grep '^verify' || echo "verify $mode: FAILED"
 done
 printf '%-18s %-12s %s\n' row lib "instructions/op (callgrind, N=$n vs 2N)"
-declare -A row_of=([l2]=L2 [l3]=L3 [l4m]=L4_mutex [l4s]=L4_sem [l5m]=L5_trylock
+declare -A row_of=([l1]=L1_create [l2]=L2 [l3]=L3 [l4m]=L4_mutex [l4s]=L4_sem [l5m]=L5_trylock
   [l5s]=L5_trywait [l6m]=L6_mutex_pingpong [l6s]=L6_sem_pingpong [l7]=L7_cond_pingpong)
 for mode in $modes; do
   row=${row_of[$mode]}
   v=$(per_op "$build/bench/weft_icount" "$mode"); add "$row" weft "$v"
   printf '%-18s %-12s %s\n' "$row" weft "$v"
+  # X3: the C++ layer (weft/weft.hpp) on the same loops
+  if [ -x "$build/bench/weft_icount_cpp" ] && [[ " l1 l2 l3 l4m " == *" $mode "* ]]; then
+    v=$(per_op "$build/bench/weft_icount_cpp" "$mode"); add "$row" weft_cpp "$v"
+    printf '%-18s %-12s %s\n' "$row" weft_cpp "$v"
+  fi
   if [ -x "$build/bench/weft_icount_fiber" ] && [ "$mode" != l5m ] && [ "$mode" != l5s ]; then
     v=$(per_op "$build/bench/weft_icount_fiber" "$mode"); add "$row" boost_fiber "$v"
     printf '%-18s %-12s %s\n' "$row" boost_fiber "$v"

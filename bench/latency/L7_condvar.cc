@@ -8,11 +8,17 @@
 //   L7_cond_pingpong_2vp/weft           2 kernel threads: nvps=2, both threads free to
 //                                       run on either VP (A is the main weft thread)
 //   L7_cond_pingpong_2vp_affinity/weft  nvps=2, A created with affinity 0, B with 1
-//   wired (each thread bound to its own kernel thread) needs cthread_wire: not yet
-//   available in weft.
+//   L7_cond_pingpong_wired/weft         "Wired": A and B each wired (weft_wire, the
+//                                       runtime side of cthread_wire) to a kernel thread
+//                                       of its own; every hand-off goes through the
+//                                       kernel (futex), as with pthreads. nvps=1 (the
+//                                       VP only starts and joins them).
 // Baselines: pthreads pinned to one CPU, and to two different CPUs (_2cpu);
 // Boost.Fiber, two fibers on one thread.
+#include <utility>
+
 #include "pingpong.h"
+#include "weft/wire.h"
 
 namespace {
 
@@ -52,6 +58,40 @@ void L7_weft_2vp_affinity(benchmark::State &state) {
   a.join();
 }
 BENCHMARK(L7_weft_2vp_affinity)->Name("L7_cond_pingpong_2vp_affinity/weft")->Apply(defaults);
+
+// Wired: the partner wires itself before it starts (WiredSpawn); A is a weft thread
+// that wires itself and runs the timed loop.
+void *wired_body(void *arg) {
+  auto *fa = static_cast<std::pair<void *(*)(void *), void *> *>(arg);
+  check(weft_wire(), "weft_wire");
+  void *r = fa->first(fa->second);
+  check(weft_unwire(), "weft_unwire");
+  return r;
+}
+struct WiredSpawn {
+  WeftSpawn inner;
+  std::pair<void *(*)(void *), void *> fa;
+  void start(void *(*fn)(void *), void *arg) {
+    fa = {fn, arg};
+    inner.start(wired_body, &fa);
+  }
+  static void wait_for(const std::atomic<bool> &f) {
+    while (!f.load(std::memory_order_acquire)) weft_yield();  // sched_yield when wired
+  }
+  void join() { inner.join(); }
+};
+void *wired_a(void *arg) {
+  WiredSpawn sp;
+  run_pingpong<CondPingPong<WeftCondOps>>(*static_cast<benchmark::State *>(arg), sp, true);
+  return nullptr;
+}
+void L7_weft_wired(benchmark::State &state) {
+  std::pair<void *(*)(void *), void *> fa{wired_a, &state};
+  WeftSpawn a;
+  a.start(wired_body, &fa);
+  a.join();
+}
+BENCHMARK(L7_weft_wired)->Name("L7_cond_pingpong_wired/weft")->Apply(defaults);
 
 void L7_pthread(benchmark::State &state) {
   PthreadSpawn sp(sched_getcpu(), sched_getcpu());

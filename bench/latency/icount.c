@@ -2,6 +2,8 @@
  * callgrind (bench/icount.sh runs it with N and 2N iterations and takes the
  * difference, which cancels start-up, warm-up and shutdown).
  *
+ *   weft_icount l1 N   N x weft_create of an empty thread that has not run (batches of
+ *                      500; only the creations are collected, the joins are not)
  *   weft_icount l2 N   N x (weft_create + weft_join) of an empty thread, nvps=1
  *   weft_icount l3 N   N yields of the main thread against one yielding partner
  *   weft_icount l4m N  N x (weft_mutex_lock + weft_mutex_unlock), uncontested
@@ -219,6 +221,19 @@ static void l2(long n) {
   }
 }
 
+/* L1: creations only, in batches; the joins run outside the collected part. */
+static void l1(long n, int collect) {
+  enum { B = 500 };
+  static weft_thread_t *t[B];
+  for (long done = 0; done < n; done += B) {
+    long k = n - done < B ? n - done : B;
+    if (collect) CALLGRIND_TOGGLE_COLLECT;
+    for (long i = 0; i < k; i++) check(weft_create(&t[i], NULL, empty_body, NULL), "weft_create");
+    if (collect) CALLGRIND_TOGGLE_COLLECT;
+    for (long i = 0; i < k; i++) check(weft_join(t[i], NULL), "weft_join");
+  }
+}
+
 static long partner_yields;
 static int partner_stop;
 
@@ -247,14 +262,14 @@ static void simple(void (*loop)(long), long n) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const modes[] = {"l2", "l3", "l4m", "l4s", "l5m", "l5s", "l6m", "l6s", "l7"};
+  static const char *const modes[] = {"l2", "l3", "l4m", "l4s", "l5m", "l5s", "l6m", "l6s", "l7", "l1"};
   int mode = -1;
   for (int i = 0; argc >= 3 && i < (int)(sizeof modes / sizeof *modes); i++)
     if (strcmp(argv[1], modes[i]) == 0) mode = i;
   int verify = argc == 4 && strcmp(argv[3], "verify") == 0;
   int hooked = argc == 4 && strcmp(argv[3], "hooked") == 0;
   if (mode < 0 || argc > 4 || (argc == 4 && !verify && !hooked)) {
-    fprintf(stderr, "usage: %s l2|l3|l4m|l4s|l5m|l5s|l6m|l6s|l7 N [verify|hooked]\n", argv[0]);
+    fprintf(stderr, "usage: %s l1|l2|l3|l4m|l4s|l5m|l5s|l6m|l6s|l7 N [verify|hooked]\n", argv[0]);
     return 1;
   }
   long n = atol(argv[2]);
@@ -269,7 +284,11 @@ int main(int argc, char **argv) {
 
   long ops;
   uint64_t t0 = 0, t1 = 0; /* l2, l3: the loop's wall time (meaningless under callgrind) */
-  if (mode >= 2) {
+  if (mode == 9) {
+    l1(1000, 0); /* warm the free lists */
+    l1(n, 1);
+    ops = n;
+  } else if (mode >= 2) {
     switch (mode) {
     case 2: simple(l4m, n); break;
     case 3: simple(l4s, n); break;

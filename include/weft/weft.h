@@ -15,5 +15,6 @@
 #include "weft/trace.h"
 #include "weft/spinlock.h"
 #include "weft/atomic_int.h"
+#include "weft/wire.h"
 
 #endif

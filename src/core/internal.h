@@ -421,6 +421,11 @@ void weft__hook_switched(weft_thread_t *self, int blocked, void *obj);
 extern _Atomic uint32_t weft__hooks_on;
 void weft__tcb_foreach(void (*fn)(weft_thread_t *t, void *arg), void *arg);
 
+/* ---- wired threads (wire.c, weft/wire.h) -------------------------------------------
+ * On a wire kernel thread weft__vp() is NULL; the wired weft thread running there is
+ * this (NULL elsewhere). Out of line: only the cold "no VP" branches call it. */
+weft_thread_t *weft__wired_self(void);
+
 /* ---- allocation (alloc.c; fast paths inline here) ---------------------------------- */
 void *weft__sys_malloc(size_t size);    /* counted, failure-injectable */
 void *weft__sys_calloc(size_t n, size_t size);

@@ -52,17 +52,18 @@ int weft_key_delete(weft_key_t key) {
 
 void *weft_key_get(weft_key_t key) {
   weft_vp_t *vp = weft__vp();
-  if (!vp || !key_live(key)) return NULL;
-  tsd_slot_t *s = (tsd_slot_t *)vp->current->tsd;
+  weft_thread_t *t = vp ? vp->current : weft__wired_self();
+  if (!t || !key_live(key)) return NULL;
+  tsd_slot_t *s = (tsd_slot_t *)t->tsd;
   if (!s || s[key.index].gen != key.gen) return NULL;
   return s[key.index].value;
 }
 
 int weft_key_set(weft_key_t key, const void *value) {
   weft_vp_t *vp = weft__vp();
-  if (!vp) return WEFT_EPERM;
+  weft_thread_t *t = vp ? vp->current : weft__wired_self();
+  if (!t) return WEFT_EPERM;
   if (!key_live(key)) return WEFT_EINVAL;
-  weft_thread_t *t = vp->current;
   tsd_slot_t *s = (tsd_slot_t *)t->tsd;
   if (!s) {
     s = weft__sys_calloc(WEFT_KEYS_MAX, sizeof *s);

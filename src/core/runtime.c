@@ -20,6 +20,7 @@
 #include "core/internal.h"
 #include "weft/hook.h"
 #include "weft/trace.h"
+#include "weft/wire.h"
 
 #if defined(WEFT_ASAN)
 #include <sanitizer/asan_interface.h>
@@ -684,6 +685,10 @@ static void to_vp0_cont(void *t) {
 int weft_shutdown(void) {
   weft__rt_t *rt = &weft__rt;
   weft_vp_t *vp = weft__vp();
+  if (!vp && rt->main && weft__wired_self() == rt->main) {
+    weft_unwire();  /* a wired main weft thread comes back to a VP first (weft/wire.h) */
+    vp = weft__vp();
+  }
   if (!vp) return atomic_load(&rt->state) ? WEFT_EPERM : WEFT_ENOTINIT;
   weft_thread_t *self = vp->current;
   if (self != rt->main) return WEFT_EPERM;
@@ -700,7 +705,7 @@ int weft_shutdown(void) {
     uint32_t idle = atomic_load(&rt->idle);
     int idle_vps = (int)(idle & 0xffff) + (int)(idle >> 16);
     if (idle_vps == rt->nvps - 1 && !any_queued_locked_look() &&
-        weft__timers_earliest() == UINT64_MAX) {
+        weft__timers_earliest() == UINT64_MAX && weft_wired_count() == 0) {
       if (++quiet_rounds >= 3) return WEFT_EBUSY;
     } else {
       quiet_rounds = 0;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "weft/wire.h"
 #include "weft/hook.h"
 
 #if defined(WEFT_TSAN)
@@ -272,6 +273,7 @@ static void finish_cont(void *p) {
 static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *result) {
   if (t->tsd) weft__key_run_dtors(t);
   vp = weft__vp();                       /* destructors may have switched */
+  WEFT__ASSERT(vp != NULL, "a wired thread returned without weft_unwire (weft/wire.h)");
   t->result = result;
   uint32_t f = weft__tflags(t);
   if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) exit_slow(t, f, result);
@@ -294,6 +296,10 @@ static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *resul
 
 int weft_exit(void *result) {
   weft_vp_t *vp = weft__vp();
+  if (!vp && weft__wired_self() && !(weft__tflags(weft__wired_self()) & WEFT__TF_MAIN)) {
+    weft_unwire();  /* a wired thread finishes on a VP (weft/wire.h) */
+    vp = weft__vp();
+  }
   if (!vp) return atomic_load(&weft__rt.state) ? WEFT_EPERM : WEFT_ENOTINIT;
   weft_thread_t *t = vp->current;
   if (weft__tflags(t) & WEFT__TF_MAIN) return WEFT_EPERM;
@@ -344,6 +350,7 @@ int weft_join(weft_thread_t *t, void **result) {
 static int join_os(weft_thread_t *t, void **result) {
   if (!atomic_load_explicit(&weft__rt.state, memory_order_acquire)) return WEFT_ENOTINIT;
   if (!t) return WEFT_EINVAL;
+  if (t == weft__wired_self()) return WEFT_EDEADLK;  /* a wired thread joining itself */
   weft__os_waiter_t waiter;
   atomic_init(&waiter.done, 0);
   uintptr_t expect = 0;
@@ -525,20 +532,27 @@ static inline void yield_on(weft_vp_t *vp) {
 
 weft_thread_t *weft_self(void) {
   weft_vp_t *vp = weft__vp();
-  return vp ? vp->current : NULL;
+  return vp ? vp->current : weft__wired_self();
 }
 
 uint64_t weft_thread_id(const weft_thread_t *t) { return t ? t->id : 0; }
 
 void *weft_local_get(void) {
   weft_vp_t *vp = weft__vp();
-  return vp ? vp->current->local : NULL;
+  if (WEFT__LIKELY(vp != NULL)) return vp->current->local;
+  weft_thread_t *t = weft__wired_self();  /* a wired thread (weft/wire.h), or none */
+  return t ? t->local : NULL;
 }
 
 int weft_local_set(void *value) {
   weft_vp_t *vp = weft__vp();
-  if (!vp) return WEFT_EPERM;
-  vp->current->local = value;
+  if (WEFT__LIKELY(vp != NULL)) {
+    vp->current->local = value;
+    return 0;
+  }
+  weft_thread_t *t = weft__wired_self();
+  if (!t) return WEFT_EPERM;
+  t->local = value;
   return 0;
 }
 

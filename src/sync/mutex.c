@@ -26,7 +26,9 @@ extern _Atomic int weft__spin_max, weft__spin_polling;
 #ifdef WEFT_CHECKED
 static void *holder_token(void) {
   weft_vp_t *vp = weft__vp();
-  return vp ? (void *)vp->current : (void *)((uintptr_t)pthread_self() | 1);
+  if (vp) return vp->current;
+  weft_thread_t *w = weft__wired_self(); /* a lock may be held across wire/unwire */
+  return w ? (void *)w : (void *)((uintptr_t)pthread_self() | 1);
 }
 #define OWNER_SET(m) atomic_store_explicit(&(m)->owner, holder_token(), memory_order_relaxed)
 #define OWNER_IS_ME(m) (atomic_load_explicit(&(m)->owner, memory_order_relaxed) == holder_token())
