@@ -124,6 +124,38 @@ void *BlockingKeeper(void *arg) {
   return nullptr;
 }
 
+// An ALL-mode thread that changes its rounding mode while wired (weft/wire.h: on a
+// kernel thread of its own) keeps the new mode when it unwires onto a VP whose last
+// thread left another one: the unwire switch saves its FP control state too.
+void *WiredKeeper(void *arg) {
+  auto *p = static_cast<Pair *>(arg);
+  EXPECT_EQ(weft_switch_mode_set(WEFT_SWITCH_ALL), 0);
+  fesetround(FE_UPWARD);
+  for (int i = 0; i < 5; i++) {
+    EXPECT_EQ(weft_wire(), 0);
+    p->keeper.want = i % 2 ? FE_UPWARD : FE_TOWARDZERO;
+    Enter(&p->keeper);  // changed on the wired kernel thread
+    EXPECT_EQ(weft_unwire(), 0);
+    for (int k = 0; k < 20; k++) {
+      weft_yield();
+      Check(&p->keeper);
+    }
+  }
+  p->done.store(true);
+  fesetround(FE_TONEAREST);
+  return nullptr;
+}
+
+TEST_P(SwitchModeTest, AllModeKeepsRoundingModeSetWhileWired) {
+  Pair p;
+  weft_thread_t *d = Spawn(Disturber, &p);
+  weft_thread_t *k = Spawn(WiredKeeper, &p);
+  Join(k);
+  Join(d);
+  EXPECT_EQ(p.keeper.bad.load(), 0);
+  fesetround(FE_TONEAREST);
+}
+
 TEST_P(SwitchModeTest, AllModeKeepsRoundingModeAcrossBlocking) {
   BlockCase c;
   c.keeper.want = FE_UPWARD;

@@ -509,7 +509,9 @@ TEST_P(TraceTest, StealsAreRecordedPerVp) {
   }
   EXPECT_EQ(note_seen, noted);
   EXPECT_GE(kernel_seen, kernel_steals);
-  if (nvps() == 1) EXPECT_EQ(steals_on_me, 0);
+  if (nvps() == 1) {
+    EXPECT_EQ(steals_on_me, 0);
+  }
 
   char *buf = nullptr;
   size_t len = 0;
