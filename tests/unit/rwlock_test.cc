@@ -123,10 +123,12 @@ TEST_P(RwLockTest, WriterDoesNotStarveBehindReaders) {
   EXPECT_EQ(jumped.load(), 0) << "readers that arrived behind a waiting writer got in first";
   long after = at_entry.load() - at_arrival.load();
   // Counted from the writer's side, the bound also includes the time between its
-  // read of the counter and its queueing, which the host can stretch at will when
-  // VPs outnumber CPUs or run under an emulator: there only the check above holds.
+  // read of the counter and its queueing. With several VPs the host can stall the
+  // writer's VP there while the others go on (seen in CI's ucontext run), and an
+  // emulator stretches it at will: there only the check above holds. With one VP a
+  // stall stops every thread alike.
 #ifndef WEFT_TEST_EMULATED
-  if (nvps() <= 2) {
+  if (nvps() == 1) {
     EXPECT_LE(after, 50L * nreaders) << "writer waited through " << after << " reader entries";
   }
 #endif
@@ -162,10 +164,14 @@ TEST_P(RwLockTest, ReaderDoesNotStarveBehindWriters) {
   });
   ASSERT_TRUE(reader_done.load());
   long after = at_entry.load() - at_arrival.load();
-  // The bound counts from the reader's read of the counter, which the host can delay
-  // at will when VPs outnumber CPUs or under an emulator (see the writer's test).
+  // No starvation at any VP count: the reader got in before the writers stopped on
+  // their own. The tight bound counts from the reader's read of the counter, which
+  // the host can delay at will when there are several VPs (CI's ucontext run once saw
+  // 11,359 writer entries in 8 ms while the reader's VP was stalled) or under an
+  // emulator (see the writer's test): it is checked with one VP only.
+  EXPECT_LT(at_entry.load(), cap) << "the reader never got in while writers kept going";
 #ifndef WEFT_TEST_EMULATED
-  if (nvps() <= 2) {
+  if (nvps() == 1) {
     EXPECT_LE(after, 50L * nwriters) << "reader waited through " << after << " writer entries";
   }
 #endif
