@@ -90,7 +90,7 @@ if [ "$mode" = quick ]; then
   lat_args=(--benchmark_repetitions=3 --benchmark_min_time=0.03)
   go_lat=(-count 3 -benchtime 0.05s)
   go_sw=(-count 3 -benchtime 200000x)
-  sweep_args=(--reps 3 --n 200000 --slow-n 5000 --t2-n 50000)
+  sweep_args=(--reps 3 --n 200000 --slow-n 5000 --t2-n 50000 --t3-n 200000)
   tasks_args=(--reps 3 --n 200000 --l2-n 100000)
   spin_args=(--reps 3 --n 200000 --s2-n 5000 --s3-n 20000 --s4-rounds 5000 --s5-n 200000 --oversub "")
   s6_args=(--quick --reps 3)
@@ -174,7 +174,7 @@ if command -v valgrind >/dev/null; then
 else step_no=$((step_no + 1)); fi
 step memory "$B/weft_mem_per_thread" --out "$raw"
 step calibrate "$B/weft_calibrate" --out "$raw"
-step sweep_T1_T2_T4_T5 "$B/weft_sweep" --out "$raw" "${sweep_args[@]}"
+step sweep_T1_T5 "$B/weft_sweep" --out "$raw" "${sweep_args[@]}"
 if [ -x "$B/tasks/weft_tasks" ]; then
   step tasks_L2_T1_T5 "$B/tasks/weft_tasks" --out "$raw" "${tasks_args[@]}"
 else step_no=$((step_no + 1)); fi

@@ -21,6 +21,16 @@
  *       The work is a chain of dependent multiply-adds calibrated at start; each thread's
  *       amount comes from a hash of its place in the chain, so every run does the same
  *       total work. --t2-n threads (200,000); weft and pthreads (Boost.Fiber: not run).
+ *   T3  latency per thread as a function of the number of runnable threads (004 Fig 3.4):
+ *       T1's chains, but K of them on P workers (K = the parallelism: threads runnable at
+ *       once), K over --t3-k (1,2,4,...,1024), P over the --procs values (not the
+ *       oversubscribed ones). --t3-n threads (200,000) in all, split over the K chains;
+ *       the heads are spread round-robin over the P VPs. Reported: ns per thread
+ *       (elapsed / threads) and the paper's latency per thread, elapsed x min(K, P) /
+ *       threads: with K < P only K processors have work, and each chain steps once per
+ *       latency; with K >= P every processor is busy and a thread costs P x elapsed /
+ *       threads of processor time (004: "create + finish + start" once there is a
+ *       backlog). weft only (a pthreads chain per K would measure the kernel's scheduler).
  *
  * Threads: --n (1,000,000) for weft and for Boost.Fiber T1; --slow-n (50,000) where a
  * thread costs microseconds: every pthreads point, and Boost.Fiber T4/T5 (1000 live
@@ -35,6 +45,7 @@
  * usage: weft_sweep [--out DIR] [--reps R] [--n N] [--slow-n N] [--procs 1,2]
  *                   [--oversub 4] [--libs weft,pthreads,boost_fiber] [--tests T1,T2,T4,T5]
  *                   [--t2-us 1] [--t2-n 200000] [--t2-units-per-us U (else calibrated)]
+ *                   [--t3-n 200000] [--t3-k 1,2,4,...,1024]
  * Prints a table and writes DIR/sweep.json (DIR defaults to ./bench-results). */
 #include <errno.h>
 #include <pthread.h>
@@ -55,11 +66,12 @@
 #include "weft/weft.h"
 
 #define MAX_REPS 50
-#define MAX_POINTS 64
+#define MAX_POINTS 128
+#define MAX_K 32
 #define BATCH 1000
 
-enum { T1, T4, T5, T2, NTESTS }; /* T2 last: sweep_fiber.cc runs indices 0..2 only */
-static const char *const test_name[NTESTS] = {"T1", "T4", "T5", "T2"};
+enum { T1, T4, T5, T2, T3, NTESTS }; /* T2, T3 last: sweep_fiber.cc runs indices 0..2 only */
+static const char *const test_name[NTESTS] = {"T1", "T4", "T5", "T2", "T3"};
 enum { LIB_WEFT, LIB_PTHREADS, LIB_BOOST, NLIBS };
 static const char *const lib_name[NLIBS] = {"weft", "pthreads", "boost_fiber"};
 
@@ -162,15 +174,16 @@ static void *t2_cycle(void *arg) {
   return NULL;
 }
 
-static double weft_t1(int p, long n, void *(*cycle)(void *)) {
+/* k chains of n threads in all on p VPs; chain i's head on VP i mod p (T1, T2: k = p). */
+static double weft_t1(int p, int k, long n, void *(*cycle)(void *)) {
   atomic_store(&waiter_state, W_IDLE);
-  atomic_store(&chains_left, p);
+  atomic_store(&chains_left, k);
   waiter = weft_self();
   double t0 = bench_now_ns();
-  for (int i = 0; i < p; i++) {
+  for (int i = 0; i < k; i++) {
     weft_attr_t a = detached;
-    a.affinity = i;
-    check(weft_create(NULL, &a, cycle, (void *)(intptr_t)share(n, p, i)), "weft_create");
+    a.affinity = i % p;
+    check(weft_create(NULL, &a, cycle, (void *)(intptr_t)share(n, k, i)), "weft_create");
   }
   weft_thread_block(waiter_release, NULL);
   return bench_now_ns() - t0;
@@ -292,6 +305,7 @@ static double pthread_t5(int p, long n) {
 
 typedef struct point {
   int test, lib, p, oversub;
+  int k; /* T3: the number of chains (runnable threads); else 0 */
   long threads;
   int reps;
   double s[MAX_REPS]; /* seconds, sorted */
@@ -313,15 +327,16 @@ static void record(int test, int lib, int p, int oversub, long threads, const do
   pt->sum = bench_summarize(pt->s, reps);
 }
 
-static const point_t *find(int test, int lib, int p) {
+static const point_t *find(int test, int lib, int p, int k) {
   for (int i = 0; i < npoints; i++)
-    if (points[i].test == test && points[i].lib == lib && points[i].p == p) return &points[i];
+    if (points[i].test == test && points[i].lib == lib && points[i].p == p && points[i].k == k)
+      return &points[i];
   return NULL;
 }
 
-/* Speedup: this library's median at P=1 over its median at P (same thread count). */
+/* Speedup: this library's median at P=1 over its median at P (same thread count; T3: same K). */
 static double speedup(const point_t *pt) {
-  const point_t *one = find(pt->test, pt->lib, 1);
+  const point_t *one = find(pt->test, pt->lib, 1, pt->k);
   return one ? one->sum.median / pt->sum.median : 0;
 }
 
@@ -344,6 +359,8 @@ static int has(const char *list, const char *word) {
 
 static int run_test[NTESTS];
 static long t2_n = 200000;
+static long t3_n = 200000;
+static int t3_k[MAX_K] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}, t3_nk = 11;
 
 /* CPU time (user + system) of the whole process, in seconds: over a run's elapsed time, the
  * processors the run actually had (other jobs on the machine take the rest; idle VPs that
@@ -362,14 +379,14 @@ static void run_weft(int p, int oversub, long n) {
   check(weft_init(&cfg), "weft_init");
   double sec[MAX_REPS];
   for (int t = 0; t < NTESTS; t++) {
-    if (!run_test[t]) continue;
+    if (!run_test[t] || t == T3) continue;
     weft_debug_stats_t s0, s1;
     double cpu[MAX_REPS];
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
       if (r == 0) weft_debug_stats(&s0);
       double c0 = cpu_seconds();
-      double ns = t == T1   ? weft_t1(p, n, t1_cycle)
-                  : t == T2 ? weft_t1(p, t2_n, t2_cycle)
+      double ns = t == T1   ? weft_t1(p, p, n, t1_cycle)
+                  : t == T2 ? weft_t1(p, p, t2_n, t2_cycle)
                   : t == T4 ? weft_t4(p, n)
                             : weft_t5(n);
       if (r >= 0) {
@@ -383,13 +400,35 @@ static void run_weft(int p, int oversub, long n) {
     points[npoints - 1].sleeps = (double)(s1.sleeps - s0.sleeps) / reps;
     points[npoints - 1].cpu_per_wall = bench_summarize(cpu, reps).median;
   }
+  for (int j = 0; run_test[T3] && !oversub && j < t3_nk; j++) {
+    int k = t3_k[j];
+    if (k < 1 || k > t3_n) continue;
+    weft_debug_stats_t s0, s1;
+    double cpu[MAX_REPS];
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+      if (r == 0) weft_debug_stats(&s0);
+      double c0 = cpu_seconds();
+      double ns = weft_t1(p, k, t3_n, t1_cycle);
+      if (r >= 0) {
+        sec[r] = ns * 1e-9;
+        cpu[r] = (cpu_seconds() - c0) / sec[r];
+      }
+    }
+    weft_debug_stats(&s1);
+    record(T3, LIB_WEFT, p, oversub, t3_n, sec);
+    point_t *pt = &points[npoints - 1];
+    pt->k = k;
+    pt->steals = (double)(s1.steals - s0.steals) / reps;
+    pt->sleeps = (double)(s1.sleeps - s0.sleeps) / reps;
+    pt->cpu_per_wall = bench_summarize(cpu, reps).median;
+  }
   check(weft_shutdown(), "weft_shutdown");
 }
 
 static void run_pthreads(int p, int oversub, long n) {
   double sec[MAX_REPS];
   for (int t = 0; t < NTESTS; t++) {
-    if (!run_test[t] || t == T4) continue;
+    if (!run_test[t] || t == T4 || t == T3) continue;
     long tn = t == T2 && t2_n < n ? t2_n : n;
     p_work = t == T2;
     for (int r = -1; r < reps; r++) {
@@ -404,7 +443,7 @@ static void run_pthreads(int p, int oversub, long n) {
 #ifdef WEFT_BENCH_BOOST
 /* One child process per P (work_stealing's thread count is fixed per process). */
 static void run_boost(int p, int oversub, long n, long slow_n) {
-  const long tn[NTESTS] = {n, slow_n, slow_n, 0};
+  const long tn[NTESTS] = {n, slow_n, slow_n, 0, 0};
   double out[NTESTS * MAX_REPS];
   int fd[2];
   fflush(NULL);
@@ -428,7 +467,7 @@ static void run_boost(int p, int oversub, long n, long slow_n) {
     return;
   }
   for (int t = 0; t < NTESTS; t++)
-    if (run_test[t] && t != T2) record(t, LIB_BOOST, p, oversub, tn[t], out + t * reps);
+    if (run_test[t] && t != T2 && t != T3) record(t, LIB_BOOST, p, oversub, tn[t], out + t * reps);
 }
 #endif
 
@@ -445,14 +484,30 @@ static void print_table(const bench_machine_t *m) {
     for (int t = 0; t < NTESTS; t++)
       for (int i = 0; i < npoints; i++) {
         const point_t *pt = &points[i];
-        if (pt->test != t || pt->oversub != over) continue;
+        if (pt->test != t || pt->oversub != over || t == T3) continue;
         printf("%-4s %3d  %-12s %9ld  %10.4f  [%8.4f .. %8.4f]  %9.1f  %6.2fx\n", test_name[t],
                pt->p, lib_name[pt->lib], pt->threads, pt->sum.median, pt->sum.min, pt->sum.max,
                pt->sum.median * 1e9 / (double)pt->threads, speedup(pt));
       }
   }
+  int any_t3 = 0;
+  for (int i = 0; i < npoints; i++) any_t3 |= points[i].test == T3;
+  if (any_t3) {
+    printf("\nT3: latency per thread vs runnable threads K (chains) on P VPs, weft\n");
+    printf("%3s %5s %9s  %10s  %-23s %9s  %12s\n", "P", "K", "threads", "median s",
+           "[min .. max] s", "ns/thread", "latency ns");
+    for (int i = 0; i < npoints; i++) {
+      const point_t *pt = &points[i];
+      if (pt->test != T3) continue;
+      int busy = pt->k < pt->p ? pt->k : pt->p;
+      printf("%3d %5d %9ld  %10.4f  [%8.4f .. %8.4f]  %9.1f  %12.1f\n", pt->p, pt->k,
+             pt->threads, pt->sum.median, pt->sum.min, pt->sum.max,
+             pt->sum.median * 1e9 / (double)pt->threads,
+             pt->sum.median * 1e9 * busy / (double)pt->threads);
+    }
+  }
   printf("\nnot run: T4 for pthreads (a pthread cannot be created without starting it);"
-         " T2 for Boost.Fiber\n");
+         " T2 for Boost.Fiber; T3 for pthreads and Boost.Fiber\n");
 }
 
 static int write_json(const char *dir, const bench_machine_t *m, long n, long slow_n) {
@@ -472,8 +527,11 @@ static int write_json(const char *dir, const bench_machine_t *m, long n, long sl
              "  \"T4\": \"create a batch of 1000 unstarted threads, then join them (each runs an "
              "empty body): create+reclaim\",\n"
              "  \"T2\": {\"mean_work_us\": %g, \"distribution\": \"uniform [0, 2W)\", "
-             "\"threads\": %ld, \"units_per_us\": %g, \"paper_work_us\": 300}},\n \"results\": [",
-          reps, n, slow_n, BATCH, t2_us, t2_n, units_per_us);
+             "\"threads\": %ld, \"units_per_us\": %g, \"paper_work_us\": 300},\n"
+             "  \"T3\": {\"threads\": %ld, \"chains\": \"K chains (runnable threads), heads "
+             "round-robin over the P VPs\", \"latency\": \"elapsed x min(K, P) / threads\"}},\n"
+             " \"results\": [",
+          reps, n, slow_n, BATCH, t2_us, t2_n, units_per_us, t3_n);
   for (int i = 0; i < npoints; i++) {
     const point_t *pt = &points[i];
     fprintf(f, "%s\n  {\"test\": \"%s\", \"lib\": \"%s\", \"P\": %d, \"oversubscribed\": %s, "
@@ -482,6 +540,14 @@ static int write_json(const char *dir, const bench_machine_t *m, long n, long sl
             i ? "," : "", test_name[pt->test], lib_name[pt->lib], pt->p,
             pt->oversub ? "true" : "false", pt->threads, pt->sum.median, pt->sum.min, pt->sum.max,
             pt->sum.median * 1e9 / (double)pt->threads, speedup(pt));
+    if (pt->test == T3) {
+      int busy = pt->k < pt->p ? pt->k : pt->p;
+      fprintf(f, "\"K\": %d, \"busy_processors\": %d, \"latency_ns\": %.4g, "
+                 "\"latency_min_ns\": %.4g, \"latency_max_ns\": %.4g, ",
+              pt->k, busy, pt->sum.median * 1e9 * busy / (double)pt->threads,
+              pt->sum.min * 1e9 * busy / (double)pt->threads,
+              pt->sum.max * 1e9 * busy / (double)pt->threads);
+    }
     if (pt->lib == LIB_WEFT)
       fprintf(f, "\"cpu_per_wall\": %.4g, \"weft_steals_per_run\": %.6g, \"weft_sleeps_per_run\": %.6g, ",
               pt->cpu_per_wall, pt->steals,
@@ -499,7 +565,7 @@ static int write_json(const char *dir, const bench_machine_t *m, long n, long sl
 int main(int argc, char **argv) {
   bench_machine_t m;
   bench_machine_read(&m);
-  const char *out = "bench-results", *libs = "weft,pthreads,boost_fiber", *tests = "T1,T2,T4,T5";
+  const char *out = "bench-results", *libs = "weft,pthreads,boost_fiber", *tests = "T1,T2,T3,T4,T5";
   long n = 1000000, slow_n = 50000;
   int procs[16], oversub[16], nprocs = 0, nover = 0;
   for (int p = 1; p <= m.cores && nprocs < 16; p++) procs[nprocs++] = p;
@@ -517,6 +583,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--t2-us")) t2_us = atof(v);
     else if (!strcmp(k, "--t2-n")) t2_n = atol(v);
     else if (!strcmp(k, "--t2-units-per-us")) units_per_us = atof(v);
+    else if (!strcmp(k, "--t3-n")) t3_n = atol(v);
+    else if (!strcmp(k, "--t3-k")) t3_nk = parse_list(v, t3_k, MAX_K);
     else { fprintf(stderr, "unknown option %s (see the comment at the top of sweep.c)\n", k); return 1; }
   }
   if (reps < 1 || reps > MAX_REPS) reps = 5;

@@ -1,4 +1,4 @@
-"""T1, T2, T4, T5: thread-management throughput as processors are added (papers/004
+"""T1, T2, T3, T4, T5: thread-management throughput as processors are added (papers/004
 Fig 3.1-3.3, 000 Fig 3), weft beside pthreads, Boost.Fiber, Go and the task systems."""
 from core import section, table, fmt_ns, cell, plt, shade_oversub
 from latency import go_bench
@@ -32,7 +32,7 @@ def per_thread(r):
     return r["median_s"] * 1e9 / r["threads"], r["min_s"] * 1e9 / r["threads"], r["max_s"] * 1e9 / r["threads"]
 
 
-@section("sweep", "T1, T2, T4, T5: thread management as processors are added",
+@section("sweep", "T1-T5: thread management as processors are added",
          inputs=("sweep.json", "tasks.json", "go_sweep.txt"), order=20)
 def sweep(rep):
     pts = points(rep)
@@ -110,6 +110,83 @@ def sweep(rep):
                 rep.headlines.append("%s P=1 per thread: weft %s vs %s %s (%.1fx)" % (
                     test, fmt_ns(per_thread(w1[0])[0]), name, fmt_ns(per_thread(b1[0])[0]),
                     per_thread(b1[0])[0] / per_thread(w1[0])[0]))
+    md += t3(rep, sw, cores)
     if (sw.get("config") or {}).get("boost_fiber"):
         md += "\nBoost.Fiber: %s; not run for T2.\n" % sw["config"]["boost_fiber"]
+    return md
+
+
+def eq31(r, q):
+    """papers/004 Eq. 3.1: expected queues examined by an idle processor to find one of r
+    ready threads spread at random over q queues."""
+    tot = q + sum(i * (q - i) ** (j - 1) * (q - i + 1) ** (r - j)
+                  for j in range(1, r + 1) for i in range(1, q))
+    return tot / q ** r
+
+
+def t3(rep, sw, cores):
+    """T3: latency per thread vs the number of runnable threads (004 Fig 3.4)."""
+    rs = [r for r in sw.get("results", []) if r["test"] == "T3"]
+    if not rs:
+        return ""
+    ps = sorted({r["P"] for r in rs})
+    ks = sorted({r["K"] for r in rs})
+    n = rs[0]["threads"]
+    md = ("\n### T3: latency per thread vs the number of runnable threads (004 Fig 3.4, Eq. 3.1)\n\n"
+          "weft only. T1's chains (each thread creates its successor and finishes), K of them "
+          "on P VPs, %d threads in all; K is the parallelism (threads runnable at once). "
+          "*Latency* is 004's thread cost: elapsed × min(K, P) / threads, the time one busy "
+          "processor spends per thread (with K < P only K processors have work; with K ≥ P "
+          "it is create + finish + start of the next). *ns/thread* is elapsed / threads. "
+          "Median ± spread (min..max) of the runs. *E(K, P)*: Eq. 3.1, the queues an idle "
+          "processor examines to find one of K ready threads spread over P queues (the paper's "
+          "explanation of Fig 3.4's spike at K ≈ P).\n\n" % n)
+    rows = []
+    for k in ks:
+        line = [str(k)]
+        for p in ps:
+            r = [x for x in rs if x["P"] == p and x["K"] == k]
+            if not r:
+                line += ["-", "-"]
+                continue
+            r = r[0]
+            line.append(cell(r["latency_ns"], r["latency_min_ns"], r["latency_max_ns"]))
+            line.append(cell(r["ns_per_thread"], r["min_s"] * 1e9 / n, r["max_s"] * 1e9 / n))
+        line.append(" / ".join("%.3f" % eq31(k, p) for p in ps))
+        rows.append(line)
+    hdr = ["K (runnable)"]
+    for p in ps:
+        hdr += ["P=%d latency%s" % (p, " (oversubscribed)" if p > cores else ""), "P=%d ns/thread" % p]
+    hdr.append("E(K, P) for P = " + ", ".join(map(str, ps)))
+    md += table(hdr, rows)
+
+    p_ = plt()
+    fig, (a1, a2) = p_.subplots(1, 2, figsize=(11, 4))
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red"]
+    for i, p in enumerate(ps):
+        q = sorted((r for r in rs if r["P"] == p), key=lambda r: r["K"])
+        x = [r["K"] for r in q]
+        med = [r["latency_ns"] for r in q]
+        a1.errorbar(x, med, yerr=[[m - r["latency_min_ns"] for m, r in zip(med, q)],
+                                  [r["latency_max_ns"] - m for m, r in zip(med, q)]],
+                    marker="o", color=colors[i % 4], capsize=3, label="P = %d" % p)
+        a1.axvline(p, color=colors[i % 4], ls=":", lw=0.8)
+        a2.plot(x, [r["ns_per_thread"] for r in q], marker="o", color=colors[i % 4],
+                label="P = %d" % p)
+    for a in (a1, a2):
+        a.set_xscale("log", base=2)
+        a.set_xlabel("runnable threads K (parallelism)")
+        a.set_xticks(ks)
+        a.set_xticklabels([str(k) for k in ks])
+        a.grid(alpha=0.3)
+        a.legend(fontsize=7)
+        a.set_ylim(bottom=0)
+    a1.set_ylabel("thread latency (ns): elapsed x min(K,P) / threads")
+    a2.set_ylabel("elapsed / threads (ns)")
+    a1.set_title("latency per thread (004 Fig 3.4); dotted: K = P", fontsize=8)
+    a2.set_title("throughput cost per thread", fontsize=8)
+    fig.suptitle("T3: weft thread latency vs parallelism, %d threads per point\n%s; median, "
+                 "bars min..max" % (n, rep.machine_line()), fontsize=9)
+    fig.tight_layout()
+    md += "\n" + rep.save_fig(fig, "sweep_T3", "T3 latency per thread vs runnable threads")
     return md
