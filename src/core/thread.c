@@ -217,7 +217,16 @@ static WEFT__COLD void finished_slow(weft_vp_t *vp, weft_thread_t *t, uint32_t f
   if (f & WEFT__TF_CUSTOM)  /* the root bundle keeps no count */
     atomic_fetch_sub_explicit(&t->bundle->nthreads, 1, memory_order_release);
 #ifdef WEFT_HOOKS
-  if ((f & WEFT__TF_HOOK) && vp->current) weft__hook_raise(WEFT_HOOK_RESTORE, vp->current, NULL);
+  if ((f & WEFT__TF_HOOK) && vp->current) {
+    /* A joiner that thread_finish handed the VP to directly is not made ready through
+     * weft__unblock: raise its UNBLOCKED here (waker: t), before its RESTORE.
+     * Relaxed is enough: a join word that names a waiting joiner is changed only by
+     * this finisher, in finish_cont's exchange after this call. */
+    uintptr_t jw = atomic_load_explicit(&t->join, memory_order_relaxed);
+    if (WEFT__JW_TAG(jw) == WEFT__JW_WEFT && WEFT__JW_PTR(jw) == (void *)vp->current)
+      weft__hook_raise(WEFT_HOOK_UNBLOCKED, vp->current, t);
+    weft__hook_raise(WEFT_HOOK_RESTORE, vp->current, NULL);
+  }
 #else
   (void)vp;
 #endif

@@ -170,6 +170,31 @@ TEST_P(HookTest, BlockedAndUnblockedPairUp) {
   EXPECT_EQ(r.blocked.load(), r.unblocked.load());
 }
 
+// A joiner blocked in weft_join that the finishing thread hands its VP to directly
+// (never through a dispatch queue) still gets its UNBLOCKED. With one VP the child
+// cannot run before the join blocks, so the hand-off happens on every round; with
+// more VPs the counts must still match.
+TEST_P(HookTest, JoinHandOffRaisesUnblocked) {
+  if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  static BlockRec r;
+  r.blocked = 0;
+  r.unblocked = 0;
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_BLOCKED, OnBlocked, &r), 0);
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_UNBLOCKED, OnUnblocked, &r), 0);
+  const int rounds = 50;
+  for (int i = 0; i < rounds; i++) {
+    weft_thread_t *t;
+    ASSERT_EQ(weft_create(&t, nullptr, [](void *a) -> void * { return a; }, nullptr), 0);
+    ASSERT_EQ(weft_join(t, nullptr), 0);
+  }
+  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_UNBLOCKED), 0);
+  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_BLOCKED), 0);
+  if (nvps() == 1) {
+    EXPECT_EQ(r.blocked.load(), rounds);
+  }
+  EXPECT_EQ(r.blocked.load(), r.unblocked.load());
+}
+
 // Installed while threads already exist: the existing (main) thread's yields and
 // a thread created before the push still raise events.
 TEST_P(HookTest, InstalledAtRunTimeCoversExistingThreads) {
