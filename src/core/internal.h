@@ -350,6 +350,7 @@ static inline weft_vp_t *weft__vp(void) {
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
 void weft__switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
 void weft__switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
+void weft__san_init_self(weft_ctx_t *ctx);  /* ctx runs on its kernel thread's stack */
 #else
 #define weft__switch weft__ctx_switch
 #define weft__switch_dying weft__ctx_switch
@@ -425,6 +426,7 @@ void weft__tcb_foreach(void (*fn)(weft_thread_t *t, void *arg), void *arg);
  * On a wire kernel thread weft__vp() is NULL; the wired weft thread running there is
  * this (NULL elsewhere). Out of line: only the cold "no VP" branches call it. */
 weft_thread_t *weft__wired_self(void);
+int weft__wire_returning(void);          /* wire kernel threads still handing a thread back */
 
 /* ---- allocation (alloc.c; fast paths inline here) ---------------------------------- */
 void *weft__sys_malloc(size_t size);    /* counted, failure-injectable */

@@ -83,7 +83,9 @@ void weft__switch_dying(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *
   switch_annotated(NULL, from, to, fn, arg);
 }
 
-static void san_init_self(weft_ctx_t *ctx) {
+/* A context that runs on its kernel thread's own stack (a VP's idle context, the main
+ * thread, a wired thread's base): its bounds and fiber, for the sanitizers. */
+void weft__san_init_self(weft_ctx_t *ctx) {
   void *lo;
   size_t size;
   weft__os_thread_stack(&lo, &size);
@@ -475,7 +477,7 @@ static void *vp_main(void *p) {
   if (weft__rt.cfg.pin) weft__os_pin(vp->index % weft__os_ncpus());
   weft__ctx_init_self(&vp->idle_ctx, vp->ctx_storage);
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
-  san_init_self(&vp->idle_ctx);
+  weft__san_init_self(&vp->idle_ctx);
 #endif
   idle_loop(vp);
   stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
@@ -554,7 +556,7 @@ static weft_thread_t *main_new(void) {
   t->id = atomic_fetch_add_explicit(&weft__next_id_block, 1, memory_order_relaxed) << 10;
   weft__ctx_init_self(&t->ctx, (void *)(((uintptr_t)(t + 1) + 15) & ~(uintptr_t)15));
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
-  san_init_self(&t->ctx);
+  weft__san_init_self(&t->ctx);
 #endif
   return t;
 }
@@ -712,6 +714,9 @@ int weft_shutdown(void) {
     }
     weft__os_sleep_ns(200000);
   }
+  /* a wire kernel thread that handed its thread back may still be inside
+   * weft__unblock (src/core/wire.c): wait until it is out */
+  while (weft__wire_returning() != 0) weft__os_sleep_ns(20000);
   /* the main weft thread ends here: its key destructors run like any thread's */
   if (self->tsd) {
     weft__key_run_dtors(self);

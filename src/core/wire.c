@@ -58,6 +58,7 @@ struct weft__wire {
 /* On a wire kernel thread: its record (set by K itself, cleared before it ends). */
 static __thread struct weft__wire *tls_wire;
 static _Atomic int nwired;      /* threads wired now (seq_cst) */
+static _Atomic int nreturning;  /* Ks inside unwire_cont (seq_cst) */
 
 /* The record of the calling kernel thread. Out of line and never inlined: TLS is read
  * only here, so no caller can keep a TLS address across a switch to another kernel
@@ -77,31 +78,16 @@ int weft_is_wired(void) { return wire_get() != NULL; }
 
 int weft_wired_count(void) { return atomic_load(&nwired); }
 
-static void nop_cont(void *p) { (void)p; }
+int weft__wire_returning(void) { return atomic_load(&nreturning); }
 
-#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
-/* As runtime.c's san_init_self: K's own stack, for the sanitizers' fiber switches. */
-static void san_init_base(weft_ctx_t *ctx) {
-  void *lo;
-  size_t size;
-  weft__os_thread_stack(&lo, &size);
-  ctx->stack_lo = lo;
-  ctx->stack_size = size;
-  ctx->asan_fake = NULL;
-#if defined(WEFT_TSAN)
-  ctx->tsan_fiber = __tsan_get_current_fiber();
-#else
-  ctx->tsan_fiber = NULL;
-#endif
-}
-#endif
+static void nop_cont(void *p) { (void)p; }
 
 static void *wire_main(void *p) {
   struct weft__wire *w = p;
   tls_wire = w;
   weft__ctx_init_self(&w->base, w->ctx_storage);
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
-  san_init_base(&w->base);
+  weft__san_init_self(&w->base);
 #endif
   /* acquire: pairs with the release store in wire_cont (t's context is saved) */
   while (!atomic_load_explicit(&w->go, memory_order_acquire)) weft__os_futex_wait(&w->go, 0);
@@ -160,8 +146,15 @@ static void unwire_cont(void *p) {
   weft_thread_t *t = p;
   /* switch mode ALL: t resumes on a VP through its saved frame (docs/meta-interface.md) */
   if (weft__tflags(t) & WEFT__TF_FPALL) weft__ctx_fp_save(&t->ctx);
+  /* t may run, finish and let weft_shutdown() go on while K is still inside
+   * weft__unblock (seen under TSan: weft_sched_notify against the teardown), so
+   * shutdown waits until no K is between these two counts (weft__wire_returning).
+   * The increment happens before t can run again: t's finish, which shutdown waits
+   * for, comes after it through the dispatch queue's lock. */
+  atomic_fetch_add(&nreturning, 1);
   atomic_fetch_sub(&nwired, 1);
   weft__unblock(NULL, t);
+  atomic_fetch_sub(&nreturning, 1);  /* last: K touches no runtime state after this */
 }
 
 int weft_unwire(void) {
