@@ -226,23 +226,6 @@ static void verify(const char *who) {
   }
 }
 
-static int parse_list(const char *s, int *v, int max) {
-  int n = 0;
-  while (*s && n < max) {
-    v[n++] = atoi(s);
-    s += strcspn(s, ",");
-    s += *s == ',';
-  }
-  return n;
-}
-
-static int has(const char *list, const char *word) {
-  size_t w = strlen(word);
-  for (const char *s = list; (s = strstr(s, word)) != NULL; s += w)
-    if ((s == list || s[-1] == ',') && (s[w] == ',' || s[w] == 0)) return 1;
-  return 0;
-}
-
 typedef struct point {
   const char *lib;
   int leaf, p;
@@ -295,8 +278,8 @@ int main(int argc, char **argv) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--out")) out = v;
     else if (!strcmp(k, "--n")) n_records = atol(v);
-    else if (!strcmp(k, "--leaf")) nleaves = parse_list(v, leaves, MAX_LEAVES);
-    else if (!strcmp(k, "--procs")) nprocs = parse_list(v, procs, MAX_PROCS);
+    else if (!strcmp(k, "--leaf")) nleaves = bench_parse_ints(v, leaves, MAX_LEAVES);
+    else if (!strcmp(k, "--procs")) nprocs = bench_parse_ints(v, procs, MAX_PROCS);
     else if (!strcmp(k, "--reps")) reps = atoi(v);
     else if (!strcmp(k, "--libs")) libs = v;
     else {
@@ -319,7 +302,7 @@ int main(int argc, char **argv) {
   weft_attr_init(&detached);
   detached.detached = 1;
 #ifndef _OPENMP
-  if (has(libs, "openmp_tasks")) printf("openmp_tasks: not built (no OpenMP): skipped\n");
+  if (bench_list_has(libs, "openmp_tasks")) printf("openmp_tasks: not built (no OpenMP): skipped\n");
 #endif
 
   printf("A3 quicksort: %ld records, machine %s, %d cores; 1 warm-up + %d runs per point\n",
@@ -328,11 +311,11 @@ int main(int argc, char **argv) {
     leaf_size = leaves[l];
     printf("leaf %d ...\n", leaf_size);
     fflush(stdout);
-    if (has(libs, "serial")) run_point("serial", 1);
+    if (bench_list_has(libs, "serial")) run_point("serial", 1);
     for (int k = 0; k < nprocs; k++) {
       int p = procs[k];
       if (p < 1 || p > WEFT_MAX_VPS) continue;
-      if (has(libs, "weft")) {
+      if (bench_list_has(libs, "weft")) {
         weft_config_t cfg;
         weft_config_init(&cfg);
         cfg.nvps = p;
@@ -341,7 +324,7 @@ int main(int argc, char **argv) {
         check(weft_shutdown(), "weft_shutdown");
       }
 #ifdef _OPENMP
-      if (has(libs, "openmp_tasks")) run_point("openmp_tasks", p);
+      if (bench_list_has(libs, "openmp_tasks")) run_point("openmp_tasks", p);
 #endif
     }
   }

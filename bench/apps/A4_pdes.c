@@ -185,13 +185,6 @@ static int parse_list(const char *s, double *v, int max) {
   return n;
 }
 
-static int has(const char *list, const char *word) {
-  size_t w = strlen(word);
-  for (const char *s = list; (s = strstr(s, word)) != NULL; s += w)
-    if ((s == list || s[-1] == ',') && (s[w] == ',' || s[w] == 0)) return 1;
-  return 0;
-}
-
 typedef struct point {
   const char *lib;
   int lps, threads, p;
@@ -297,7 +290,7 @@ int main(int argc, char **argv) {
       return 1;
     }
 #ifndef _OPENMP
-  if (has(libs, "openmp_tasks")) printf("openmp_tasks: not built (no OpenMP): skipped\n");
+  if (bench_list_has(libs, "openmp_tasks")) printf("openmp_tasks: not built (no OpenMP): skipped\n");
 #endif
   calibrate();
   printf("A4 PDES: %d LPs, t_end %g, machine %s, %d cores; %.1f work units per us; 1 warm-up + "
@@ -312,7 +305,7 @@ int main(int argc, char **argv) {
       for (int k = 0; k < np; k++) {
         int p = (int)procs[k];
         if (p < 1 || p > WEFT_MAX_VPS) continue;
-        if (has(libs, "weft")) {
+        if (bench_list_has(libs, "weft")) {
           weft_config_t cfg;
           weft_config_init(&cfg);
           cfg.nvps = p;
@@ -320,9 +313,9 @@ int main(int argc, char **argv) {
           run_point("weft", (int)lps[l], work[w], p, &ref_events, &ref_sum);
           check(weft_shutdown(), "weft_shutdown");
         }
-        if (has(libs, "pthreads")) run_point("pthreads", (int)lps[l], work[w], p, &ref_events, &ref_sum);
+        if (bench_list_has(libs, "pthreads")) run_point("pthreads", (int)lps[l], work[w], p, &ref_events, &ref_sum);
 #ifdef _OPENMP
-        if (has(libs, "openmp_tasks"))
+        if (bench_list_has(libs, "openmp_tasks"))
           run_point("openmp_tasks", (int)lps[l], work[w], p, &ref_events, &ref_sum);
 #endif
       }

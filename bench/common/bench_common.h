@@ -76,4 +76,23 @@ static inline bench_summary_t bench_summarize(double *v, int n) {
   return s;
 }
 
+/* bench_parse_ints() parses "1,2,4" into v (at most max values); returns the count. */
+static inline int bench_parse_ints(const char *s, int *v, int max) {
+  int n = 0;
+  while (*s && n < max) {
+    v[n++] = atoi(s);
+    s += strcspn(s, ",");
+    s += *s == ',';
+  }
+  return n;
+}
+
+/* bench_list_has() says whether the comma-separated list names word. */
+static inline int bench_list_has(const char *list, const char *word) {
+  size_t w = strlen(word);
+  for (const char *s = list; (s = strstr(s, word)) != NULL; s += w)
+    if ((s == list || s[-1] == ',') && (s[w] == ',' || s[w] == 0)) return 1;
+  return 0;
+}
+
 #endif

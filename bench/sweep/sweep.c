@@ -340,23 +340,6 @@ static double speedup(const point_t *pt) {
   return one ? one->sum.median / pt->sum.median : 0;
 }
 
-static int parse_list(const char *s, int *v, int max) {
-  int n = 0;
-  while (*s && n < max) {
-    v[n++] = atoi(s);
-    s += strcspn(s, ",");
-    s += *s == ',';
-  }
-  return n;
-}
-
-static int has(const char *list, const char *word) {
-  size_t w = strlen(word);
-  for (const char *s = list; (s = strstr(s, word)) != NULL; s += w)
-    if ((s == list || s[-1] == ',') && (s[w] == ',' || s[w] == 0)) return 1;
-  return 0;
-}
-
 static int run_test[NTESTS];
 static long t2_n = 200000;
 static long t3_n = 200000;
@@ -576,19 +559,19 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--reps")) reps = atoi(v);
     else if (!strcmp(k, "--n")) n = atol(v);
     else if (!strcmp(k, "--slow-n")) slow_n = atol(v);
-    else if (!strcmp(k, "--procs")) nprocs = parse_list(v, procs, 16);
-    else if (!strcmp(k, "--oversub")) nover = parse_list(v, oversub, 16);
+    else if (!strcmp(k, "--procs")) nprocs = bench_parse_ints(v, procs, 16);
+    else if (!strcmp(k, "--oversub")) nover = bench_parse_ints(v, oversub, 16);
     else if (!strcmp(k, "--libs")) libs = v;
     else if (!strcmp(k, "--tests")) tests = v;
     else if (!strcmp(k, "--t2-us")) t2_us = atof(v);
     else if (!strcmp(k, "--t2-n")) t2_n = atol(v);
     else if (!strcmp(k, "--t2-units-per-us")) units_per_us = atof(v);
     else if (!strcmp(k, "--t3-n")) t3_n = atol(v);
-    else if (!strcmp(k, "--t3-k")) t3_nk = parse_list(v, t3_k, MAX_K);
+    else if (!strcmp(k, "--t3-k")) t3_nk = bench_parse_ints(v, t3_k, MAX_K);
     else { fprintf(stderr, "unknown option %s (see the comment at the top of sweep.c)\n", k); return 1; }
   }
   if (reps < 1 || reps > MAX_REPS) reps = 5;
-  for (int t = 0; t < NTESTS; t++) run_test[t] = has(tests, test_name[t]);
+  for (int t = 0; t < NTESTS; t++) run_test[t] = bench_list_has(tests, test_name[t]);
   if (run_test[T2]) {
     if (units_per_us <= 0) calibrate_work();
     printf("T2 user work: uniform on [0, %.3g us), %.1f units (16 multiply-adds) per us\n",
@@ -608,14 +591,14 @@ int main(int argc, char **argv) {
     if (p < 1 || p > WEFT_MAX_VPS) continue;
     printf("P=%d%s ...\n", p, over ? " (oversubscribed)" : "");
     fflush(stdout);
-    if (has(libs, "weft")) run_weft(p, over, n);
-    if (has(libs, "pthreads")) run_pthreads(p, over, slow_n);
+    if (bench_list_has(libs, "weft")) run_weft(p, over, n);
+    if (bench_list_has(libs, "pthreads")) run_pthreads(p, over, slow_n);
 #ifdef WEFT_BENCH_BOOST
-    if (has(libs, "boost_fiber")) run_boost(p, over, n, slow_n);
+    if (bench_list_has(libs, "boost_fiber")) run_boost(p, over, n, slow_n);
 #endif
   }
 #ifndef WEFT_BENCH_BOOST
-  if (has(libs, "boost_fiber")) printf("boost_fiber: not built (Boost.Fiber not found)\n");
+  if (bench_list_has(libs, "boost_fiber")) printf("boost_fiber: not built (Boost.Fiber not found)\n");
 #endif
   print_table(&m);
   return write_json(out, &m, n, slow_n) == 0 ? 0 : 1;

@@ -398,13 +398,6 @@ static int parse_list(const char *s, long *v, int max) {
   return n;
 }
 
-static int has(const char *list, const char *word) {
-  size_t w = strlen(word);
-  for (const char *s = list; (s = strstr(s, word)) != NULL; s += w)
-    if ((s == list || s[-1] == ',') && (s[w] == ',' || s[w] == 0)) return 1;
-  return 0;
-}
-
 static struct {
   const char *rows, *kinds;
   int pthreads_all;
@@ -421,10 +414,10 @@ static void run_point(int impl, int p, int over) {
   r->p = p;
   for (int k = 0; k < NKINDS; k++) {
     const kind_t *kd = &kinds[k];
-    if (opt.kinds && !has(opt.kinds, kd->name)) continue;
+    if (opt.kinds && !bench_list_has(opt.kinds, kd->name)) continue;
     if (kd->impl != impl && !(opt.pthreads_all && impl == ON_PTHREADS)) continue;
     for (int row = 0; row < NROWS; row++) {
-      if (!has(opt.rows, row_name[row])) continue;
+      if (!bench_list_has(opt.rows, row_name[row])) continue;
       if (kd->s5_only != (row == S5) && !(row == S5 && kd->intbody)) continue;
       r->cs_work = r->compute = r->rounds = 0;
       switch (row) {
