@@ -4,8 +4,8 @@
 # and a C-Threads client against that prefix alone, through find_package(weft) and
 # through pkg-config, shared and static, runs each and checks what it prints. It also
 # checks what a program from a non-system prefix relies on: versioned SONAMEs, and
-# libweft_cthreads.so finding libweft.so.0 next to itself ($ORIGIN). Exits non-zero if
-# any check fails. scripts/test.sh runs it on the release configuration's build.
+# libweft_cthreads.so finding libweft.so.0 next to itself ($ORIGIN); and, after moving
+# the install elsewhere, that pkg-config still finds it. Exits non-zero if any check fails. scripts/test.sh runs it on the release configuration's build.
 #
 # Environment: CC, CXX (default cc, c++) for the pkg-config builds and the client project.
 set -euo pipefail
@@ -159,6 +159,20 @@ pc_build ct_shared "$cc" client_cthreads.c weft-cthreads shared &&
   check_run "pkg-config C-Threads, weft-cthreads, shared" "$work/pc/ct_shared" "$want_ct" cthreads-only
 pc_build ct_static "$cc" client_cthreads.c weft-cthreads static &&
   check_run "pkg-config C-Threads, weft-cthreads, static" "$work/pc/ct_static" "$want_ct" static
+
+# ---- a moved install: weft.pc finds its prefix from where it lies, and libweft_cthreads.so
+# its libweft.so.0 ----
+moved=$work/moved
+mv "$prefix" "$moved"
+libdir=$moved${libdir#"$prefix"}
+export PKG_CONFIG_LIBDIR=$libdir/pkgconfig
+if [[ $(pkg-config --variable=libdir weft) -ef $libdir ]]; then
+  ok "moved install: pkg-config weft finds the new prefix"
+else
+  fail "moved install: pkg-config weft's libdir is '$(pkg-config --variable=libdir weft)', not $libdir"
+fi
+pc_build ct_moved "$cc" client_cthreads.c weft-cthreads shared &&
+  check_run "moved install: pkg-config C-Threads, weft-cthreads, shared" "$work/pc/ct_moved" "$want_ct" cthreads-only
 
 if [ "$failures" -ne 0 ]; then
   echo "install check: $failures check(s) FAILED"
