@@ -5,7 +5,8 @@
 # through pkg-config, shared and static, runs each and checks what it prints. It also
 # checks what a program from a non-system prefix relies on: versioned SONAMEs, and
 # libweft_cthreads.so finding libweft.so.0 next to itself ($ORIGIN); and, after moving
-# the install elsewhere, that pkg-config still finds it. Exits non-zero if any check fails. scripts/test.sh runs it on the release configuration's build.
+# the install elsewhere, that pkg-config still finds it. Exits non-zero if any check
+# fails. scripts/test.sh runs it on the release configuration's build.
 #
 # Environment: CC, CXX (default cc, c++) for the pkg-config builds and the client project.
 set -euo pipefail
