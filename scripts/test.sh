@@ -6,7 +6,11 @@
 #   tsan      clang, TSan (fiber annotations on the assembly path)
 #   ucontext  gcc, the portable ucontext fallback
 #   aarch64   cross-built with gcc-aarch64-linux-gnu, run under qemu-aarch64
+# and, after release's tests, the install check (tests/install/run.sh): install to a
+# temporary prefix, then build and run C, C++ and C-Threads clients against it through
+# find_package(weft) and pkg-config, shared and static.
 # Usage: scripts/test.sh [config...]   (default: all of them)
+#   scripts/test.sh install   builds only the release libraries and runs the install check
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -28,9 +32,25 @@ run_config() {
   fi
 }
 
+release_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_CHECKED=ON)
+
+install_check() {
+  echo "=== [install] install to a temporary prefix, build and run clients against it"
+  if ! bash tests/install/run.sh build-test-release; then
+    failed+=("install")
+  fi
+}
+
 for c in "${configs[@]}"; do
   case $c in
-    release)  run_config release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_CHECKED=ON ;;
+    release)  run_config release "${release_flags[@]}"
+              install_check ;;
+    install)  echo "=== [install] configure + build the release libraries"
+              cmake -S . -B build-test-release -G Ninja -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TESTS=ON \
+                -DWEFT_WERROR=ON "${release_flags[@]}" >/dev/null
+              cmake --build build-test-release -j "$jobs" --target weft_shared weft_static \
+                weft_cthreads_shared weft_cthreads_static
+              install_check ;;
     asan)     ASAN_OPTIONS=detect_leaks=1 WEFT_TEST_SCALE=0.2 \
               run_config asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=address \
                 -DWEFT_CHECKED=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ ;;

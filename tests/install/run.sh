@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# tests/install/run.sh BUILD_DIR - the install check: installs the libraries built in
+# BUILD_DIR to a temporary prefix, then builds a C client, a C++ client (weft/weft.hpp)
+# and a C-Threads client against that prefix alone, through find_package(weft) and
+# through pkg-config, shared and static, runs each and checks what it prints. It also
+# checks what a program from a non-system prefix relies on: versioned SONAMEs, and
+# libweft_cthreads.so finding libweft.so.0 next to itself ($ORIGIN); and, after moving
+# the install elsewhere, that pkg-config still finds it. Exits non-zero if any check
+# fails. scripts/test.sh runs it on the release configuration's build.
+#
+# Environment: CC, CXX (default cc, c++) for the pkg-config builds and the client project.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -eq 1 ] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
+build=$(cd "$1" && pwd)
+cc=${CC:-cc}
+cxx=${CXX:-c++}
+work=$(mktemp -d "${TMPDIR:-/tmp}/weft-install-check.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+failures=0
+ok() { echo "  ok    $*"; }
+fail() { echo "  FAIL  $*"; failures=$((failures + 1)); }
+
+# readelf -d FILE, one dynamic tag's values (NEEDED, SONAME, RUNPATH) one per line
+dyn() { readelf -d "$2" | sed -n "s/.*($1).*\[\(.*\)\]/\1/p"; }
+
+echo "install check: $build -> temporary prefix"
+cmake --install "$build" --prefix "$prefix" >"$work/install.log" ||
+  { cat "$work/install.log"; echo "install check: cmake --install failed"; exit 1; }
+pc=$(find "$prefix" -name weft.pc -path '*/pkgconfig/*' | head -n 1)
+[ -n "$pc" ] || { echo "install check: no weft.pc installed"; exit 1; }
+libdir=$(dirname "$(dirname "$pc")")
+
+# ---- the installed shared libraries ----
+for lib in weft weft_cthreads; do
+  so=$libdir/lib$lib.so
+  if [ ! -e "$so" ]; then fail "lib$lib.so installed"; continue; fi
+  soname=$(dyn SONAME "$so")
+  if [[ $soname =~ ^lib$lib\.so\.[0-9]+$ ]] && [ -e "$libdir/$soname" ]; then
+    ok "lib$lib.so has the versioned SONAME $soname, installed"
+  else
+    fail "lib$lib.so: SONAME '$soname' (want lib$lib.so.MAJOR, installed beside it)"
+  fi
+done
+if dyn RUNPATH "$libdir/libweft_cthreads.so" | tr ':' '\n' | grep -qx '\$ORIGIN'; then
+  ok "libweft_cthreads.so finds libweft.so.0 beside itself (RUNPATH \$ORIGIN)"
+else
+  fail "libweft_cthreads.so: RUNPATH '$(dyn RUNPATH "$libdir/libweft_cthreads.so")' (want \$ORIGIN)"
+fi
+
+# check_run NAME EXE EXPECTED_LINE LINKAGE: runs EXE with no library path from the
+# environment and checks its output; LINKAGE says which weft libraries it must (not) need:
+#   static        no libweft* at all
+#   shared        libweft.so.0
+#   cthreads      libweft_cthreads.so.0
+#   cthreads-only libweft_cthreads.so.0 and not libweft.so.0 (which then comes through
+#                 libweft_cthreads.so's own RUNPATH)
+check_run() {
+  local name=$1 exe=$2 want=$3 linkage=$4 needed out rc=0
+  needed=$(dyn NEEDED "$exe" | tr '\n' ' ')
+  case $linkage in
+    static) [[ " $needed" != *" libweft"* ]] ||
+      { fail "$name: a static build needs [$needed]"; return; } ;;
+    shared) [[ " $needed" == *" libweft.so."[0-9]* ]] ||
+      { fail "$name: needs [$needed], not libweft.so.MAJOR"; return; } ;;
+    cthreads) [[ " $needed" == *" libweft_cthreads.so."[0-9]* ]] ||
+      { fail "$name: needs [$needed], not libweft_cthreads.so.MAJOR"; return; } ;;
+    cthreads-only)
+      [[ " $needed" == *" libweft_cthreads.so."[0-9]* && " $needed" != *" libweft.so"* ]] ||
+      { fail "$name: needs [$needed], want libweft_cthreads.so.MAJOR alone"; return; } ;;
+  esac
+  out=$(env -u LD_LIBRARY_PATH timeout 60 "$exe" 2>&1) || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    fail "$name: exit status $rc: $out"
+  elif [ "$out" != "$want" ]; then
+    fail "$name: printed '$out', want '$want'"
+  else
+    ok "$name"
+  fi
+}
+want_c="weft C client: 8000"
+want_cpp="weft C++ client: 8000"
+want_ct="weft C-Threads client: 8000"
+
+# ---- find_package(weft) ----
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+if CC=$cc CXX=$cxx cmake -S "$here" -B "$work/cmake" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+     -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF >"$work/cmake.log" 2>&1 &&
+   cmake --build "$work/cmake" -j 2 >>"$work/cmake.log" 2>&1; then
+  found=$(sed -n 's/^weft_DIR:PATH=//p' "$work/cmake/CMakeCache.txt")
+  if [[ $found == "$prefix"/* ]]; then
+    ok "find_package(weft) found the temporary prefix; every target built"
+    b=$work/cmake
+    check_run "find_package C, weft::weft" "$b/c_shared" "$want_c" shared
+    check_run "find_package C, weft::weft_shared" "$b/c_shared_named" "$want_c" shared
+    check_run "find_package C, weft::weft_static" "$b/c_static" "$want_c" static
+    check_run "find_package C++, weft::weft" "$b/cpp_shared" "$want_cpp" shared
+    check_run "find_package C++, weft::weft_static" "$b/cpp_static" "$want_cpp" static
+    check_run "find_package C-Threads, weft::cthreads" "$b/cthreads_shared" "$want_ct" cthreads
+    check_run "find_package C-Threads, weft::cthreads_shared" "$b/cthreads_shared_named" "$want_ct" cthreads
+    check_run "find_package C-Threads, weft::cthreads_static" "$b/cthreads_static" "$want_ct" static
+  else
+    fail "find_package(weft) found '$found', not the temporary prefix"
+  fi
+else
+  tail -n 30 "$work/cmake.log"
+  fail "find_package client project: configure or build failed (log above)"
+fi
+
+# ---- pkg-config: only the temporary prefix's modules are visible ----
+export PKG_CONFIG_LIBDIR=$libdir/pkgconfig
+unset PKG_CONFIG_PATH
+for m in weft weft-cthreads; do
+  if pkg-config --validate "$m" >"$work/pc.log" 2>&1 && pkg-config --exists "$m"; then
+    ok "pkg-config module $m is valid"
+  else
+    fail "pkg-config module $m: $(cat "$work/pc.log")"
+  fi
+done
+if pkg-config --static --libs weft | tr ' ' '\n' | grep -qx -- '-pthread'; then
+  ok "pkg-config --static --libs weft has -pthread"
+else
+  fail "pkg-config --static --libs weft: '$(pkg-config --static --libs weft)' has no -pthread"
+fi
+
+# pc_build NAME COMPILER SOURCE MODULE MODE(shared|static) -> $work/pc/NAME
+# Shared builds link with --as-needed (the default of several distributions) and an
+# rpath to the prefix only; static builds link with -static.
+pc_build() {
+  local name=$1 compiler=$2 src=$3 module=$4 mode=$5 flags=() pcflags exe=$work/pc/$1
+  mkdir -p "$work/pc"
+  [ "$compiler" = "$cxx" ] && flags+=(-std=c++17)
+  local pcargs=(--cflags --libs "$module")
+  [ "$mode" = static ] && pcargs=(--static "${pcargs[@]}")
+  pcflags=$(pkg-config "${pcargs[@]}" 2>&1) ||
+    { fail "pkg-config $name: pkg-config ${pcargs[*]}: $pcflags"; return 1; }
+  if [ "$mode" = static ]; then
+    # shellcheck disable=SC2086  # pkg-config prints separate words
+    "$compiler" "${flags[@]}" -static -o "$exe" "$here/$src" $pcflags >"$work/pc.log" 2>&1
+  else
+    # shellcheck disable=SC2086
+    "$compiler" "${flags[@]}" -Wl,--as-needed -o "$exe" "$here/$src" $pcflags \
+      -Wl,-rpath,"$libdir" >"$work/pc.log" 2>&1
+  fi || { tail -n 30 "$work/pc.log"; fail "pkg-config $name: build failed (log above)"; return 1; }
+}
+pc_build c_shared "$cc" client.c weft shared &&
+  check_run "pkg-config C, weft, shared" "$work/pc/c_shared" "$want_c" shared
+pc_build c_static "$cc" client.c weft static &&
+  check_run "pkg-config C, weft, static" "$work/pc/c_static" "$want_c" static
+pc_build cpp_shared "$cxx" client.cc weft shared &&
+  check_run "pkg-config C++, weft, shared" "$work/pc/cpp_shared" "$want_cpp" shared
+pc_build cpp_static "$cxx" client.cc weft static &&
+  check_run "pkg-config C++, weft, static" "$work/pc/cpp_static" "$want_cpp" static
+pc_build ct_shared "$cc" client_cthreads.c weft-cthreads shared &&
+  check_run "pkg-config C-Threads, weft-cthreads, shared" "$work/pc/ct_shared" "$want_ct" cthreads-only
+pc_build ct_static "$cc" client_cthreads.c weft-cthreads static &&
+  check_run "pkg-config C-Threads, weft-cthreads, static" "$work/pc/ct_static" "$want_ct" static
+
+# ---- a moved install: weft.pc finds its prefix from where it lies, and libweft_cthreads.so
+# its libweft.so.0 ----
+moved=$work/moved
+mv "$prefix" "$moved"
+libdir=$moved${libdir#"$prefix"}
+export PKG_CONFIG_LIBDIR=$libdir/pkgconfig
+if [[ $(pkg-config --variable=libdir weft) -ef $libdir ]]; then
+  ok "moved install: pkg-config weft finds the new prefix"
+else
+  fail "moved install: pkg-config weft's libdir is '$(pkg-config --variable=libdir weft)', not $libdir"
+fi
+pc_build ct_moved "$cc" client_cthreads.c weft-cthreads shared &&
+  check_run "moved install: pkg-config C-Threads, weft-cthreads, shared" "$work/pc/ct_moved" "$want_ct" cthreads-only
+
+if [ "$failures" -ne 0 ]; then
+  echo "install check: $failures check(s) FAILED"
+  exit 1
+fi
+echo "install check: passed"
