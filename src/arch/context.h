@@ -78,7 +78,8 @@ int weft__ctx_tstate_cxx(void);
 /* This kernel thread's __cxa_eh_globals (two words, caught exceptions and uncaught
  * count), or NULL without a C++ runtime: a kernel thread's own, fixed for its life
  * (per kernel thread, not an offset: a dlopen'ed runtime keeps it in dynamic TLS). */
-extern __thread void *weft__tls_eh __attribute__((tls_model("initial-exec")));
+extern __thread void *weft__tls_eh
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* weft__ctx_switch() saves the caller into *from, switches to *to, calls fn(arg)
  * there if fn is not NULL, and resumes *to. Returns when something switches back
@@ -99,7 +100,8 @@ typedef struct weft__ctx_ops {
   void (*sw_unlock)(weft_ctx_t *from, weft_ctx_t *to, weft__ctx_word_t *word);
   void (*trampoline)(void);  /* first resume of a weft__ctx_make() frame */
 } weft__ctx_ops_t;
-extern weft__ctx_ops_t weft__ctx_ops;
+/* hidden: one PC-relative operand, no GOT load, at every call site */
+extern weft__ctx_ops_t weft__ctx_ops __attribute__((visibility("hidden")));
 void weft__ctx_switch_c(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
 void weft__ctx_switch_cxx(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
 void weft__ctx_switch_unlock_c(weft_ctx_t *from, weft_ctx_t *to, weft__ctx_word_t *word);

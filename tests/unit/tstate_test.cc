@@ -101,12 +101,12 @@ void *ErrnoMutexBody(void *p) {
   return nullptr;
 }
 
-void RunErrnoThreads(ErrnoRun &run, weft_thread_fn body) {
+void RunErrnoThreads(ErrnoRun &run, weft_thread_fn body, const weft_attr_t *attr = nullptr) {
   ErrnoArg args[kThreads];
   weft_thread_t *t[kThreads];
   for (int i = 0; i < kThreads; i++) {
     args[i] = {&run, i};
-    t[i] = weft_test::Spawn(body, &args[i]);
+    t[i] = weft_test::Spawn(body, &args[i], attr);
   }
   for (auto *x : t) weft_test::Join(x);
 }
@@ -431,6 +431,47 @@ TEST_P(TstateTest, RethrowAcrossWire) {
     return weft_test::P(ok);
   });
   EXPECT_EQ(weft_test::I(r), 2);
+}
+
+// Threads in the all-registers switch mode, whose saved frames are rewritten after the
+// switch (weft__ctx_fp_save moves the frame and the exception words below it).
+void *AllModeBody(void *p) {
+  auto *a = static_cast<ErrnoArg *>(p);
+  ErrnoRun *run = a->run;
+  for (long r = 0; r < run->rounds; r++) {
+    int want = 3000 + a->id * 100 + static_cast<int>(r % 100);
+    SetErrno(want);
+    try {
+      throw Tagged{a->id, r};
+    } catch (...) {
+      int vp = weft_vp_self();
+      weft_mutex_lock(&run->m);  // contended: blocks
+      weft_yield();
+      weft_mutex_unlock(&run->m);
+      run->Check(want, vp);
+      try {
+        throw;
+      } catch (const Tagged &t) {
+        if (t.id != a->id || t.round != r) run->bad.fetch_add(1);
+      }
+    }
+    int vp = weft_vp_self();
+    weft_yield();
+    run->Check(want, vp);
+  }
+  return nullptr;
+}
+
+TEST_P(TstateTest, AllRegistersModeCarriesState) {
+  ErrnoRun run;
+  run.rounds = Scaled(1000, 20);
+  ASSERT_EQ(weft_mutex_init(&run.m), 0);
+  weft_attr_t attr;
+  weft_attr_init(&attr);
+  attr.switch_mode = WEFT_SWITCH_ALL;
+  RunErrnoThreads(run, AllModeBody, &attr);
+  EXPECT_EQ(run.bad.load(), 0) << "first wrong errno seen: " << run.first_bad.load();
+  weft_mutex_destroy(&run.m);
 }
 
 INSTANTIATE_TEST_SUITE_P(Vps, TstateTest, ::testing::Values(1, 2), ::weft_test::VpName);

@@ -30,7 +30,10 @@
  */
 
 /* Push the callee-saved registers and errno of the running context (the frame
- * above); leaves rax = weft__ctx_errno_off for the restore (r8 is scratch). */
+ * above); leaves r14 = weft__ctx_errno_off for the restore (r8 is scratch). Once the
+ * frame is pushed the callee-saved registers are free: *to's frame restores them,
+ * and they survive the continuation's call (r13 and r14 here, rbx and r12 in the
+ * _cxx continuation path). */
 .macro WEFT_SAVE_CALLEE_SAVED
         pushq   %rbp
         pushq   %rbx
@@ -38,17 +41,17 @@
         pushq   %r13
         pushq   %r14
         pushq   %r15
-        movq    weft__ctx_errno_off(%rip), %rax
-        movl    %fs:(%rax), %r8d
+        movq    weft__ctx_errno_off(%rip), %r14
+        movl    %fs:(%r14), %r8d
         pushq   %r8
 .endm
 
-/* Pop errno (rax = weft__ctx_errno_off) and the callee-saved registers of the
+/* Pop errno (r14 = weft__ctx_errno_off) and the callee-saved registers of the
  * context whose stack we are on, and resume it at its saved resume address
  * (pop + indirect jmp; r8 is caller-saved). */
 .macro WEFT_RESTORE_AND_RESUME
         popq    %r8
-        movl    %r8d, %fs:(%rax)
+        movl    %r8d, %fs:(%r14)
         popq    %r15
         popq    %r14
         popq    %r13
@@ -59,10 +62,10 @@
         jmpq    *%r8
 .endm
 
-/* r9 = this kernel thread's __cxa_eh_globals (weft__tls_eh, initial-exec TLS). */
-.macro WEFT_EH_GLOBALS
-        movq    weft__tls_eh@gottpoff(%rip), %r9
-        movq    %fs:(%r9), %r9
+/* reg = this kernel thread's __cxa_eh_globals (weft__tls_eh, initial-exec TLS). */
+.macro WEFT_EH_GLOBALS reg
+        movq    weft__tls_eh@gottpoff(%rip), \reg
+        movq    %fs:(\reg), \reg
 .endm
 
         .text
@@ -80,7 +83,6 @@ weft__ctx_switch_c:
 1:      WEFT_RESTORE_AND_RESUME         /* restore *to and resume it */
 2:      movq    %rcx, %rdi              /* fn(arg) on the new stack (to->sp is 16-aligned) */
         callq   *%rdx
-        movq    weft__ctx_errno_off(%rip), %rax  /* fn may have used rax */
         jmp     1b                      /* errno is restored after fn: fn may set it */
         .cfi_endproc
         .size   weft__ctx_switch_c,.-weft__ctx_switch_c
@@ -96,24 +98,22 @@ weft__ctx_switch_c:
 weft__ctx_switch_cxx:
         .cfi_startproc
         WEFT_SAVE_CALLEE_SAVED
-        WEFT_EH_GLOBALS
-        movups  (%r9), %xmm0
+        WEFT_EH_GLOBALS %r13
+        movups  (%r13), %xmm0
         movups  %xmm0, -16(%rsp)        /* *from's exception state, below its sp */
         movq    %rsp, (%rdi)            /* *from fully saved */
         movq    (%rsi), %rsp            /* on the new stack */
         testq   %rdx, %rdx
         jnz     2f
         movups  -16(%rsp), %xmm0        /* *to's exception state (red zone) */
-        movups  %xmm0, (%r9)
+        movups  %xmm0, (%r13)
 1:      WEFT_RESTORE_AND_RESUME
 2:      movq    -16(%rsp), %rbx         /* *to's exception state, kept in registers */
         movq    -8(%rsp), %r12          /* that *to's frame restores after fn */
         movq    %rcx, %rdi
         callq   *%rdx
-        WEFT_EH_GLOBALS
-        movq    %rbx, (%r9)
-        movq    %r12, 8(%r9)
-        movq    weft__ctx_errno_off(%rip), %rax
+        movq    %rbx, (%r13)
+        movq    %r12, 8(%r13)
         jmp     1b
         .cfi_endproc
         .size   weft__ctx_switch_cxx,.-weft__ctx_switch_cxx
@@ -143,14 +143,14 @@ weft__ctx_switch_unlock_c:
 weft__ctx_switch_unlock_cxx:
         .cfi_startproc
         WEFT_SAVE_CALLEE_SAVED
-        WEFT_EH_GLOBALS
-        movups  (%r9), %xmm0
+        WEFT_EH_GLOBALS %r13
+        movups  (%r13), %xmm0
         movups  %xmm0, -16(%rsp)        /* *from's exception state, before the release */
         movq    %rsp, (%rdi)
         movq    (%rsi), %rsp
         movl    $0, (%rdx)              /* release the lock: *from may now be taken */
         movups  -16(%rsp), %xmm0        /* *to's exception state (red zone) */
-        movups  %xmm0, (%r9)
+        movups  %xmm0, (%r13)
         WEFT_RESTORE_AND_RESUME
         .cfi_endproc
         .size   weft__ctx_switch_unlock_cxx,.-weft__ctx_switch_unlock_cxx
@@ -179,7 +179,7 @@ weft__ctx_trampoline:
 weft__ctx_trampoline_cxx:
         .cfi_startproc
         .cfi_undefined rip
-        WEFT_EH_GLOBALS
+        WEFT_EH_GLOBALS %r9
         movq    $0, (%r9)
         movq    $0, 8(%r9)
         movq    %r12, %rdi
