@@ -73,7 +73,7 @@ void weft__ctx_switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *ar
   struct pending *p = pending_slot();
   p->fn = fn;
   p->arg = arg;
-  struct tstate ts;
+  struct tstate ts = {0, {0}};  /* all of it: the eh words stay 0 without a runtime */
   tstate_save(&ts);
   swapcontext((ucontext_t *)from->sp, (ucontext_t *)to->sp);
   run_pending();  /* we were resumed: run the continuation our resumer left */
