@@ -9,11 +9,27 @@
  * ever resume a half-saved context. fn runs on the same kernel thread, before the
  * resumed code, and must return.
  *
+ * Per-thread C library state travels with the context (docs/design.md "State that
+ * travels with a thread"): the switch saves the kernel thread's errno into the frame
+ * of *from and writes the one saved in *to's frame back, after fn has run, on
+ * whichever kernel thread resumes it. When a C++ runtime is present (found at
+ * weft_init), the switch also carries its exception state: the two words of the
+ * kernel thread's __cxa_eh_globals (caught exceptions, uncaught count) are stored
+ * just below the saved stack pointer of *from and loaded from below that of *to.
+ *
  * Saved-register layout, x86-64 System V (lowest address first, *sp points here):
- *   +0 r15  +8 r14  +16 r13  +24 r12  +32 rbx  +40 rbp  +48 resume address
- * AArch64 AAPCS64 (160 bytes):
+ *   +0 errno  +8 r15  +16 r14  +24 r13  +32 r12  +40 rbx  +48 rbp  +56 resume address
+ *   C++ runtime present: -16 caught exceptions, -8 uncaught count (and padding)
+ * AArch64 AAPCS64 (176 bytes):
  *   +0 x19,x20 +16 x21,x22 +32 x23,x24 +48 x25,x26 +64 x27,x28 +80 x29,x30(lr)
- *   +96 d8,d9 +112 d10,d11 +128 d12,d13 +144 d14,d15
+ *   +96 d8,d9 +112 d10,d11 +128 d12,d13 +144 d14,d15 +160 errno, padding
+ *   C++ runtime present: -16 caught exceptions, -8 uncaught count
+ * The two exception words lie below the stack pointer, outside the frame, so that
+ * the frame (and weft__ctx_make's) is the same with and without a C++ runtime; a
+ * suspended context's stack below its sp is used by nobody until it resumes. They
+ * are written after the switch has left that stack and read before it enters the
+ * next one (AArch64, which has no red zone for signal frames), or inside the
+ * 128-byte red zone that signal delivery skips (x86-64), and read before fn runs.
  * Only integer state and the callee-saved vector halves are saved (the "integer"
  * switch mode of papers/003 3.2.3). The floating-point control words (MXCSR, x87
  * CW, FPCR) are not saved by the switch itself. The "all registers" mode adds them
@@ -42,52 +58,100 @@ typedef struct weft_ctx {
 
 typedef void (*weft_ctx_fn)(void *arg);
 
-/* weft__ctx_switch() saves the caller into *from, switches to *to, calls fn(arg)
- * there if fn is not NULL, and resumes *to. Returns when something switches back
- * to *from. Implemented in assembly (src/arch/<isa>/) or with ucontext. */
-void weft__ctx_switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
-
-/* weft__ctx_switch_unlock() is weft__ctx_switch() with the continuation fixed to
- * "release-store 0 to *word": unlocking a spinlock held across the switch. */
 #ifdef __cplusplus
 typedef uint32_t weft__ctx_word_t;  /* C++ tests: same size and layout */
 #else
 typedef _Atomic uint32_t weft__ctx_word_t;
 #endif
+
+/* ---- per-thread state the switch carries (src/arch/tstate.c) ----------------------
+ * weft__ctx_tstate_init() (weft_init, before any context exists) looks for a C++
+ * runtime (__cxa_get_globals, the Itanium C++ ABI's per-thread exception state:
+ * libstdc++ and libc++abi both have it) and chooses the switch that carries its
+ * state, or the one that does not. weft__ctx_tstate_self() prepares the calling
+ * kernel thread: every kernel thread that switches contexts calls it once before its
+ * first switch (weft__ctx_init_self does). */
+void weft__ctx_tstate_init(void);
+void weft__ctx_tstate_self(void);
+/* 1 if the switch carries C++ exception state (a C++ runtime was found). */
+int weft__ctx_tstate_cxx(void);
+/* This kernel thread's __cxa_eh_globals (two words, caught exceptions and uncaught
+ * count), or NULL without a C++ runtime: a kernel thread's own, fixed for its life
+ * (per kernel thread, not an offset: a dlopen'ed runtime keeps it in dynamic TLS). */
+extern __thread void *weft__tls_eh
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* weft__ctx_switch() saves the caller into *from, switches to *to, calls fn(arg)
+ * there if fn is not NULL, and resumes *to. Returns when something switches back
+ * to *from. errno (and the C++ exception state) of the caller is the same when it
+ * returns, on whichever kernel thread.
+ * weft__ctx_switch_unlock() is weft__ctx_switch() with the continuation fixed to
+ * "release-store 0 to *word": unlocking a spinlock held across the switch.
+ * Implemented in assembly (src/arch/<isa>/) or with ucontext. The assembly has two
+ * versions of each (without and with the C++ exception state) called through
+ * weft__ctx_ops, which weft__ctx_tstate_init() sets: an indirect call is one
+ * instruction, as the direct one was, so a C program pays nothing for C++. */
+#if defined(WEFT_CONTEXT_UCONTEXT)
+void weft__ctx_switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
 void weft__ctx_switch_unlock(weft_ctx_t *from, weft_ctx_t *to, weft__ctx_word_t *word);
+#else
+typedef struct weft__ctx_ops {
+  void (*sw)(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
+  void (*sw_unlock)(weft_ctx_t *from, weft_ctx_t *to, weft__ctx_word_t *word);
+  void (*trampoline)(void);  /* first resume of a weft__ctx_make() frame */
+} weft__ctx_ops_t;
+/* hidden: one PC-relative operand, no GOT load, at every call site */
+extern weft__ctx_ops_t weft__ctx_ops __attribute__((visibility("hidden")));
+void weft__ctx_switch_c(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
+void weft__ctx_switch_cxx(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg);
+void weft__ctx_switch_unlock_c(weft_ctx_t *from, weft_ctx_t *to, weft__ctx_word_t *word);
+void weft__ctx_switch_unlock_cxx(weft_ctx_t *from, weft_ctx_t *to, weft__ctx_word_t *word);
+/* entry(arg) with the kernel thread's errno as the frame left it (0) and, _cxx, its
+ * exception state cleared (what the switch loaded from below a new frame is not a
+ * thread's) */
+void weft__ctx_trampoline(void);
+void weft__ctx_trampoline_cxx(void);
+static inline void weft__ctx_switch(weft_ctx_t *from, weft_ctx_t *to, weft_ctx_fn fn, void *arg) {
+  weft__ctx_ops.sw(from, to, fn, arg);
+}
+static inline void weft__ctx_switch_unlock(weft_ctx_t *from, weft_ctx_t *to,
+                                           weft__ctx_word_t *word) {
+  weft__ctx_ops.sw_unlock(from, to, word);
+}
+#endif
 
 /* weft__ctx_make() prepares *ctx so that the first switch to it runs the
  * continuation, then entry(arg) on the stack [lo, hi). entry must never return.
  * The assembly versions build the frame the switch pops (see the layouts above):
- * the resume address is the trampoline, which calls entry (in a callee-saved
- * register) with arg (in another). The ucontext fallback keeps its ucontext_t at
- * the top of the stack. */
+ * errno 0, the resume address is the trampoline, which calls entry (in a
+ * callee-saved register) with arg (in another). The ucontext fallback keeps its
+ * ucontext_t at the top of the stack. */
 #if defined(WEFT_CONTEXT_UCONTEXT)
 void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi, void (*entry)(void *), void *arg);
 #elif defined(__x86_64__)
-void weft__ctx_trampoline(void);
 static inline void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi,
                                   void (*entry)(void *), void *arg) {
   (void)lo;
-  /* hi is 16-aligned; the trampoline starts with rsp = hi (after the 7 pops), so
+  /* hi is 16-aligned; the trampoline starts with rsp = hi (after the 8 pops), so
    * its `call` leaves rsp = 8 mod 16 at entry's first instruction, as the ABI wants. */
-  uintptr_t *f = (uintptr_t *)hi - 7;
-  f[3] = (uintptr_t)arg;                      /* r12 */
-  f[4] = (uintptr_t)entry;                    /* rbx */
-  f[5] = 0;                                   /* rbp: ends frame-pointer walks */
-  f[6] = (uintptr_t)weft__ctx_trampoline;     /* resume address */
+  uintptr_t *f = (uintptr_t *)hi - 8;
+  f[0] = 0;                                   /* errno */
+  f[4] = (uintptr_t)arg;                      /* r12 */
+  f[5] = (uintptr_t)entry;                    /* rbx */
+  f[6] = 0;                                   /* rbp: ends frame-pointer walks */
+  f[7] = (uintptr_t)weft__ctx_ops.trampoline; /* resume address */
   ctx->sp = f;
 }
 #elif defined(__aarch64__)
-void weft__ctx_trampoline(void);
 static inline void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi,
                                   void (*entry)(void *), void *arg) {
   (void)lo;
-  uintptr_t *f = (uintptr_t *)hi - 20;        /* 160-byte frame, sp stays 16-aligned */
+  uintptr_t *f = (uintptr_t *)hi - 22;        /* 176-byte frame, sp stays 16-aligned */
   f[0] = (uintptr_t)entry;                    /* x19 */
   f[1] = (uintptr_t)arg;                      /* x20 */
   f[10] = 0;                                  /* x29: ends frame-pointer walks */
-  f[11] = (uintptr_t)weft__ctx_trampoline;    /* x30: resume address */
+  f[11] = (uintptr_t)weft__ctx_ops.trampoline; /* x30: resume address */
+  f[20] = 0;                                  /* errno */
   ctx->sp = f;
 }
 #else
@@ -100,15 +164,17 @@ static inline void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi,
  * called before anything on the new stack changes it (first thing in the
  * continuation). The frame grows by 16 bytes downwards (free stack: the context is
  * suspended in a call), and its resume address becomes weft__ctx_fp_resume:
- *   x86-64:  [r15 r14 r13 r12 rbx rbp] [fp_resume] [mxcsr | fcw << 32] [resume]
+ *   x86-64:  [errno r15 r14 r13 r12 rbx rbp] [fp_resume] [mxcsr | fcw << 32] [resume]
  *            fp_resume: ldmxcsr, fldcw, skip the word, pop the resume address, jmp.
- *   AArch64: [the 160-byte frame, x30 = fp_resume] [resume] [fpcr]
+ *   AArch64: [the 176-byte frame, x30 = fp_resume] [resume] [fpcr]
  *            fp_resume: load both, msr fpcr, br to the resume address.
+ * The two C++ exception words below the old stack pointer move down with the frame
+ * (copied whether or not a C++ runtime is present: below a suspended sp either way).
  * Whichever switch resumes the frame later runs its usual restore sequence, which
  * lands in fp_resume: the resumer need not know the mode of what it resumes.
  * The ucontext fallback needs nothing: swapcontext saves and restores the FP
- * environment of every context. Not instrumented: it writes below a suspended
- * context's stack pointer, which the sanitizers cannot know is free. */
+ * environment of every context. Not instrumented: it reads and writes below a
+ * suspended context's stack pointer, which the sanitizers cannot know is free. */
 #if defined(WEFT_CONTEXT_UCONTEXT)
 static inline void weft__ctx_fp_save(weft_ctx_t *ctx) { (void)ctx; }
 #elif defined(__x86_64__)
@@ -120,12 +186,12 @@ static inline void weft__ctx_fp_save(weft_ctx_t *ctx) {
   uint16_t fcw;
   __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
   __asm__ volatile("fnstcw %0" : "=m"(fcw));
-  uintptr_t regs[6];
-  __builtin_memcpy(regs, f, sizeof regs);  /* through a copy: the ranges overlap */
-  __builtin_memcpy(n, regs, sizeof regs);
-  n[6] = (uintptr_t)weft__ctx_fp_resume;
-  n[7] = (uintptr_t)mxcsr | ((uintptr_t)fcw << 32);
-  /* n[8] is f[6], the resume address, left in place */
+  uintptr_t words[9];                          /* 2 exception words, errno, 6 registers */
+  __builtin_memcpy(words, f - 2, sizeof words); /* through a copy: the ranges overlap */
+  __builtin_memcpy(n - 2, words, sizeof words);
+  n[7] = (uintptr_t)weft__ctx_fp_resume;
+  n[8] = (uintptr_t)mxcsr | ((uintptr_t)fcw << 32);
+  /* n[9] is f[7], the resume address, left in place */
   ctx->sp = n;
 }
 #elif defined(__aarch64__)
@@ -135,11 +201,11 @@ static inline void weft__ctx_fp_save(weft_ctx_t *ctx) {
   uintptr_t *f = (uintptr_t *)ctx->sp, *n = f - 2;
   uintptr_t fpcr;
   __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
-  uintptr_t regs[20];
-  __builtin_memcpy(regs, f, sizeof regs);  /* through a copy: the ranges overlap */
-  __builtin_memcpy(n, regs, sizeof regs);
-  n[20] = regs[11];                          /* the resume address (x30) */
-  n[21] = fpcr;
+  uintptr_t words[24];                         /* 2 exception words, the 22-word frame */
+  __builtin_memcpy(words, f - 2, sizeof words); /* through a copy: the ranges overlap */
+  __builtin_memcpy(n - 2, words, sizeof words);
+  n[22] = words[2 + 11];                     /* the resume address (x30) */
+  n[23] = fpcr;
   n[11] = (uintptr_t)weft__ctx_fp_resume;    /* x30 */
   ctx->sp = n;
 }
@@ -155,13 +221,15 @@ static inline void weft__ctx_fp_save(weft_ctx_t *ctx) {
 #endif
 
 /* weft__ctx_init_self() makes *ctx describe the running OS thread's own stack, with
- * `storage` (WEFT__CTX_SELF_SIZE bytes, suitably aligned) for the fallback. */
+ * `storage` (WEFT__CTX_SELF_SIZE bytes, suitably aligned) for the fallback, and
+ * prepares the kernel thread for switching (weft__ctx_tstate_self). */
 #if defined(WEFT_CONTEXT_UCONTEXT)
 void weft__ctx_init_self(weft_ctx_t *ctx, void *storage);
 #else
 static inline void weft__ctx_init_self(weft_ctx_t *ctx, void *storage) {
   (void)storage;
   ctx->sp = NULL;  /* filled by the first switch away */
+  weft__ctx_tstate_self();
 }
 #endif
 

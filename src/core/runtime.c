@@ -590,6 +590,7 @@ int weft_init(const weft_config_t *cfg) {
     return WEFT_EALREADY;
   }
   memset(rt, 0, sizeof *rt);
+  weft__ctx_tstate_init();  /* before the first context: picks the switch (C++ or not) */
   rt->cfg = c;
   rt->nvps = c.nvps;
   rt->page = weft__os_page_size();

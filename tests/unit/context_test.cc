@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <exception>
 #include <cstdlib>
 #include <vector>
 
@@ -210,5 +212,172 @@ TEST(Context, CalleeSavedValuesSurvive) {
     a++, b++, c1++, d++, e++, f++, x += 1, y += 1, z += 1, w += 1;
   }
 }
+
+// ---- errno and the C++ exception state travel with the context -----------------------
+// (src/arch/tstate.c). The assembly has two switches: without the C++ state (_c, what
+// a program without a C++ runtime gets) and with it (_cxx); each test selects one in
+// weft__ctx_ops, as weft_init would, and builds its coroutine after that (the
+// trampoline comes from there too). The ucontext fallback has one switch, which
+// carries the C++ state once weft__ctx_tstate_init has found the runtime.
+
+__attribute__((noinline)) int GetErrno() {
+  int *p = &errno;
+  __asm__ volatile("" : "+r"(p));  // a fresh __errno_location() every time
+  return *p;
+}
+__attribute__((noinline)) void SetErrno(int v) {
+  int *p = &errno;
+  __asm__ volatile("" : "+r"(p));
+  *p = v;
+}
+
+// Selects the switch with (cxx) or without the C++ state for one test.
+class StateVariant {
+ public:
+  explicit StateVariant(bool cxx) {
+    weft__ctx_tstate_init();  // finds this test binary's C++ runtime
+#ifndef WEFT_CONTEXT_UCONTEXT
+    saved_ = weft__ctx_ops;
+    if (!cxx)
+      weft__ctx_ops = {weft__ctx_switch_c, weft__ctx_switch_unlock_c, weft__ctx_trampoline};
+#else
+    (void)cxx;
+#endif
+  }
+  ~StateVariant() {
+#ifndef WEFT_CONTEXT_UCONTEXT
+    weft__ctx_ops = saved_;
+#endif
+  }
+
+ private:
+#ifndef WEFT_CONTEXT_UCONTEXT
+  weft__ctx_ops_t saved_{};
+#endif
+};
+
+struct ErrnoProbe {
+  Coro *c;
+  std::vector<int> seen;  // errno the coroutine finds each time it runs
+};
+
+void SetErrno99(void *) { SetErrno(99); }  // a continuation that changes errno
+
+void ErrnoEntry(void *p) {
+  auto *e = static_cast<ErrnoProbe *>(p);
+  for (int i = 0;; ++i) {
+    e->seen.push_back(GetErrno());
+    SetErrno(200 + i);
+    if (i % 2)
+      weft__ctx_switch(&e->c->ctx, &e->c->main_ctx, SetErrno99, nullptr);
+    else
+      weft__ctx_switch(&e->c->ctx, &e->c->main_ctx, nullptr, nullptr);
+  }
+}
+
+class ContextState : public ::testing::TestWithParam<bool> {};
+
+// Each side finds its own errno after every switch (through both entry points, with
+// and without a continuation, which may itself change errno); a new context starts
+// with 0.
+TEST_P(ContextState, ErrnoTravelsWithContext) {
+  SKIP_IF_SANITIZED();
+  StateVariant v(GetParam());
+  ErrnoProbe e;
+  Coro c(ErrnoEntry, &e);
+  e.c = &c;
+  std::atomic<uint32_t> word{1};
+  for (int i = 0; i < 6; ++i) {
+    SetErrno(100 + i);
+    if (i == 0 || i % 3 == 0)
+      weft__ctx_switch(&c.main_ctx, &c.ctx, nullptr, nullptr);
+    else if (i % 3 == 1)
+      weft__ctx_switch(&c.main_ctx, &c.ctx, SetErrno99, nullptr);
+    else
+      weft__ctx_switch_unlock(&c.main_ctx, &c.ctx, reinterpret_cast<uint32_t *>(&word));
+    EXPECT_EQ(GetErrno(), 100 + i) << "switch " << i;
+  }
+  std::vector<int> want = {0, 200, 201, 202, 203, 204};
+  EXPECT_EQ(e.seen, want);
+}
+
+struct EhProbe {
+  Coro *c;
+  int rethrown = 0;         // what the coroutine's `throw;` gave, after a switch
+  int uncaught_seen = -1;   // std::uncaught_exceptions() in its destructor, after one
+  int clean_at_start = 0;   // no exception when it first ran
+};
+
+struct SwitchingGuard {
+  EhProbe *e;
+  ~SwitchingGuard() {
+    weft__ctx_switch(&e->c->ctx, &e->c->main_ctx, nullptr, nullptr);
+    e->uncaught_seen = std::uncaught_exceptions();
+  }
+};
+
+void EhEntry(void *p) {
+  auto *e = static_cast<EhProbe *>(p);
+  e->clean_at_start = !std::current_exception() && std::uncaught_exceptions() == 0;
+  try {
+    throw 1;
+  } catch (int) {
+    weft__ctx_switch(&e->c->ctx, &e->c->main_ctx, nullptr, nullptr);
+    try {
+      throw;
+    } catch (int v) {
+      e->rethrown = v;
+    }
+  }
+  try {
+    SwitchingGuard g{e};
+    throw 3;
+  } catch (int) {
+  }
+  for (;;) weft__ctx_switch(&e->c->ctx, &e->c->main_ctx, nullptr, nullptr);
+}
+
+// The coroutine is suspended inside a handler, and later inside a destructor run by
+// unwinding, while the main side has an exception of its own: `throw;` and
+// std::uncaught_exceptions() give each side its own.
+TEST(ContextCxx, ExceptionStateTravelsWithContext) {
+  SKIP_IF_SANITIZED();
+  StateVariant v(true);
+  ASSERT_TRUE(weft__ctx_tstate_cxx()) << "no C++ runtime found in a C++ test";
+  EhProbe e;
+  int main_rethrown = 0, main_uncaught = -1;
+  bool main_clean = false;
+  try {
+    throw 2;
+  } catch (int) {
+    Coro c(EhEntry, &e);  // made inside our handler: starts with none the less
+    e.c = &c;
+    weft__ctx_switch(&c.main_ctx, &c.ctx, nullptr, nullptr);  // it is in its handler
+    weft__ctx_switch(&c.main_ctx, &c.ctx, nullptr, nullptr);  // in its destructor
+    main_uncaught = std::uncaught_exceptions();
+    try {
+      throw;
+    } catch (int x) {
+      main_rethrown = x;
+    }
+    weft__ctx_switch(&c.main_ctx, &c.ctx, nullptr, nullptr);  // finishes its unwinding
+  }
+  main_clean = !std::current_exception() && std::uncaught_exceptions() == 0;
+  EXPECT_EQ(e.clean_at_start, 1);
+  EXPECT_EQ(e.rethrown, 1);
+  EXPECT_EQ(e.uncaught_seen, 1);
+  EXPECT_EQ(main_rethrown, 2);
+  EXPECT_EQ(main_uncaught, 0);
+  EXPECT_TRUE(main_clean);
+}
+
+#ifdef WEFT_CONTEXT_UCONTEXT
+INSTANTIATE_TEST_SUITE_P(Ucontext, ContextState, ::testing::Values(true));
+#else
+INSTANTIATE_TEST_SUITE_P(Asm, ContextState, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool> &i) {
+                           return std::string(i.param ? "cxx" : "c");
+                         });
+#endif
 
 }  // namespace

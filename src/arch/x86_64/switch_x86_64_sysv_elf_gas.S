@@ -1,26 +1,39 @@
 /* src/arch/x86_64/switch_x86_64_sysv_elf_gas.S - context switch, x86-64 System V, ELF.
  *
- * void weft__ctx_switch(weft_ctx_t *from, weft_ctx_t *to, void (*fn)(void *), void *arg)
- *                       rdi               rsi             rdx                  rcx
+ * void weft__ctx_switch_c(weft_ctx_t *from, weft_ctx_t *to, void (*fn)(void *), void *arg)
+ *                         rdi               rsi             rdx                  rcx
+ * (weft__ctx_switch in C calls it, or its _cxx twin, through weft__ctx_ops.)
  *
  * Frame pushed on the old stack and popped from the new one (see src/arch/context.h):
  *
- *   sp -> +0  r15
- *         +8  r14
- *         +16 r13
- *         +24 r12
- *         +32 rbx
- *         +40 rbp
- *         +48 resume address (the return address of the call, or the trampoline)
+ *         -16 caught exceptions  } _cxx only: the kernel thread's __cxa_eh_globals,
+ *         -8  uncaught count     } below the saved sp (see context.h)
+ *   sp -> +0  errno (zero-extended)
+ *         +8  r15
+ *         +16 r14
+ *         +24 r13
+ *         +32 r12
+ *         +40 rbx
+ *         +48 rbp
+ *         +56 resume address (the return address of the call, or the trampoline)
  *
- * Only the registers the System V ABI makes callee-saved are saved. The resume is
- * `pop` + indirect `jmp`, not `ret`: a `ret` here returns to a different call site
- * than the one the return-stack predictor remembers, so it mispredicts on every
- * switch (the runtime-core issue measured a bare switch on this project's machine at
- * 5.5 ns with pop + jmp against 17.5 ns with ret).
+ * Only the registers the System V ABI makes callee-saved are saved, plus errno, which
+ * the C library keeps per kernel thread and POSIX code expects per thread. errno is an
+ * initial-exec TLS variable of the C library: its address is the thread pointer
+ * (%fs base) plus an offset that is the same on every kernel thread,
+ * weft__ctx_errno_off (src/arch/tstate.c, checked on every kernel thread that
+ * switches), so saving it is a load through %fs and a push, with no call.
+ * The resume is `pop` + indirect `jmp`, not `ret`: a `ret` here returns to a different
+ * call site than the one the return-stack predictor remembers, so it mispredicts on
+ * every switch (the runtime-core issue measured a bare switch on this project's machine
+ * at 5.5 ns with pop + jmp against 17.5 ns with ret).
  */
 
-/* Push the callee-saved registers of the running context (the frame above). */
+/* Push the callee-saved registers and errno of the running context (the frame
+ * above); leaves r14 = weft__ctx_errno_off for the restore (r8 is scratch). Once the
+ * frame is pushed the callee-saved registers are free: *to's frame restores them,
+ * and they survive the continuation's call (r13 and r14 here, rbx and r12 in the
+ * _cxx continuation path). */
 .macro WEFT_SAVE_CALLEE_SAVED
         pushq   %rbp
         pushq   %rbx
@@ -28,11 +41,17 @@
         pushq   %r13
         pushq   %r14
         pushq   %r15
+        movq    weft__ctx_errno_off(%rip), %r14
+        movl    %fs:(%r14), %r8d
+        pushq   %r8
 .endm
 
-/* Pop the callee-saved registers of the context whose stack we are on, and resume
- * it at its saved resume address (pop + indirect jmp; r8 is caller-saved). */
+/* Pop errno (r14 = weft__ctx_errno_off) and the callee-saved registers of the
+ * context whose stack we are on, and resume it at its saved resume address
+ * (pop + indirect jmp; r8 is caller-saved). */
 .macro WEFT_RESTORE_AND_RESUME
+        popq    %r8
+        movl    %r8d, %fs:(%r14)
         popq    %r15
         popq    %r14
         popq    %r13
@@ -43,36 +62,71 @@
         jmpq    *%r8
 .endm
 
+/* reg = this kernel thread's __cxa_eh_globals (weft__tls_eh, initial-exec TLS). */
+.macro WEFT_EH_GLOBALS reg
+        movq    weft__tls_eh@gottpoff(%rip), \reg
+        movq    %fs:(\reg), \reg
+.endm
+
         .text
-        .globl  weft__ctx_switch
-        .hidden weft__ctx_switch
-        .type   weft__ctx_switch,@function
+        .globl  weft__ctx_switch_c
+        .hidden weft__ctx_switch_c
+        .type   weft__ctx_switch_c,@function
         .p2align 4
-weft__ctx_switch:
+weft__ctx_switch_c:
         .cfi_startproc
-        WEFT_SAVE_CALLEE_SAVED          /* save callee-saved registers of *from */
+        WEFT_SAVE_CALLEE_SAVED          /* save callee-saved registers and errno of *from */
         movq    %rsp, (%rdi)            /* from->sp = rsp: *from is now fully saved */
         movq    (%rsi), %rsp            /* rsp = to->sp: we are on the new stack */
         testq   %rdx, %rdx              /* continuation to run? */
         jnz     2f
 1:      WEFT_RESTORE_AND_RESUME         /* restore *to and resume it */
-2:      movq    %rcx, %rdi              /* fn(arg) on the new stack */
-        subq    $8, %rsp                /* to->sp is 8 mod 16: align for the call */
+2:      movq    %rcx, %rdi              /* fn(arg) on the new stack (to->sp is 16-aligned) */
         callq   *%rdx
-        addq    $8, %rsp
+        jmp     1b                      /* errno is restored after fn: fn may set it */
+        .cfi_endproc
+        .size   weft__ctx_switch_c,.-weft__ctx_switch_c
+
+/* The same, carrying the kernel thread's C++ exception state: the two words of
+ * *from's are stored below its saved sp (red zone: a signal frame cannot land there
+ * before the stack switch), those below *to's are loaded before fn runs (fn's frames
+ * would overwrite them) and written to the kernel thread's globals. */
+        .globl  weft__ctx_switch_cxx
+        .hidden weft__ctx_switch_cxx
+        .type   weft__ctx_switch_cxx,@function
+        .p2align 4
+weft__ctx_switch_cxx:
+        .cfi_startproc
+        WEFT_SAVE_CALLEE_SAVED
+        WEFT_EH_GLOBALS %r13
+        movups  (%r13), %xmm0
+        movups  %xmm0, -16(%rsp)        /* *from's exception state, below its sp */
+        movq    %rsp, (%rdi)            /* *from fully saved */
+        movq    (%rsi), %rsp            /* on the new stack */
+        testq   %rdx, %rdx
+        jnz     2f
+        movups  -16(%rsp), %xmm0        /* *to's exception state (red zone) */
+        movups  %xmm0, (%r13)
+1:      WEFT_RESTORE_AND_RESUME
+2:      movq    -16(%rsp), %rbx         /* *to's exception state, kept in registers */
+        movq    -8(%rsp), %r12          /* that *to's frame restores after fn */
+        movq    %rcx, %rdi
+        callq   *%rdx
+        movq    %rbx, (%r13)
+        movq    %r12, 8(%r13)
         jmp     1b
         .cfi_endproc
-        .size   weft__ctx_switch,.-weft__ctx_switch
+        .size   weft__ctx_switch_cxx,.-weft__ctx_switch_cxx
 
-/* void weft__ctx_switch_unlock(weft_ctx_t *from, weft_ctx_t *to, uint32_t *word)
- *                              rdi               rsi             rdx
+/* void weft__ctx_switch_unlock_c(weft_ctx_t *from, weft_ctx_t *to, uint32_t *word)
+ *                                rdi               rsi             rdx
  * The continuation specialised to "store 0 to *word" (release a spinlock): what a
  * yield needs, without the indirect call. A plain store is a release on x86-64. */
-        .globl  weft__ctx_switch_unlock
-        .hidden weft__ctx_switch_unlock
-        .type   weft__ctx_switch_unlock,@function
+        .globl  weft__ctx_switch_unlock_c
+        .hidden weft__ctx_switch_unlock_c
+        .type   weft__ctx_switch_unlock_c,@function
         .p2align 4
-weft__ctx_switch_unlock:
+weft__ctx_switch_unlock_c:
         .cfi_startproc
         WEFT_SAVE_CALLEE_SAVED
         movq    %rsp, (%rdi)            /* *from fully saved */
@@ -80,10 +134,29 @@ weft__ctx_switch_unlock:
         movl    $0, (%rdx)              /* release the lock: *from may now be taken */
         WEFT_RESTORE_AND_RESUME
         .cfi_endproc
-        .size   weft__ctx_switch_unlock,.-weft__ctx_switch_unlock
+        .size   weft__ctx_switch_unlock_c,.-weft__ctx_switch_unlock_c
+
+        .globl  weft__ctx_switch_unlock_cxx
+        .hidden weft__ctx_switch_unlock_cxx
+        .type   weft__ctx_switch_unlock_cxx,@function
+        .p2align 4
+weft__ctx_switch_unlock_cxx:
+        .cfi_startproc
+        WEFT_SAVE_CALLEE_SAVED
+        WEFT_EH_GLOBALS %r13
+        movups  (%r13), %xmm0
+        movups  %xmm0, -16(%rsp)        /* *from's exception state, before the release */
+        movq    %rsp, (%rdi)
+        movq    (%rsi), %rsp
+        movl    $0, (%rdx)              /* release the lock: *from may now be taken */
+        movups  -16(%rsp), %xmm0        /* *to's exception state (red zone) */
+        movups  %xmm0, (%r13)
+        WEFT_RESTORE_AND_RESUME
+        .cfi_endproc
+        .size   weft__ctx_switch_unlock_cxx,.-weft__ctx_switch_unlock_cxx
 
 /* First resume of a context built by weft__ctx_make(): rbx = entry, r12 = arg,
- * rsp = top of the new stack (16-aligned). entry never returns. */
+ * rsp = top of the new stack (16-aligned), errno 0. entry never returns. */
         .globl  weft__ctx_trampoline
         .hidden weft__ctx_trampoline
         .type   weft__ctx_trampoline,@function
@@ -97,7 +170,25 @@ weft__ctx_trampoline:
         .cfi_endproc
         .size   weft__ctx_trampoline,.-weft__ctx_trampoline
 
-/* Resume of a frame rewritten by weft__ctx_fp_save() (switch mode ALL): the
+/* The same with a C++ runtime: a new thread starts with no exception caught or in
+ * flight (the switch loaded whatever lay below the new frame). */
+        .globl  weft__ctx_trampoline_cxx
+        .hidden weft__ctx_trampoline_cxx
+        .type   weft__ctx_trampoline_cxx,@function
+        .p2align 4
+weft__ctx_trampoline_cxx:
+        .cfi_startproc
+        .cfi_undefined rip
+        WEFT_EH_GLOBALS %r9
+        movq    $0, (%r9)
+        movq    $0, 8(%r9)
+        movq    %r12, %rdi
+        callq   *%rbx
+        ud2
+        .cfi_endproc
+        .size   weft__ctx_trampoline_cxx,.-weft__ctx_trampoline_cxx
+
+/* Resume of a frame rewritten by weft__ctx_fp_save() (switch mode ALL): errno and the
  * callee-saved registers are restored already; rsp points at the saved FP control
  * word (mxcsr in the low half, the x87 control word above), then the real resume
  * address. r8 is free: the resumed code is returning from a call. */
