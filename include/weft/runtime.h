@@ -112,7 +112,8 @@ WEFT_API int weft_vp_self(void);
  * MPROTECT: the fallback on older kernels (madvise returns EINVAL) or when the
  * environment variable WEFT_STACK_GUARD=mprotect is set at weft_init: the same chunks,
  * with PROT_NONE guard regions (two VMAs each) on at most a quarter of
- * vm.max_map_count stacks at a time (guard_budget); stacks beyond that have an unused
+ * vm.max_map_count stacks at a time (guard_budget; WEFT_STACK_GUARD=mprotect:N sets
+ * it to N, for tests); stacks beyond that have an unused
  * guard range but no fault on overflow: checked builds (WEFT_CHECKED) then check a
  * canary below each such stack when its thread finishes. */
 #define WEFT_STACK_GUARD_MADVISE 1

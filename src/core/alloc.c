@@ -380,8 +380,12 @@ static long cached_stacks(void) {
 int weft__stacks_init(void) {
   weft__pool_t *p = &weft__rt.pool;
   const weft_config_t *c = &weft__rt.cfg;
+  /* WEFT_STACK_GUARD=mprotect forces the fallback; "mprotect:N" also sets its budget
+   * to N stacks (tests of the unguarded stacks) */
   const char *env = getenv("WEFT_STACK_GUARD");
-  int force_mprotect = env && strcmp(env, "mprotect") == 0;
+  int force_mprotect = env && strncmp(env, "mprotect", 8) == 0;
+  long budget = -1;
+  if (force_mprotect && env[8] == ':') budget = strtol(env + 9, NULL, 10);
   p->guard_mech = !force_mprotect && weft__os_guard_probe() ? WEFT__GUARD_MADVISE
                                                             : WEFT__GUARD_MPROTECT;
   p->guard = c->stack_guard;
@@ -391,7 +395,8 @@ int weft__stacks_init(void) {
   if (n > WEFT__CHUNK_SLOTS_MAX) n = WEFT__CHUNK_SLOTS_MAX;
   p->chunk_slots = (uint32_t)n;
   p->max_map_count = weft__os_max_map_count();
-  p->guard_budget = p->guard_mech == WEFT__GUARD_MPROTECT ? p->max_map_count / 4 : 0;
+  p->guard_budget = p->guard_mech != WEFT__GUARD_MPROTECT ? 0
+                    : budget >= 0 ? budget : p->max_map_count / 4;
   p->rlimit_as = weft__os_rlimit_as();
   /* the largest stack that could ever be mapped: its guard and itself within
    * RLIMIT_AS, and at most 64 GiB */
@@ -892,11 +897,12 @@ int weft__stack_describe_failure(char *buf, size_t n) {
   char limit[160], want[32], res[32], lim[32];
   long maps = weft__os_map_count();
   size_t vm = vm_size();
+  size_t rlim = weft__os_rlimit_as();  /* now: the process may have changed it */
   if (f.err == 0) {
     snprintf(limit, sizeof limit, "an injected failure (weft_debug_fail_alloc)");
-  } else if (f.err == ENOMEM && p->rlimit_as != SIZE_MAX && vm + f.want > p->rlimit_as) {
+  } else if (f.err == ENOMEM && rlim != SIZE_MAX && vm + f.want > rlim) {
     snprintf(limit, sizeof limit, "RLIMIT_AS (%s; %s mapped now)",
-             size_text(lim, sizeof lim, p->rlimit_as), size_text(res, sizeof res, vm));
+             size_text(lim, sizeof lim, rlim), size_text(res, sizeof res, vm));
   } else if (f.err == ENOMEM && maps >= 0 && maps + 16 >= p->max_map_count) {
     snprintf(limit, sizeof limit, "vm.max_map_count (%ld mappings, %ld in use)",
              p->max_map_count, maps);
