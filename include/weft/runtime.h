@@ -41,7 +41,7 @@ typedef struct weft_config {
   int spin_us;           /* how long an idle VP polls (lock-free) before it sleeps in
                             the kernel, in microseconds; default 50. */
   /* Stack-allocation policy (papers/003 3.1.4); both NULL (the default): weft maps
-   * stacks with a guard page and caches them per VP. Both set: every stack weft
+   * stacks with a guard region and caches them per VP. Both set: every stack weft
    * binds to a thread (not caller-provided ones, weft_attr_t.stack_addr) comes from
    * stack_alloc(size, stack_arg), which returns the lowest address of `size` usable
    * bytes, 16-byte aligned, or NULL (the thread then waits and the bind is retried,
