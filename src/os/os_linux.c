@@ -85,6 +85,16 @@ int weft__os_guard_probe(void) {
   int ok = 0;
   if (p != MAP_FAILED) {
     ok = madvise(p, page, MADV_GUARD_INSTALL) == 0; /* EINVAL: an older kernel */
+    /* and the region must really fault: the kernel's copy from it fails with EFAULT
+     * (an emulator such as qemu-user may accept the advice and do nothing) */
+    int fds[2];
+    if (ok && pipe2(fds, O_CLOEXEC) == 0) {
+      ok = write(fds[1], p, 1) < 0 && errno == EFAULT;
+      close(fds[0]);
+      close(fds[1]);
+    } else {
+      ok = 0;
+    }
     munmap(p, 2 * page);
   }
   atomic_store_explicit(&known, ok ? 1 : 2, memory_order_relaxed);

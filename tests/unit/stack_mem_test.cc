@@ -164,18 +164,19 @@ TEST_P(StackMemTest, LiveThreadsShareMappings) {
   EXPECT_GE(info.chunks, (n + info.stacks_per_chunk - 1) / info.stacks_per_chunk);
   EXPECT_GE(info.bytes_reserved, static_cast<size_t>(n) * (info.stack_size + info.guard_size));
   const long added = maps1 - maps0;
+  const long slack = 64 + n / 100;  // mappings of the C library and the sanitizers
   if (info.guard_mechanism == WEFT_STACK_GUARD_MADVISE) {
-    EXPECT_LE(added, info.chunks + 8) << "more than one mapping per chunk";
+    EXPECT_LE(added, info.chunks + slack) << "more than one mapping per chunk";
     EXPECT_EQ(info.stacks_unguarded, 0);
     EXPECT_EQ(info.guard_budget, -1);
   } else {
     const long guarded = info.stacks_carved - info.stacks_unguarded;
     EXPECT_LE(guarded, before.guard_budget);
-    EXPECT_LE(added, 2 * guarded + info.chunks + 8);
+    EXPECT_LE(added, 2 * guarded + info.chunks + slack);
     EXPECT_EQ(info.stacks_unguarded, n > before.guard_budget ? info.stacks_carved - guarded : 0);
   }
   if (info.guard_mechanism == WEFT_STACK_GUARD_MADVISE || before.guard_budget == 0) {
-    EXPECT_LT(added, n / 10 + 16) << "mappings grow with the number of threads";
+    EXPECT_LT(added, n / 10 + slack) << "mappings grow with the number of threads";
   }
   EndBurst(b);
   // the caches keep at most nvps * 2T + G stacks; the rest went back to their chunks

@@ -111,7 +111,7 @@ __attribute__((noinline)) int Recurse(int depth) {
 // lowest bytes first, so a one-page guard would be jumped (into whatever lies below).
 __attribute__((noinline)) int RecurseBig(int depth) {
   volatile char pad[64 * 1024];
-  pad[0] = static_cast<char>(depth);
+  pad[0] = static_cast<char>(depth);  // the lowest byte first
   pad[sizeof pad - 1] = pad[0];
   asm volatile("" ::: "memory");
   if (g_recurse.load(std::memory_order_relaxed)) return RecurseBig(depth + 1) + pad[0];
@@ -137,7 +137,16 @@ void *OverflowThread(void *) {
                static_cast<unsigned long long>(weft_thread_id(weft_self())),
                static_cast<void *>(&local));
   std::fflush(stderr);
-  if (g_overflow == Overflow::kBigFrames) return P(RecurseBig(local));
+  if (g_overflow == Overflow::kBigFrames) {
+    // Start the big frames about 2 KiB above the bottom of the default stack (the
+    // first frame is within a page of its top), so that the first one writes about
+    // 62 KiB below the bottom: far past a one-page guard, inside the default one.
+    uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    uintptr_t lo = ((here + 4095) & ~uintptr_t{4095}) - WEFT_DEFAULT_STACK_SIZE;
+    volatile char *gap = static_cast<volatile char *>(alloca(here - lo - 2 * KiB - 512));
+    gap[0] = 0;
+    return P(RecurseBig(local) + gap[0]);
+  }
   if (g_overflow == Overflow::kPastBottomAndBack) {
     // 8 KiB below the bottom of the default stack (the first frame is within a
     // page of its top), inside the 128 KiB guard range
