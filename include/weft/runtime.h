@@ -20,9 +20,18 @@ extern "C" {
 typedef struct weft_config {
   int nvps;              /* virtual processors; default: online CPUs. Max WEFT_MAX_VPS. */
   int pin;               /* nonzero: pin VP i to CPU (i mod online CPUs); default 0. */
-  size_t stack_size;     /* default stack size in bytes (usable, guard page excluded);
-                            default WEFT_DEFAULT_STACK_SIZE; rounded up to the page size;
-                            minimum WEFT_MIN_STACK_SIZE. */
+  size_t stack_size;     /* default stack size in bytes (usable, guard region
+                            excluded); default WEFT_DEFAULT_STACK_SIZE; rounded up to the
+                            page size; minimum WEFT_MIN_STACK_SIZE; at most what
+                            RLIMIT_AS lets one stack and its guard region map (else
+                            weft_init returns WEFT_EINVAL). */
+  size_t stack_guard;    /* bytes of guard region below every stack weft maps: a
+                            thread that runs into it is reported and the process
+                            aborts. Default WEFT_DEFAULT_STACK_GUARD; rounded up to the
+                            page size; at most WEFT_MAX_STACK_GUARD. Address space only,
+                            never memory. A frame larger than the guard can jump it:
+                            compile code with big frames with -fstack-clash-protection
+                            (docs/design.md "Stacks"). */
   int freelist_local;    /* T of papers/004 3.3: a VP keeps at most 2T free control
                             blocks and 2T free stacks locally, moving T at a time to or
                             from the global pool; default 32. */
@@ -32,7 +41,7 @@ typedef struct weft_config {
   int spin_us;           /* how long an idle VP polls (lock-free) before it sleeps in
                             the kernel, in microseconds; default 50. */
   /* Stack-allocation policy (papers/003 3.1.4); both NULL (the default): weft maps
-   * stacks with a guard page and caches them per VP. Both set: every stack weft
+   * stacks with a guard region and caches them per VP. Both set: every stack weft
    * binds to a thread (not caller-provided ones, weft_attr_t.stack_addr) comes from
    * stack_alloc(size, stack_arg), which returns the lowest address of `size` usable
    * bytes, 16-byte aligned, or NULL (the thread then waits and the bind is retried,
@@ -55,6 +64,12 @@ typedef struct weft_config {
  * of deep recursion raise it per thread. See docs/design.md "Stacks". */
 #define WEFT_DEFAULT_STACK_SIZE ((size_t)256 * 1024)
 #define WEFT_MIN_STACK_SIZE ((size_t)16 * 1024)
+/* 128 KiB: larger than any frame of ordinary C (a 64 KiB local array included) plus
+ * the call that follows it, so an overflow faults in the guard rather than writing
+ * into the memory below. With MADV_GUARD_INSTALL it costs no memory and no kernel
+ * memory area; with the mprotect fallback, address space only. */
+#define WEFT_DEFAULT_STACK_GUARD ((size_t)128 * 1024)
+#define WEFT_MAX_STACK_GUARD ((size_t)64 * 1024 * 1024)
 
 /* weft_config_init() fills *cfg with the defaults. Never fails; callable anywhere. */
 WEFT_API void weft_config_init(weft_config_t *cfg);
@@ -88,6 +103,44 @@ WEFT_API int weft_vp_count(void);
  * caller is not a weft thread. The answer may be stale as soon as the caller
  * switches (a thread can resume on another VP). Never switches. */
 WEFT_API int weft_vp_self(void);
+
+/* ---- stack memory ----------------------------------------------------------------
+ * How weft keeps the guard regions below default-size stacks (docs/design.md
+ * "Stacks"). MADVISE: stacks are carved from large mappings (chunks) and their guard
+ * regions live in the page tables (Linux 6.13's MADV_GUARD_INSTALL): no kernel memory
+ * area (VMA) per stack, so vm.max_map_count does not bound the number of threads.
+ * MPROTECT: the fallback on older kernels (madvise returns EINVAL) or when the
+ * environment variable WEFT_STACK_GUARD=mprotect is set at weft_init: the same chunks,
+ * with PROT_NONE guard regions (two VMAs each) on at most a quarter of
+ * vm.max_map_count stacks at a time (guard_budget; WEFT_STACK_GUARD=mprotect:N sets
+ * it to N, for tests); stacks beyond that have an unused
+ * guard range but no fault on overflow: checked builds (WEFT_CHECKED) then check a
+ * canary below each such stack when its thread finishes. */
+#define WEFT_STACK_GUARD_MADVISE 1
+#define WEFT_STACK_GUARD_MPROTECT 2
+
+typedef struct weft_stack_info {
+  int guard_mechanism;      /* WEFT_STACK_GUARD_* in use */
+  size_t guard_size;        /* bytes of guard region below each stack */
+  size_t stack_size;        /* the default stack size */
+  size_t stack_size_max;    /* largest stack_size weft_create accepts (RLIMIT_AS) */
+  long stacks_per_chunk;    /* default-size stacks per chunk mapping, at most */
+  long chunks;              /* chunk mappings now */
+  long single_mappings;     /* stacks of other sizes, one mapping each, now */
+  long stacks_carved;       /* default-size stacks out of their chunks (bound to a
+                               thread or cached for reuse) */
+  long stacks_cached;       /* of those, cached (free lists) */
+  long stacks_unguarded;    /* of those, without a guard region (MPROTECT only) */
+  long guard_budget;        /* MPROTECT: stacks that may still get a guard; -1: no
+                               limit (MADVISE) */
+  size_t bytes_reserved;    /* address space of all stack mappings, guards included */
+} weft_stack_info_t;
+
+/* weft_stack_info() fills *out with the stack mechanism and counts now. Counts are
+ * a snapshot, exact only when no thread starts or finishes meanwhile. Never
+ * switches; callable from any thread. Errors: WEFT_EINVAL (out NULL);
+ * WEFT_ENOTINIT. */
+WEFT_API int weft_stack_info(weft_stack_info_t *out);
 
 #ifdef __cplusplus
 }

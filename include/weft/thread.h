@@ -68,7 +68,9 @@ WEFT_API int weft_switch_mode_get(void);
  * Callable from a weft thread (the thread goes to the caller's VP) or from a plain
  * OS thread (it is handed to a VP, round robin). Never switches the caller.
  * Errors: WEFT_EINVAL (fn NULL, out NULL for a joinable thread, or a bad attr:
- * stack_size out of range, stack_addr not 16-byte aligned or with a stack_size
+ * stack_size out of range - for a stack weft maps, also larger than RLIMIT_AS (at
+ * weft_init) leaves room for with its guard region, weft_stack_info().stack_size_max -
+ * stack_addr not 16-byte aligned or with a stack_size
  * below WEFT_MIN_STACK_SIZE or with detached set, unknown switch_mode);
  * WEFT_ENOMEM; WEFT_ENOTINIT. */
 WEFT_API int weft_create(weft_thread_t **out, const weft_attr_t *attr,

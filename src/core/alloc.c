@@ -11,6 +11,8 @@
  * Every allocation that reaches the system goes through weft__sys_*: it is counted
  * (weft_debug_live_blocks) and can be made to fail (weft_debug_fail_alloc).
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,16 +77,69 @@ void weft__sys_free(void *p) {
   free(p);
 }
 
+/* ---- stack mapping failures -------------------------------------------------------
+ * The last failure to map stack memory, for weft__stack_describe_failure (the idle
+ * loop prints it when a thread can never get a stack). Written under fail_lock. */
+static weft__spin_t fail_lock;
+static struct {
+  int set;            /* a failure was recorded since weft_init */
+  int err;            /* errno of mmap/madvise/mprotect; 0: injected */
+  const char *what;   /* "map a stack chunk", ... */
+  size_t want;        /* bytes asked for */
+  long nchunks, nsingle, carved, cached;
+  size_t reserved;
+} last_fail;
+
+static long cached_stacks(void);
+
+/* pool.lock not held */
+static void fail_note(int err, const char *what, size_t want) {
+  weft__pool_t *p = &weft__rt.pool;
+  long cached = cached_stacks();
+  weft__spin_lock(&p->lock);
+  long nchunks = p->nchunks, nsingle = p->nsingle, carved = p->carved;
+  size_t reserved = p->reserved;
+  weft__spin_unlock(&p->lock);
+  weft__spin_lock(&fail_lock);
+  last_fail.set = 1;
+  last_fail.err = err;
+  last_fail.what = what;
+  last_fail.want = want;
+  last_fail.nchunks = nchunks;
+  last_fail.nsingle = nsingle;
+  last_fail.carved = carved;
+  last_fail.cached = cached;
+  last_fail.reserved = reserved;
+  weft__spin_unlock(&fail_lock);
+}
+
 void *weft__sys_stack_map(size_t size, unsigned *vg) {
-  if (inject_failure()) return NULL;
-  void *lo = weft__os_stack_map(size, vg);
-  if (lo) atomic_fetch_add_explicit(&weft__live_blocks, 1, memory_order_relaxed);
+  if (inject_failure()) {
+    fail_note(0, "map a stack", size);
+    return NULL;
+  }
+  weft__pool_t *p = &weft__rt.pool;
+  void *lo = weft__os_stack_map(size, p->guard, p->guard_mech, vg);
+  if (!lo) {
+    fail_note(errno, "map a stack", size + p->guard);
+    return NULL;
+  }
+  atomic_fetch_add_explicit(&weft__live_blocks, 1, memory_order_relaxed);
+  weft__spin_lock(&p->lock);
+  p->nsingle++;
+  p->reserved += size + p->guard;
+  weft__spin_unlock(&p->lock);
   return lo;
 }
 
 void weft__sys_stack_unmap(void *lo, size_t size, unsigned vg) {
+  weft__pool_t *p = &weft__rt.pool;
   atomic_fetch_sub_explicit(&weft__live_blocks, 1, memory_order_relaxed);
-  weft__os_stack_unmap(lo, size, vg);
+  weft__os_stack_unmap(lo, size, p->guard, vg);
+  weft__spin_lock(&p->lock);
+  p->nsingle--;
+  p->reserved -= size + p->guard;
+  weft__spin_unlock(&p->lock);
 }
 
 /* ---- control blocks ---------------------------------------------------------------- */
@@ -271,14 +326,311 @@ void weft__tcb_free_slow(weft_vp_t *vp, weft_thread_t *t) {
   weft__spin_unlock(&p->lock);
 }
 
-/* ---- stacks ------------------------------------------------------------------------ */
+/* ---- stacks ------------------------------------------------------------------------
+ * Default-size stacks are carved from chunks: one mapping of up to chunk_slots
+ * slots, each slot a guard region of cfg.stack_guard bytes with the stack above it.
+ * With MADV_GUARD_INSTALL (Linux 6.13+) the guard regions live in the page tables:
+ * a chunk is one kernel memory area (VMA) however many stacks it holds, and adjacent
+ * chunks merge into one. Without it (EINVAL, or WEFT_STACK_GUARD=mprotect), guard
+ * regions are PROT_NONE, which splits the mapping (two VMAs per guard), on at most
+ * guard_budget slots (a quarter of vm.max_map_count), so that stacks never use up
+ * the process's mappings; slots beyond it have no guard (the unused guard range
+ * still separates them, and checked builds check a canary there when the thread
+ * finishes). docs/design.md "Stacks".
+ *
+ * A slot taken out of its chunk ("carved") gets its record in its top bytes and is
+ * registered with Valgrind; it stays out while bound or cached (VP lists, pool).
+ * Beyond the caches' bounds it goes back to its chunk, its pages go back to the
+ * kernel (MADV_DONTNEED: the high-water mark of resident stack memory is the cache
+ * bound), and a chunk whose slots are all back is unmapped. All chunk state is
+ * under pool.lock; system calls are made outside it. */
+struct weft__chunk {
+  weft__chunk_t *prev, *next;    /* every chunk */
+  weft__chunk_t *pprev, *pnext;  /* chunks with given-back slots ("partial") */
+  char *base;                    /* the mapping: nslots * pool.slot bytes */
+  uint32_t nslots, carved;       /* slots; slots handed out at least once */
+  uint32_t nguarded;             /* slots [0, nguarded) have a guard region */
+  uint32_t nfree;                /* given-back slots, in free[] */
+  uint32_t free[];
+};
+
+#define WEFT__CHUNK_BYTES ((size_t)32 << 20) /* target size of a chunk */
+#define WEFT__CHUNK_SLOTS_MAX 1024u
+#define WEFT__CANARY ((uintptr_t)0x5745465453544b21u) /* "WEFTSTK!" */
 
 static weft__stack_rec_t *stack_rec(void *lo, size_t size) {
   return (weft__stack_rec_t *)((char *)lo + size - WEFT__STACK_RESERVE);
 }
 
-static void stack_unmap_rec(weft__stack_rec_t *r) {
-  weft__sys_stack_unmap(r->lo, weft__rt.cfg.stack_size, r->vg_id);
+/* The canary of an unguarded slot: the top word of its (unused) guard range, the
+ * first word an overflow writes. Checked builds only (it costs a page per stack). */
+static uintptr_t *slot_canary(void *lo) { return (uintptr_t *)lo - 1; }
+
+static long cached_stacks(void) {
+  long n = 0;
+  if (weft__rt.vps)
+    for (int i = 0; i < weft__rt.nvps; i++)
+      if (weft__rt.vps[i]) n += atomic_load_explicit(&weft__rt.vps[i]->nstk, memory_order_relaxed);
+  weft__spin_lock(&weft__rt.pool.lock);
+  n += weft__rt.pool.nstacks;
+  weft__spin_unlock(&weft__rt.pool.lock);
+  return n;
+}
+
+int weft__stacks_init(void) {
+  weft__pool_t *p = &weft__rt.pool;
+  const weft_config_t *c = &weft__rt.cfg;
+  /* WEFT_STACK_GUARD=mprotect forces the fallback; "mprotect:N" also sets its budget
+   * to N stacks (tests of the unguarded stacks) */
+  const char *env = getenv("WEFT_STACK_GUARD");
+  int force_mprotect = env && strncmp(env, "mprotect", 8) == 0;
+  long budget = -1;
+  if (force_mprotect && env[8] == ':') budget = strtol(env + 9, NULL, 10);
+  p->guard_mech = !force_mprotect && weft__os_guard_probe() ? WEFT__GUARD_MADVISE
+                                                            : WEFT__GUARD_MPROTECT;
+  p->guard = c->stack_guard;
+  p->slot = c->stack_guard + c->stack_size;
+  size_t n = WEFT__CHUNK_BYTES / p->slot;
+  if (n < 1) n = 1;
+  if (n > WEFT__CHUNK_SLOTS_MAX) n = WEFT__CHUNK_SLOTS_MAX;
+  p->chunk_slots = (uint32_t)n;
+  p->max_map_count = weft__os_max_map_count();
+  p->guard_budget = p->guard_mech != WEFT__GUARD_MPROTECT ? 0
+                    : budget >= 0 ? budget : p->max_map_count / 4;
+  p->rlimit_as = weft__os_rlimit_as();
+  /* the largest stack that could ever be mapped: its guard and itself within
+   * RLIMIT_AS, and at most 64 GiB */
+  size_t cap = (size_t)1 << 36;
+  if (p->rlimit_as != SIZE_MAX)
+    cap = p->rlimit_as > p->guard ? (p->rlimit_as - p->guard < cap ? p->rlimit_as - p->guard : cap) : 0;
+  p->stack_max = cap & ~(weft__rt.page - 1);
+  if (c->stack_size > p->stack_max) return WEFT_EINVAL;
+  weft__spin_lock(&fail_lock);
+  last_fail.set = 0;
+  weft__spin_unlock(&fail_lock);
+  return 0;
+}
+
+/* pool.lock held */
+static void cpartial_link(weft__pool_t *p, weft__chunk_t *ch) {
+  ch->pprev = NULL;
+  ch->pnext = p->cpartial;
+  if (p->cpartial) p->cpartial->pprev = ch;
+  p->cpartial = ch;
+}
+
+/* pool.lock held */
+static void cpartial_unlink(weft__pool_t *p, weft__chunk_t *ch) {
+  if (ch->pprev) ch->pprev->pnext = ch->pnext;
+  else p->cpartial = ch->pnext;
+  if (ch->pnext) ch->pnext->pprev = ch->pprev;
+}
+
+/* Maps a chunk of up to chunk_slots slots with their guard regions (halving the
+ * count while the mapping fails with ENOMEM: RLIMIT_AS may leave room for a few).
+ * pool.lock not held. NULL when out of memory (the failure is recorded). */
+static weft__chunk_t *chunk_new(void) {
+  weft__pool_t *p = &weft__rt.pool;
+  uint32_t n = p->chunk_slots;
+  if (inject_failure()) {
+    fail_note(0, "map a stack chunk", (size_t)n * p->slot);
+    return NULL;
+  }
+  char *base;
+  for (;;) {
+    base = weft__os_reserve((size_t)n * p->slot);
+    if (base || errno != ENOMEM || n == 1) break;
+    n /= 2;
+  }
+  if (!base) {
+    fail_note(errno, "map a stack chunk", (size_t)n * p->slot);
+    return NULL;
+  }
+  weft__chunk_t *ch = weft__sys_malloc(sizeof *ch + n * sizeof ch->free[0]);
+  if (!ch) {
+    weft__os_release(base, (size_t)n * p->slot);
+    fail_note(0, "allocate a stack chunk's header", sizeof *ch + n * sizeof ch->free[0]);
+    return NULL;
+  }
+  memset(ch, 0, sizeof *ch);
+  ch->base = base;
+  ch->nslots = n;
+  /* guard regions: all slots with MADV_GUARD_INSTALL; with mprotect, as many as the
+   * budget allows (taken now, given back when the chunk is unmapped) */
+  uint32_t want = n;
+  if (p->guard_mech == WEFT__GUARD_MPROTECT) {
+    weft__spin_lock(&p->lock);
+    long b = p->guard_budget;
+    want = b >= (long)n ? n : b > 0 ? (uint32_t)b : 0;
+    p->guard_budget -= want;
+    weft__spin_unlock(&p->lock);
+  }
+  int err = 0;
+  if (want && inject_failure()) err = -1;
+  uint32_t g = 0;
+  for (; !err && g < want; g++) err = weft__os_guard(base + (size_t)g * p->slot, p->guard, p->guard_mech);
+  if (err && g > 0) g--;  /* slot g failed */
+  if (err && (p->guard_mech == WEFT__GUARD_MADVISE || err == -1)) {
+    /* a failed MADV_GUARD_INSTALL (or an injected failure): no chunk */
+    weft__os_release(base, (size_t)n * p->slot);
+    weft__sys_free(ch);
+    if (p->guard_mech == WEFT__GUARD_MPROTECT) {
+      weft__spin_lock(&p->lock);
+      p->guard_budget += want;
+      weft__spin_unlock(&p->lock);
+    }
+    fail_note(err == -1 ? 0 : err, "install a stack guard region", p->guard);
+    return NULL;
+  }
+  if (err) {
+    /* mprotect refused (the process is out of mappings): the rest of this chunk,
+     * and later chunks, go without a guard */
+    weft__spin_lock(&p->lock);
+    p->guard_budget = 0;
+    weft__spin_unlock(&p->lock);
+    want = g;
+  }
+  ch->nguarded = want;
+  atomic_fetch_add_explicit(&weft__live_blocks, 1, memory_order_relaxed); /* the mapping */
+  return ch;
+}
+
+/* Unmaps a chunk whose slots are all back (unlinked). pool.lock not held. */
+static void chunk_free(weft__chunk_t *ch) {
+  weft__pool_t *p = &weft__rt.pool;
+  weft__os_release(ch->base, (size_t)ch->nslots * p->slot);
+  atomic_fetch_sub_explicit(&weft__live_blocks, 1, memory_order_relaxed);
+  weft__sys_free(ch);
+}
+
+/* pool.lock held */
+static void chunk_link_locked(weft__pool_t *p, weft__chunk_t *ch) {
+  ch->prev = NULL;
+  ch->next = p->chunks;
+  if (p->chunks) p->chunks->prev = ch;
+  p->chunks = ch;
+  /* a chunk another VP mapped at the same time stops being carved: its slots never
+   * handed out become free slots */
+  weft__chunk_t *old = p->ccarving;
+  if (old && old->carved < old->nslots) {
+    if (old->nfree == 0) cpartial_link(p, old);
+    while (old->carved < old->nslots) old->free[old->nfree++] = old->carved++;
+  }
+  p->ccarving = ch;
+  p->nchunks++;
+  p->reserved += (size_t)ch->nslots * p->slot;
+}
+
+/* A slot from a chunk, or UINT32_MAX; pool.lock held. */
+static uint32_t slot_take_locked(weft__pool_t *p, weft__chunk_t **out) {
+  weft__chunk_t *ch = p->cpartial;
+  uint32_t i;
+  if (ch) {
+    i = ch->free[--ch->nfree];
+    if (ch->nfree == 0) cpartial_unlink(p, ch);
+  } else {
+    ch = p->ccarving;
+    if (!ch || ch->carved == ch->nslots) return UINT32_MAX;
+    i = ch->carved++;
+  }
+  p->carved++;
+  if (i >= ch->nguarded) p->unguarded++;
+  *out = ch;
+  return i;
+}
+
+/* A default-size stack out of a chunk, mapping a new chunk if needed: its record,
+ * or NULL. pool.lock not held. */
+static weft__stack_rec_t *slot_carve(void) {
+  weft__pool_t *p = &weft__rt.pool;
+  weft__chunk_t *ch = NULL, *fresh = NULL;
+  weft__spin_lock(&p->lock);
+  uint32_t i = slot_take_locked(p, &ch);
+  weft__spin_unlock(&p->lock);
+  if (i == UINT32_MAX) {
+    fresh = chunk_new();
+    if (!fresh) return NULL;
+    weft__spin_lock(&p->lock);
+    chunk_link_locked(p, fresh);
+    ch = fresh;
+    i = fresh->carved++;
+    p->carved++;
+    if (i >= fresh->nguarded) p->unguarded++;
+    weft__spin_unlock(&p->lock);
+  }
+  char *lo = ch->base + (size_t)i * p->slot + p->guard;
+  size_t size = weft__rt.cfg.stack_size;
+  weft__stack_rec_t *r = stack_rec(lo, size);
+  r->next = NULL;
+  r->lo = lo;
+  r->chunk = ch;
+  r->vg_id = weft__os_stack_register(lo, lo + size);
+#ifdef WEFT_CHECKED
+  if (i >= ch->nguarded) *slot_canary(lo) = WEFT__CANARY ^ (uintptr_t)lo;
+#endif
+  return r;
+}
+
+/* Gives carved stacks (linked through ->next) back to their chunks: their pages go
+ * back to the kernel, and chunks left empty are unmapped. pool.lock not held. */
+static void slots_give_back(weft__stack_rec_t *list) {
+  weft__pool_t *p = &weft__rt.pool;
+  while (list) {
+    weft__stack_rec_t *r = list;
+    list = r->next;
+    weft__chunk_t *ch = r->chunk;
+    char *lo = r->lo;
+    uint32_t i = (uint32_t)((size_t)(lo - p->guard - ch->base) / p->slot);
+    weft__os_stack_deregister(r->vg_id);
+    /* the whole slot, guard range included (guard regions stay; an unguarded slot's
+     * canary page goes). A failed discard (injected, or refused) keeps the pages:
+     * memory, not an error */
+    if (!inject_failure()) (void)weft__os_discard(lo - p->guard, p->slot);
+    weft__spin_lock(&p->lock);
+    p->carved--;
+    if (i >= ch->nguarded) p->unguarded--;
+    if (ch->nfree++ == 0) cpartial_link(p, ch);
+    ch->free[ch->nfree - 1] = i;
+    int empty = ch->nfree == ch->carved;
+    if (empty) {
+      cpartial_unlink(p, ch);
+      if (ch->prev) ch->prev->next = ch->next;
+      else p->chunks = ch->next;
+      if (ch->next) ch->next->prev = ch->prev;
+      if (p->ccarving == ch) p->ccarving = NULL;
+      p->nchunks--;
+      p->reserved -= (size_t)ch->nslots * p->slot;
+      if (p->guard_mech == WEFT__GUARD_MPROTECT) p->guard_budget += ch->nguarded;
+    }
+    weft__spin_unlock(&p->lock);
+    if (empty) chunk_free(ch);
+  }
+}
+
+/* Checked builds: an unguarded stack's canary must be intact when its thread is
+ * done with it (otherwise the thread ran past the bottom of its stack). */
+static void canary_check(weft_thread_t *t, weft__stack_rec_t *r) {
+#ifdef WEFT_CHECKED
+  weft__chunk_t *ch = r->chunk;
+  if (!ch) return;
+  uint32_t i = (uint32_t)((size_t)((char *)r->lo - weft__rt.pool.guard - ch->base) / weft__rt.pool.slot);
+  if (i < ch->nguarded) return;
+  if (*slot_canary(r->lo) != (WEFT__CANARY ^ (uintptr_t)r->lo)) {
+    fprintf(stderr,
+            "weft: stack overflow in thread %llu: stack [%p, %p) has no guard region (the "
+            "mprotect guard budget is used up) and its canary at %p was overwritten\n",
+            (unsigned long long)t->id, r->lo, (void *)((char *)r->lo + weft__rt.cfg.stack_size),
+            (void *)slot_canary(r->lo));
+    abort();
+  }
+#else
+  (void)t;
+  (void)r;
+#endif
+}
+
+void weft__stack_canary_check(weft_thread_t *t) {
+  canary_check(t, stack_rec(t->stack, weft__rt.cfg.stack_size));
 }
 
 /* Builds t's first frame on [lo, lo + size), stack kind `kind`, top 64-aligned. */
@@ -345,15 +697,18 @@ int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t) {
           vp->stk_free = got->next;
           atomic_store_explicit(&vp->nstk, n - 1, memory_order_relaxed);
         }
+      } else {
+        r = slot_carve();
+        if (!r) return WEFT_ENOMEM;
       }
     }
-  }
-  if (!r) {
+  } else {
     unsigned vg = 0;
     void *lo = weft__sys_stack_map(size, &vg);
     if (!lo) return WEFT_ENOMEM;
     r = stack_rec(lo, size);
     r->lo = lo;
+    r->chunk = NULL;
     r->vg_id = vg;
   }
   t->stack = r->lo;
@@ -394,6 +749,7 @@ void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t) {
     weft__sys_stack_unmap(r->lo, size, r->vg_id);
     return;
   }
+  canary_check(t, r);
   int T = weft__rt.cfg.freelist_local;
   if (vp && atomic_load_explicit(&vp->nstk, memory_order_relaxed) < 2 * T) {
     r->next = vp->stk_free;
@@ -429,36 +785,47 @@ void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t) {
     excess = x;
   }
   weft__spin_unlock(&p->lock);
-  while (excess) {
-    weft__stack_rec_t *n2 = excess->next;
-    stack_unmap_rec(excess);
-    excess = n2;
+  slots_give_back(excess);
+}
+
+/* Drops a list of cached stacks at shutdown: their chunks are unmapped whole by
+ * weft__pool_free_all, so only their Valgrind registrations go here. */
+static void stacks_drop(weft__stack_rec_t *list) {
+  while (list) {
+    weft__os_stack_deregister(list->vg_id);
+    list = list->next;
   }
 }
 
 /* Returns a VP's cached stacks to the system; its control blocks go back with the
  * slabs in weft__pool_free_all(). Called at shutdown, VPs stopped. */
 void weft__vp_free_caches(weft_vp_t *vp) {
-  while (vp->stk_free) {
-    weft__stack_rec_t *r = vp->stk_free;
-    vp->stk_free = r->next;
-    stack_unmap_rec(r);
-  }
+  stacks_drop(vp->stk_free);
+  vp->stk_free = NULL;
   atomic_store_explicit(&vp->nstk, 0, memory_order_relaxed);
   vp->tcb_free = NULL;
   atomic_store_explicit(&vp->ntcb, 0, memory_order_relaxed);
 }
 
-/* Frees the pool's stacks and every slab of control blocks (cached blocks and
- * finished threads nobody joined alike). Called at shutdown, VPs stopped. */
+/* Frees the pool's stacks, every stack chunk, and every slab of control blocks
+ * (cached blocks and finished threads nobody joined alike). Called at shutdown,
+ * VPs stopped, every thread finished (so every carved stack is cached). */
 void weft__pool_free_all(void) {
   weft__pool_t *p = &weft__rt.pool;
-  while (p->stacks) {
-    weft__stack_rec_t *r = p->stacks;
-    p->stacks = r->next;
-    stack_unmap_rec(r);
-  }
+  stacks_drop(p->stacks);
+  p->stacks = NULL;
   p->nstacks = 0;
+  while (p->chunks) {
+    weft__chunk_t *ch = p->chunks;
+    p->chunks = ch->next;
+    chunk_free(ch);
+  }
+  p->cpartial = NULL;
+  p->ccarving = NULL;
+  p->nchunks = 0;
+  p->carved = 0;
+  p->unguarded = 0;
+  p->reserved = 0;
   while (p->slabs) {
     weft__slab_t *sl = p->slabs;
     p->slabs = sl->next;
@@ -468,4 +835,88 @@ void weft__pool_free_all(void) {
   p->carving = NULL;
   p->tcbs = NULL;
   p->ntcbs = 0;
+}
+
+/* ---- public query and failure report ------------------------------------------------ */
+
+int weft_stack_info(weft_stack_info_t *out) {
+  if (!out) return WEFT_EINVAL;
+  if (!weft_is_running()) return WEFT_ENOTINIT;
+  weft__pool_t *p = &weft__rt.pool;
+  memset(out, 0, sizeof *out);
+  long cached = cached_stacks();
+  out->guard_mechanism = p->guard_mech == WEFT__GUARD_MADVISE ? WEFT_STACK_GUARD_MADVISE
+                                                              : WEFT_STACK_GUARD_MPROTECT;
+  out->guard_size = p->guard;
+  out->stack_size = weft__rt.cfg.stack_size;
+  out->stack_size_max = p->stack_max;
+  out->stacks_per_chunk = p->chunk_slots;
+  weft__spin_lock(&p->lock);
+  out->chunks = p->nchunks;
+  out->single_mappings = p->nsingle;
+  out->stacks_carved = p->carved;
+  out->stacks_unguarded = p->unguarded;
+  out->guard_budget = p->guard_mech == WEFT__GUARD_MPROTECT ? p->guard_budget : -1;
+  out->bytes_reserved = p->reserved;
+  weft__spin_unlock(&p->lock);
+  out->stacks_cached = cached;
+  return 0;
+}
+
+static const char *size_text(char *buf, size_t n, size_t v) {
+  if (v >= ((size_t)1 << 30)) snprintf(buf, n, "%.1f GiB", (double)v / (double)((size_t)1 << 30));
+  else if (v >= ((size_t)1 << 20)) snprintf(buf, n, "%.1f MiB", (double)v / (double)((size_t)1 << 20));
+  else snprintf(buf, n, "%zu KiB", v >> 10);
+  return buf;
+}
+
+/* VmSize of this process in bytes (0 if unreadable). */
+static size_t vm_size(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t v = 0;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "VmSize:", 7) == 0) {
+      v = (size_t)strtoull(line + 7, NULL, 10) << 10;
+      break;
+    }
+  fclose(f);
+  return v;
+}
+
+int weft__stack_describe_failure(char *buf, size_t n) {
+  weft__spin_lock(&fail_lock);
+  __typeof__(last_fail) f = last_fail;
+  weft__spin_unlock(&fail_lock);
+  if (!f.set) {
+    if (n) buf[0] = 0;
+    return 0;
+  }
+  weft__pool_t *p = &weft__rt.pool;
+  char limit[160], want[32], res[32], lim[32];
+  long maps = weft__os_map_count();
+  size_t vm = vm_size();
+  size_t rlim = weft__os_rlimit_as();  /* now: the process may have changed it */
+  if (f.err == 0) {
+    snprintf(limit, sizeof limit, "an injected failure (weft_debug_fail_alloc)");
+  } else if (f.err == ENOMEM && rlim != SIZE_MAX && vm + f.want > rlim) {
+    snprintf(limit, sizeof limit, "RLIMIT_AS (%s; %s mapped now)",
+             size_text(lim, sizeof lim, rlim), size_text(res, sizeof res, vm));
+  } else if (f.err == ENOMEM && maps >= 0 && maps + 16 >= p->max_map_count) {
+    snprintf(limit, sizeof limit, "vm.max_map_count (%ld mappings, %ld in use)",
+             p->max_map_count, maps);
+  } else {
+    snprintf(limit, sizeof limit, "%s", f.err == ENOMEM ? "system memory" : "a system error");
+  }
+  long live = f.carved - f.cached;
+  if (live < 0) live = 0;
+  return snprintf(buf, n,
+                  "weft: cannot get a thread stack: %s of %s failed (%s); limit hit: %s; "
+                  "%ld stack chunks and %ld single stack mappings in use (%ld mappings in "
+                  "the process), %ld live stacks, %ld cached, %s of stack address space "
+                  "reserved",
+                  f.what, size_text(want, sizeof want, f.want),
+                  f.err ? strerror(f.err) : "injected", limit, f.nchunks, f.nsingle, maps,
+                  live, f.cached, size_text(res, sizeof res, f.reserved));
 }

@@ -168,10 +168,14 @@ typedef struct weft__os_waiter {
 } weft__os_waiter_t;
 
 /* ---- free stacks ------------------------------------------------------------------
- * A cached stack keeps its record in its own top bytes. */
+ * A stack keeps its record in its own top bytes, from the moment weft takes it out
+ * of a chunk (or maps it) until it goes back. Default-size stacks are carved from
+ * chunks (alloc.c); a stack of another size is a mapping of its own (chunk NULL). */
+typedef struct weft__chunk weft__chunk_t;  /* alloc.c */
 typedef struct weft__stack_rec {
   struct weft__stack_rec *next; /* free-list link: owner or pool.lock */
   void *lo;                     /* lowest usable address */
+  weft__chunk_t *chunk;         /* the chunk it was carved from, or NULL */
   unsigned vg_id;               /* Valgrind stack id */
 } weft__stack_rec_t;
 #define WEFT__STACK_RESERVE 64  /* bytes at the top of every stack kept for the record */
@@ -267,6 +271,24 @@ typedef struct weft__pool {
   weft__slab_t *slabs;           /* every slab of control blocks: pool.lock */
   weft__slab_t *partial;         /* slabs holding given-back blocks: pool.lock */
   weft__slab_t *carving;         /* the slab new blocks are carved from: pool.lock */
+  /* stack chunks (alloc.c, docs/design.md "Stacks"): all pool.lock */
+  weft__chunk_t *chunks;         /* every chunk */
+  weft__chunk_t *cpartial;       /* chunks holding given-back slots */
+  weft__chunk_t *ccarving;       /* the chunk new slots are carved from */
+  long nchunks;                  /* chunks mapped */
+  long nsingle;                  /* stacks of other sizes mapped on their own */
+  long carved;                   /* slots out of their chunks (bound or cached) */
+  long unguarded;                /* of those, slots without a guard region */
+  long guard_budget;             /* MPROTECT: slots that may still get a guard */
+  size_t reserved;               /* bytes of address space in stack mappings */
+  /* set at init, then read-only */
+  int guard_mech;                /* WEFT__GUARD_MADVISE or _MPROTECT */
+  size_t guard;                  /* cfg.stack_guard */
+  size_t slot;                   /* guard + cfg.stack_size */
+  uint32_t chunk_slots;          /* slots per chunk, at most */
+  size_t rlimit_as;              /* RLIMIT_AS at init (SIZE_MAX: none) */
+  size_t stack_max;              /* largest stack_size weft_create accepts */
+  long max_map_count;            /* vm.max_map_count at init */
 } weft__pool_t;
 
 /* idle word: low 16 bits = VPs spinning in the idle loop, high 16 bits = VPs
@@ -439,8 +461,22 @@ int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t);
 void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t);
 void weft__vp_free_caches(weft_vp_t *vp);               /* to the system */
 void weft__pool_free_all(void);                         /* at shutdown */
+/* A stack mapping of its own (custom sizes, VP 0's idle stack), with a guard region
+ * of cfg.stack_guard below it: counted, failure-injectable. */
+/* Checked builds: aborts with a report if t's default-size stack has no guard region
+ * and its canary below the stack was overwritten (alloc.c, "stacks"). */
+void weft__stack_canary_check(weft_thread_t *t);
 void *weft__sys_stack_map(size_t size, unsigned *vg);
 void weft__sys_stack_unmap(void *lo, size_t size, unsigned vg);
+/* Stack setup at weft_init (guard mechanism, chunk geometry, limits); 0 or
+ * WEFT_EINVAL if cfg's stack size can never be mapped (RLIMIT_AS). */
+int weft__stacks_init(void);
+/* Formats one line saying why the last stack could not be mapped, naming the limit
+ * hit (mmap's errno; RLIMIT_AS, vm.max_map_count or plain memory; mappings and
+ * chunks in use, live stacks, bytes reserved) into buf (NUL-terminated, at most n
+ * bytes). Returns the length it needed (like snprintf), or 0 if no stack mapping has
+ * failed since weft_init. Not async-signal-safe (reads /proc). Any thread. */
+int weft__stack_describe_failure(char *buf, size_t n);
 
 /* A control block from the VP's free list, else from the pool or the system. */
 static inline weft_thread_t *weft__tcb_alloc(weft_vp_t *vp) {
@@ -485,6 +521,9 @@ static inline int weft__stack_bind(weft_vp_t *vp, weft_thread_t *t) {
 static inline void weft__stack_release(weft_vp_t *vp, weft_thread_t *t) {
 #if !defined(WEFT_ASAN) && !defined(WEFT_TSAN)
   if (WEFT__LIKELY(t->stack_size == 0 && atomic_load_explicit(&vp->nstk, memory_order_relaxed) < vp->free_limit)) {
+#ifdef WEFT_CHECKED
+    weft__stack_canary_check(t);
+#endif
     weft__stack_rec_t *r =
         (weft__stack_rec_t *)((char *)t->stack + vp->def_stack - WEFT__STACK_RESERVE);
     t->stack = NULL;

@@ -410,7 +410,10 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
   if (t && t->stack) {
     size_t size = t->stack_size ? t->stack_size : weft__rt.cfg.stack_size;
     uintptr_t lo = (uintptr_t)t->stack, hi = lo + size;
-    uintptr_t glo = lo - weft__rt.page;
+    /* the guard region below every stack weft maps (chunk slots and single
+     * mappings alike); a fault as far below a caller's or a policy's stack is an
+     * overflow too */
+    uintptr_t glo = lo - weft__rt.pool.guard;
     if (a >= glo && a < lo) {
       char buf[256], *p = buf;
       p = fmt_str(p, "weft: stack overflow in thread ");
@@ -419,7 +422,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
       p = fmt_hex(p, lo);
       p = fmt_str(p, ", ");
       p = fmt_hex(p, hi);
-      p = fmt_str(p, "), guard page [");
+      p = fmt_str(p, "), guard region [");
       p = fmt_hex(p, glo);
       p = fmt_str(p, ", ");
       p = fmt_hex(p, lo);
@@ -512,6 +515,7 @@ void weft_config_init(weft_config_t *cfg) {
   cfg->nvps = weft__os_ncpus();
   cfg->pin = 0;
   cfg->stack_size = WEFT_DEFAULT_STACK_SIZE;
+  cfg->stack_guard = WEFT_DEFAULT_STACK_GUARD;
   cfg->freelist_local = 32;
   cfg->freelist_global = 1024;
   cfg->spin_us = 50;
@@ -529,10 +533,12 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
     return WEFT_EINVAL;
   if (in->stack_size && in->stack_size < WEFT_MIN_STACK_SIZE) return WEFT_EINVAL;
   if (in->stack_size > ((size_t)1 << 36)) return WEFT_EINVAL;
+  if (in->stack_guard > WEFT_MAX_STACK_GUARD) return WEFT_EINVAL;
   if (!in->stack_alloc != !in->stack_free) return WEFT_EINVAL; /* a policy needs both */
   if (in->nvps) out->nvps = in->nvps;
   out->pin = in->pin;
   if (in->stack_size) out->stack_size = in->stack_size;
+  if (in->stack_guard) out->stack_guard = in->stack_guard;
   if (in->freelist_local) out->freelist_local = in->freelist_local;
   if (in->freelist_global) out->freelist_global = in->freelist_global;
   out->spin_us = in->spin_us ? in->spin_us : out->spin_us;
@@ -541,6 +547,7 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
   out->stack_arg = in->stack_arg;
   size_t page = weft__os_page_size();
   out->stack_size = (out->stack_size + page - 1) & ~(page - 1);
+  out->stack_guard = (out->stack_guard + page - 1) & ~(page - 1);
   return 0;
 }
 
@@ -594,6 +601,8 @@ int weft_init(const weft_config_t *cfg) {
   rt->cfg = c;
   rt->nvps = c.nvps;
   rt->page = weft__os_page_size();
+  rc = weft__stacks_init();  /* guard mechanism, chunk geometry, RLIMIT_AS */
+  if (rc) goto fail;
   rc = WEFT_ENOMEM;
   rt->vps = weft__sys_calloc((size_t)c.nvps, sizeof *rt->vps);
   rt->sleepers = weft__sys_calloc((size_t)c.nvps, sizeof *rt->sleepers);

@@ -77,6 +77,10 @@ static int attr_check(const weft_attr_t *attr) {
   if (attr->stack_size && (attr->stack_size < WEFT_MIN_STACK_SIZE ||
                            attr->stack_size > ((size_t)1 << 36)))
     return WEFT_EINVAL;
+  /* a stack weft maps must fit, with its guard region, within RLIMIT_AS (read at
+   * weft_init): a larger one could never be bound */
+  if (attr->stack_size > weft__rt.pool.stack_max && !attr->stack_addr && !weft__rt.cfg.stack_alloc)
+    return WEFT_EINVAL;
   if (attr->affinity < -1) return WEFT_EINVAL;
   if (attr->stack_addr && (attr->stack_size < WEFT_MIN_STACK_SIZE ||
                            ((uintptr_t)attr->stack_addr & 15) != 0 || attr->detached))

@@ -2,10 +2,14 @@
 #include "os/os.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,29 +70,131 @@ void weft__os_sleep_ns(uint64_t ns) {
   }
 }
 
-void *weft__os_stack_map(size_t size, unsigned *vg_id) {
-  size_t page = weft__os_page_size();
-  char *base = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (base == MAP_FAILED) return NULL;
-  if (mprotect(base, page, PROT_NONE) != 0) {  /* the guard page, below the stack */
-    munmap(base, size + page);
-    return NULL;
-  }
-  *vg_id = 0;
-#ifdef WEFT_HAVE_VALGRIND
-  *vg_id = VALGRIND_STACK_REGISTER(base + page, base + page + size);
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102 /* Linux 6.13 */
 #endif
-  return base + page;
+
+int weft__os_guard_probe(void) {
+  /* 0 unknown, 1 supported, 2 not. Relaxed: every prober computes the same answer. */
+  static _Atomic int known;
+  int k = atomic_load_explicit(&known, memory_order_relaxed);
+  if (k) return k == 1;
+  size_t page = weft__os_page_size();
+  char *p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  int ok = 0;
+  if (p != MAP_FAILED) {
+    ok = madvise(p, page, MADV_GUARD_INSTALL) == 0; /* EINVAL: an older kernel */
+    /* and the region must really fault: the kernel's copy from it fails with EFAULT
+     * (an emulator such as qemu-user may accept the advice and do nothing) */
+    int fds[2];
+    if (ok && pipe2(fds, O_CLOEXEC) == 0) {
+      ok = write(fds[1], p, 1) < 0 && errno == EFAULT;
+      close(fds[0]);
+      close(fds[1]);
+    } else {
+      ok = 0;
+    }
+    munmap(p, 2 * page);
+  }
+  atomic_store_explicit(&known, ok ? 1 : 2, memory_order_relaxed);
+  return ok;
 }
 
-void weft__os_stack_unmap(void *lo, size_t size, unsigned vg_id) {
-  size_t page = weft__os_page_size();
-  (void)vg_id;
+void *weft__os_reserve(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  /* a huge page on a stack mapping would turn one touched page into 2 MiB of memory;
+   * a kernel without transparent huge pages refuses the advice, which is fine */
+  int e = errno;
+  (void)madvise(p, bytes, MADV_NOHUGEPAGE);
+  errno = e;
+  return p;
+}
+
+void weft__os_release(void *base, size_t bytes) { munmap(base, bytes); }
+
+int weft__os_guard(void *addr, size_t len, int mech) {
+  int rc = mech == WEFT__GUARD_MADVISE ? madvise(addr, len, MADV_GUARD_INSTALL)
+           : mech == WEFT__GUARD_MPROTECT ? mprotect(addr, len, PROT_NONE) : 0;
+  return rc == 0 ? 0 : errno;
+}
+
+int weft__os_discard(void *addr, size_t len) {
+  return madvise(addr, len, MADV_DONTNEED) == 0 ? 0 : errno;
+}
+
+unsigned weft__os_stack_register(void *lo, void *hi) {
+#ifdef WEFT_HAVE_VALGRIND
+  return VALGRIND_STACK_REGISTER(lo, hi);
+#else
+  (void)lo;
+  (void)hi;
+  return 0;
+#endif
+}
+
+void weft__os_stack_deregister(unsigned vg_id) {
 #ifdef WEFT_HAVE_VALGRIND
   VALGRIND_STACK_DEREGISTER(vg_id);
+#else
+  (void)vg_id;
 #endif
-  munmap((char *)lo - page, size + page);
+}
+
+void *weft__os_stack_map(size_t size, size_t guard, int mech, unsigned *vg_id) {
+  char *base = weft__os_reserve(size + guard);
+  if (!base) return NULL;
+  int e = guard ? weft__os_guard(base, guard, mech) : 0;  /* below the stack */
+  if (e) {
+    munmap(base, size + guard);
+    errno = e;
+    return NULL;
+  }
+  *vg_id = weft__os_stack_register(base + guard, base + guard + size);
+  return base + guard;
+}
+
+void weft__os_stack_unmap(void *lo, size_t size, size_t guard, unsigned vg_id) {
+  weft__os_stack_deregister(vg_id);
+  munmap((char *)lo - guard, size + guard);
+}
+
+long weft__os_max_map_count(void) {
+  long v = 65530; /* the kernel's default */
+  int fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char buf[32];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    if (n > 0) {
+      buf[n] = 0;
+      long x = strtol(buf, NULL, 10);
+      if (x > 0) v = x;
+    }
+    close(fd);
+  }
+  return v;
+}
+
+size_t weft__os_rlimit_as(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+      rl.rlim_cur >= (rlim_t)SIZE_MAX)
+    return SIZE_MAX;
+  return (size_t)rl.rlim_cur;
+}
+
+long weft__os_map_count(void) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  long lines = 0;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0)
+    for (ssize_t i = 0; i < n; i++) lines += buf[i] == '\n';
+  close(fd);
+  return lines;
 }
 
 void weft__os_thread_stack(void **lo, size_t *size) {

@@ -1,6 +1,7 @@
 // tests/unit/stack_test.cc - thread stacks: the default, minimum and large sizes are
-// usable, and running off the end hits the guard page and kills the process with a
-// report naming the thread and its stack bounds.
+// usable, and running off the end (frames of 512 bytes or 64 KiB, either guard
+// mechanism) hits the guard region and kills the process with a report naming the
+// thread and its stack bounds; an unguarded stack's canary catches the same at finish.
 #include <alloca.h>
 
 #include <cstdio>
@@ -15,6 +16,13 @@
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define WEFT_TEST_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define WEFT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WEFT_TEST_ASAN 1
 #endif
 #endif
 
@@ -99,19 +107,62 @@ __attribute__((noinline)) int Recurse(int depth) {
   return pad[0];
 }
 
+// The same with 64 KiB frames: each frame is larger than a page and writes its
+// lowest bytes first, so a one-page guard would be jumped (into whatever lies below).
+__attribute__((noinline)) int RecurseBig(int depth) {
+  volatile char pad[64 * 1024];
+  pad[0] = static_cast<char>(depth);  // the lowest byte first
+  pad[sizeof pad - 1] = pad[0];
+  asm volatile("" ::: "memory");
+  if (g_recurse.load(std::memory_order_relaxed)) return RecurseBig(depth + 1) + pad[0];
+  return pad[0];
+}
+
+// Frames of 1 KiB written in full, down to `floor` (an address), then back: an
+// overflow that runs a few KiB past the stack's bottom and returns.
+__attribute__((noinline)) int RecurseTo(uintptr_t floor) {
+  volatile char pad[1024];
+  for (size_t i = 0; i < sizeof pad; ++i) pad[i] = static_cast<char>(i);
+  asm volatile("" ::: "memory");
+  if (reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) > floor) return RecurseTo(floor) + pad[1];
+  return pad[1];
+}
+
+enum class Overflow { kSmallFrames, kBigFrames, kPastBottomAndBack };
+Overflow g_overflow = Overflow::kSmallFrames;
+
 void *OverflowThread(void *) {
   char local = 0;
   std::fprintf(stderr, "overflowing thread id=%llu local=%p\n",
                static_cast<unsigned long long>(weft_thread_id(weft_self())),
                static_cast<void *>(&local));
   std::fflush(stderr);
+  if (g_overflow == Overflow::kBigFrames) {
+    // Start the big frames about 2 KiB above the bottom of the default stack (the
+    // first frame is within a page of its top), so that the first one writes about
+    // 62 KiB below the bottom: far past a one-page guard, inside the default one.
+    uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    uintptr_t lo = ((here + 4095) & ~uintptr_t{4095}) - WEFT_DEFAULT_STACK_SIZE;
+    volatile char *gap = static_cast<volatile char *>(alloca(here - lo - 2 * KiB - 512));
+    gap[0] = 0;
+    return P(RecurseBig(local) + gap[0]);
+  }
+  if (g_overflow == Overflow::kPastBottomAndBack) {
+    // 8 KiB below the bottom of the default stack (the first frame is within a
+    // page of its top), inside the 128 KiB guard range
+    uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    return P(RecurseTo(here - WEFT_DEFAULT_STACK_SIZE - 8 * KiB));
+  }
   return P(Recurse(local));
 }
 
 // Starts weft, runs OverflowThread with `stack_size`, and waits for it. With more
 // than one VP the main thread keeps VP 0 busy, so the thread overflows on another
-// VP's kernel thread.
-void OverflowInWeftThread(int nvps, size_t stack_size) {
+// VP's kernel thread. `guard`: WEFT_STACK_GUARD for weft_init (NULL: default).
+void OverflowInWeftThread(int nvps, size_t stack_size, Overflow how = Overflow::kSmallFrames,
+                          const char *guard = nullptr) {
+  g_overflow = how;
+  if (guard) setenv("WEFT_STACK_GUARD", guard, 1);
   if (InitWithVps(nvps) != 0) return;
   weft_attr_t attr;
   weft_attr_init(&attr);
@@ -171,6 +222,35 @@ TEST_P(StackDeathTest, OverflowIsReported) {
   EXPECT_DEATH(OverflowInWeftThread(nvps, stack_size),
                ::testing::Matcher<const std::string &>(new OverflowReport));
 }
+
+// A thread whose 64 KiB frames overflow its stack is reported, whatever the guard
+// mechanism (the default guard region is larger than such a frame), at 1 and 2 VPs.
+class BigFrameDeathTest : public ::testing::TestWithParam<std::tuple<int, const char *>> {};
+
+TEST_P(BigFrameDeathTest, OverflowIsReported) {
+  SetDeathTestStyle();
+  const int nvps = std::get<0>(GetParam());
+  const char *guard = std::get<1>(GetParam());
+  EXPECT_DEATH(OverflowInWeftThread(nvps, 0, Overflow::kBigFrames, guard),
+               ::testing::Matcher<const std::string &>(new OverflowReport));
+}
+
+INSTANTIATE_TEST_SUITE_P(Guards, BigFrameDeathTest,
+                         ::testing::Combine(::testing::Values(1, 2), ::testing::Values("madvise", "mprotect")),
+                         [](const ::testing::TestParamInfo<std::tuple<int, const char *>> &info) {
+                           return std::to_string(std::get<0>(info.param)) + "vp_" + std::get<1>(info.param);
+                         });
+
+#if defined(WEFT_TEST_CHECKED) && !defined(WEFT_TEST_ASAN)
+// With the mprotect fallback's budget used up (here: 0) a stack has no guard; a
+// thread that ran a few KiB past its bottom and came back is caught by the canary
+// when it finishes (checked builds), and reported with its id and stack bounds.
+TEST(StackCanaryDeathTest, UnguardedOverflowIsCaughtAtFinish) {
+  SetDeathTestStyle();
+  EXPECT_DEATH(OverflowInWeftThread(1, 0, Overflow::kPastBottomAndBack, "mprotect:0"),
+               ::testing::Matcher<const std::string &>(new OverflowReport));
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Sizes, StackDeathTest,
                          ::testing::Combine(::testing::Values(1, 2),
