@@ -77,6 +77,10 @@ static int attr_check(const weft_attr_t *attr) {
   if (attr->stack_size && (attr->stack_size < WEFT_MIN_STACK_SIZE ||
                            attr->stack_size > ((size_t)1 << 36)))
     return WEFT_EINVAL;
+  /* a stack that cannot fit in the address space allowed (RLIMIT_AS, read at
+   * weft_init) could never be mapped: fail now rather than at the first dispatch */
+  if (attr->stack_size && !attr->stack_addr && attr->stack_size >= weft__rt.stack_max)
+    return WEFT_ENOMEM;
   if (attr->affinity < -1) return WEFT_EINVAL;
   if (attr->stack_addr && (attr->stack_size < WEFT_MIN_STACK_SIZE ||
                            ((uintptr_t)attr->stack_addr & 15) != 0 || attr->detached))
@@ -143,6 +147,10 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   weft_bundle_t *b;
   int rc = create_args(out, attr, fn, &b);
   if (WEFT__UNLIKELY(rc)) return rc;
+  /* cfg.max_threads, re-checked once per batch (owner-only fields: no RMW) */
+  if (WEFT__UNLIKELY(atomic_load_explicit(&vp->n_created, memory_order_relaxed) >= vp->create_limit) &&
+      weft__create_limit(vp))
+    return WEFT_EAGAIN;
   weft_thread_t *t = weft__tcb_alloc(vp);
   if (WEFT__UNLIKELY(!t)) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
@@ -155,11 +163,25 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   return 0;
 }
 
+/* Inside the OS-thread gate (runtime.c): it fails with WEFT_ENOTINIT once
+ * weft_shutdown has begun, and shutdown waits for a creation under way. */
+static int create_os_gated(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
+                           void *arg);
+
 static int create_os(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg) {
-  if (!atomic_load_explicit(&weft__rt.state, memory_order_acquire)) return WEFT_ENOTINIT;
+  int rc = weft__os_enter(WEFT__GATE_CREATE);
+  if (rc) return rc;
+  rc = create_os_gated(out, attr, fn, arg);
+  weft__os_leave(WEFT__GATE_CREATE);
+  return rc;
+}
+
+static int create_os_gated(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
+                           void *arg) {
   weft_bundle_t *b;
   int rc = create_args(out, attr, fn, &b);
   if (rc) return rc;
+  if (weft__live_threads() >= weft__rt.cfg.max_threads) return WEFT_EAGAIN;
   weft_thread_t *t = weft__tcb_alloc_slow(NULL);
   if (!t) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
@@ -254,7 +276,7 @@ static void finish_cont(void *p) {
   weft__stack_release(vp, t);
   uint32_t f = weft__tflags(t);
   if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) finished_slow(vp, t, f);
-  weft__stat_inc(&vp->n_finished);
+  weft__stat_inc_release(&vp->n_finished);  /* release: the exact live count */
   /* acq_rel: release publishes result (and the thread's writes) to the joiner's
    * acquire load; acquire pairs with the joiner's release CAS that published it */
   uintptr_t old = atomic_exchange_explicit(&t->join, WEFT__JW_DONE, memory_order_acq_rel);
@@ -356,8 +378,19 @@ int weft_join(weft_thread_t *t, void **result) {
   return 0;
 }
 
+static int join_os_gated(weft_thread_t *t, void **result);
+
+/* Inside the OS-thread gate: weft_shutdown frees nothing while an OS joiner waits
+ * or frees the joined thread's control block. */
 static int join_os(weft_thread_t *t, void **result) {
-  if (!atomic_load_explicit(&weft__rt.state, memory_order_acquire)) return WEFT_ENOTINIT;
+  int rc = weft__os_enter(WEFT__GATE_OTHER);
+  if (rc) return rc;
+  rc = join_os_gated(t, result);
+  weft__os_leave(WEFT__GATE_OTHER);
+  return rc;
+}
+
+static int join_os_gated(weft_thread_t *t, void **result) {
   if (!t) return WEFT_EINVAL;
   if (t == weft__wired_self()) return WEFT_EDEADLK;  /* a wired thread joining itself */
   weft__os_waiter_t waiter;
