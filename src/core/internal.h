@@ -209,14 +209,15 @@ struct weft_vp {
                                    weft_debug_stats reads (relaxed) */
   weft__stack_rec_t *stk_free;  /* free default-size stacks, count nstk (owner) */
   _Atomic int nstk;
-  uint64_t id_next, id_end;     /* block of thread ids */
+  uint64_t id_next, id_end;     /* thread ids: the next, and where weft_create
+                                   takes its slow path (end of the block, or of the
+                                   batch allowed by cfg.max_threads) */
+  uint64_t id_block_end;        /* end of the block of ids (owner) */
   int free_limit;               /* 2T: most free blocks (and stacks) kept locally */
   size_t def_stack;             /* cfg.stack_size */
   /* statistics: written by the owner only (relaxed stores; n_finished: release),
    * read by anyone. n_created and n_finished also make the exact live count. */
   _Atomic uint64_t n_created, n_finished, n_steals, n_sleeps;
-  uint64_t create_limit;        /* owner: weft_create re-checks cfg.max_threads once
-                                   n_created reaches it (runtime.c, weft__create_limit) */
   _Atomic uint64_t sync_st[WEFT__ST_N];
 
   weft__tmheap_t tm WEFT__ALIGNED;
@@ -530,9 +531,9 @@ void weft__os_leave(int kind);
 /* Live threads other than the main one, never below the true count (docs/memory-
  * ordering.md "Counters"); O(nvps). */
 long weft__live_threads(void);
-/* weft_create's slow check of cfg.max_threads: 0 (and vp->create_limit set for the
- * next batch) or WEFT_EAGAIN. */
-int weft__create_limit(weft_vp_t *vp);
+/* weft_create's check of cfg.max_threads, once per batch: how many more threads this
+ * VP may create before it checks again (>= 1), or 0 when the limit is reached. */
+long weft__create_limit(weft_vp_t *vp);
 void weft__key_run_dtors(weft_thread_t *t);
 
 /* Puts t at the tail of vp's dispatch queue; wakes a VP if one sleeps and none

@@ -1085,17 +1085,13 @@ static long live_threads(void) { return weft__live_threads(); }
 /* weft_create's check of cfg.max_threads, once per batch: the batch is an even share
  * (over 2 nvps) of the room left, at least 1, so batches shrink as the limit nears
  * and the live count passes it by about nvps at most. */
-int weft__create_limit(weft_vp_t *vp) {
+long weft__create_limit(weft_vp_t *vp) {
+  (void)vp;
   weft__rt_t *rt = &weft__rt;
   long live = weft__live_threads(), max = rt->cfg.max_threads;
-  uint64_t created = atomic_load_explicit(&vp->n_created, memory_order_relaxed);
-  if (live >= max) {
-    vp->create_limit = created;  /* check again at the next create */
-    return WEFT_EAGAIN;
-  }
+  if (live >= max) return 0;
   long batch = (max - live) / (2 * (long)rt->nvps);
-  vp->create_limit = created + (uint64_t)(batch > 0 ? batch : 1);
-  return 0;
+  return batch > 0 ? batch : 1;
 }
 
 long weft_max_threads(void) { return weft_is_running() ? weft__rt.cfg.max_threads : 0; }

@@ -27,14 +27,30 @@ void weft_attr_init(weft_attr_t *attr) {
   attr->switch_mode = WEFT_SWITCH_INTEGER;
 }
 
-static inline uint64_t next_id(weft_vp_t *vp) {
-  if (WEFT__UNLIKELY(vp->id_next == vp->id_end)) {
+/* A new block of ids when this one is used up, and the check of cfg.max_threads
+ * once per batch of creations (weft__create_limit): id_end is the end of the block
+ * or of the batch, whichever comes first, so the inlined path pays one comparison
+ * for both. Returns 0 (never an id) when the limit is reached. */
+static __attribute__((noinline)) uint64_t next_id_slow(weft_vp_t *vp) {
+  if (vp->id_next == vp->id_block_end) {
     /* relaxed: ids only need to be unique, and fetch_add gives that */
     uint64_t blk = atomic_fetch_add_explicit(&weft__next_id_block, 1, memory_order_relaxed);
     vp->id_next = blk << 10;
-    vp->id_end = vp->id_next + 1024;
+    vp->id_block_end = vp->id_next + 1024;
     if (vp->id_next == 0) vp->id_next = 1;
   }
+  long batch = weft__create_limit(vp);
+  if (!batch) {
+    vp->id_end = vp->id_next;  /* check again at the next create */
+    return 0;
+  }
+  uint64_t left = vp->id_block_end - vp->id_next;
+  vp->id_end = vp->id_next + ((uint64_t)batch < left ? (uint64_t)batch : left);
+  return vp->id_next++;
+}
+
+static inline uint64_t next_id(weft_vp_t *vp) {
+  if (WEFT__UNLIKELY(vp->id_next == vp->id_end)) return next_id_slow(vp);
   return vp->id_next++;
 }
 
@@ -147,15 +163,14 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   weft_bundle_t *b;
   int rc = create_args(out, attr, fn, &b);
   if (WEFT__UNLIKELY(rc)) return rc;
-  /* cfg.max_threads, re-checked once per batch (owner-only fields: no RMW) */
-  if (WEFT__UNLIKELY(atomic_load_explicit(&vp->n_created, memory_order_relaxed) >= vp->create_limit) &&
-      weft__create_limit(vp))
-    return WEFT_EAGAIN;
+  /* the id; 0: cfg.max_threads reached (checked once per batch, see next_id) */
+  uint64_t id = next_id(vp);
+  if (WEFT__UNLIKELY(!id)) return WEFT_EAGAIN;
   weft_thread_t *t = weft__tcb_alloc(vp);
   if (WEFT__UNLIKELY(!t)) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
   int custom = create_attrs(t, attr, b);
-  t->id = next_id(vp);
+  t->id = id;
   weft__stat_inc(&vp->n_created);
   if (out) *out = t;  /* before the thread can run and be reaped elsewhere */
   if (WEFT__LIKELY(!custom)) weft__enqueue(placement(vp, t), t);
