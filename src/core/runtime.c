@@ -8,9 +8,12 @@
  *     |    processor_idle: focus, root (steal), others --found--> run it ------+
  *     |        (stopped bundles are skipped)
  *     |        | nothing
+ *     |    retry the oldest thread waiting for a stack --bound--> run it ------+
+ *     |        | none, or still no stack
  *     |    spin (lock-free polls of every queue head) for cfg.spin_us
  *     |        | nothing
- *     +--- sleep on vp->park (futex) until an enqueuer wakes us
+ *     +--- sleep on vp->park (futex) until an enqueuer wakes us (the last VP to
+ *          sleep first checks that some thread can still run: check_stuck)
  */
 #include <errno.h>
 #include <fcntl.h>

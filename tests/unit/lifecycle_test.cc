@@ -115,8 +115,11 @@ TEST(OsThreadsRacingShutdown, CreateDuringShutdownIsNotInitOrRuns) {
     while ((rc = weft_shutdown()) == WEFT_EBUSY) {
     }
     ASSERT_EQ(rc, 0) << "round " << r << ": " << weft_err_name(rc);
-    // between rounds no thread runs: every created one has run already
-    EXPECT_EQ(g_os_ran.load(), created.load()) << "round " << r;
+    // between rounds no weft thread runs: every one created has run already (the
+    // creators may not have counted their last success yet: compared at the end)
+    long ran = g_os_ran.load();
+    usleep(200);
+    EXPECT_EQ(g_os_ran.load(), ran) << "round " << r << ": a thread ran after weft_shutdown";
   }
   stop.store(true);
   for (auto &t : creators) t.join();
