@@ -128,6 +128,39 @@ TEST(OsThreadsRacingShutdown, CreateDuringShutdownIsNotInitOrRuns) {
   EXPECT_EQ(weft_debug_live_blocks(), 0);
 }
 
+std::atomic<weft_thread_t *> g_parked{nullptr};
+
+// weft_shutdown closes creation to plain OS threads while it waits; when it gives up
+// (WEFT_EBUSY: a thread is blocked for good) creation from OS threads works again,
+// and OS threads can join and wake weft threads.
+TEST(OsThreadsRacingShutdown, BusyShutdownReopensCreation) {
+  Watchdog dog(60);
+  ASSERT_EQ(InitWithVps(2), 0);
+  g_parked.store(nullptr);
+  weft_thread_t *parked = Spawn(+[](void *) -> void * {
+    weft_thread_block(+[](void *self) { g_parked.store(static_cast<weft_thread_t *>(self)); },
+                      weft_self());
+    return P(11);
+  });
+  ASSERT_TRUE(YieldUntil([] { return g_parked.load() != nullptr; }));
+  ASSERT_EQ(weft_shutdown(), WEFT_EBUSY);
+  int create_rc = -1, join_rc = -1;
+  void *result = nullptr;
+  std::thread os([&] {
+    weft_thread_t *t = nullptr;
+    create_rc = weft_create(&t, nullptr, +[](void *a) -> void * { return a; }, P(12));
+    if (create_rc == 0) join_rc = weft_join(t, &result);
+    weft_thread_unblock(g_parked.load());  // a wake-up from a plain OS thread
+  });
+  os.join();
+  EXPECT_EQ(create_rc, 0) << weft_err_name(create_rc);
+  EXPECT_EQ(join_rc, 0) << weft_err_name(join_rc);
+  EXPECT_EQ(result, P(12));
+  EXPECT_EQ(Join(parked), P(11));
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
+
 // ---- threads that cannot get a stack ---------------------------------------------------
 
 constexpr size_t kBigStack = 1024 * 1024;
