@@ -212,6 +212,25 @@ TEST_P(NoStackTest, TimersAndOtherThreadsKeepGoing) {
   EXPECT_EQ(weft_debug_live_blocks(), 0);
 }
 
+// The system's mmap fails once (failure injection) when a thread's stack is bound at
+// its first dispatch: the thread waits and is retried, and runs.
+TEST_P(NoStackTest, FailedMapIsRetried) {
+  Watchdog dog(60);
+  ASSERT_EQ(InitWithVps(GetParam()), 0);
+  weft_attr_t a;
+  weft_attr_init(&a);
+  a.stack_size = 64 * 1024;  // not the default size: never from a cache, always mapped
+  weft_thread_t *t = nullptr;
+  ASSERT_EQ(weft_create(&t, &a, +[](void *x) -> void * { return x; }, P(5)), 0);
+  long before = weft_debug_alloc_count();
+  weft_debug_fail_alloc(1);
+  EXPECT_EQ(Join(t), P(5));
+  weft_debug_fail_alloc(0);
+  EXPECT_GE(weft_debug_alloc_count() - before, 2) << "the failed map and the retry";
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Vps, NoStackTest, ::testing::Values(1, 2, 4), VpName);
 
 // The main thread joins a thread that can never get a stack, and nothing else can
