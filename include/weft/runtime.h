@@ -55,7 +55,23 @@ typedef struct weft_config {
   void *(*stack_alloc)(size_t size, void *arg);
   void (*stack_free)(void *lo, size_t size, void *arg);
   void *stack_arg;
+  /* Most live weft threads (created and not yet finished; the main weft thread not
+   * counted). weft_create() returns WEFT_EAGAIN rather than go beyond it. 0 (the
+   * default): derived from the machine at weft_init(), see weft_max_threads().
+   * Enforced per VP in batches that shrink as the limit nears, without a shared
+   * read-modify-write on the create path: the live count can pass the limit by at
+   * most about nvps. Negative: WEFT_EINVAL. */
+  long max_threads;
+  /* WEFT_DEADLOCK_REPORT (0, the default): when every weft thread is blocked and
+   * nothing can wake any of them, print "weft: fatal error: all threads are asleep -
+   * deadlock!" and one line per blocked thread on stderr, then abort() (see
+   * "Limits" below). WEFT_DEADLOCK_IGNORE: the VPs just sleep. The environment
+   * variable WEFT_DEADLOCK=0 also turns the report off. Other values: WEFT_EINVAL. */
+  int deadlock_report;
 } weft_config_t;
+
+#define WEFT_DEADLOCK_REPORT 0
+#define WEFT_DEADLOCK_IGNORE 1
 
 #define WEFT_MAX_VPS 256
 /* 256 KiB: reserved address space only; pages are committed as they are touched,
@@ -83,15 +99,60 @@ WEFT_API int weft_init(const weft_config_t *cfg);
 
 /* weft_shutdown() ends multithreaded execution. It must be called by the main weft
  * thread (the one that called weft_init). It may switch the caller: it first waits,
- * running other threads, until every other weft thread has finished. If threads are
+ * running other threads, until every other weft thread has finished (counted
+ * exactly: every thread created before the count reaches zero, by any thread on any
+ * VP, has finished). From its start, weft_create() from a plain OS thread returns
+ * WEFT_ENOTINIT; plain OS threads' joins and wake-ups keep working until every weft
+ * thread has finished, then return WEFT_ENOTINIT (or do nothing) too, and
+ * weft_shutdown() waits for any still inside weft before it frees anything. If threads are
  * still alive but none can run (all are blocked and every VP is idle), it returns
  * WEFT_EBUSY and the runtime keeps running (wake or finish them and call again).
+ * (OS-thread creations are allowed again.)
  * Finished threads nobody joined are reclaimed; their results are lost. On success
  * the VPs are stopped, all cached memory is returned, the caller is back on its own
  * OS thread, and weft_init() may be called again.
  * Errors: WEFT_ENOTINIT; WEFT_EPERM if not called by the main weft thread;
  * WEFT_EBUSY as above. */
 WEFT_API int weft_shutdown(void);
+
+/* weft_max_threads() returns the limit on live threads in force (weft_config_t.
+ * max_threads, or the default derived at weft_init()), or 0 when weft is not running.
+ * The default is the smallest of
+ *   - physical memory / (page size + control block size): every live thread that has
+ *     run holds at least one page of stack and its control block;
+ *   - RLIMIT_AS / (stack_size + page size), when RLIMIT_AS is finite: the address
+ *     space of one default stack and its guard per live thread;
+ *   - 2^30.
+ * It does not count vm.max_map_count: how many mappings a stack costs is the stack
+ * allocator's business. Never switches. */
+WEFT_API long weft_max_threads(void);
+
+/* ---- Limits ---------------------------------------------------------------------
+ * Running out is an error or a report, never a silent hang:
+ *   - weft_create() returns WEFT_EAGAIN beyond max_threads, WEFT_ENOMEM when a
+ *     control block cannot be allocated, and WEFT_EINVAL for a weft_attr_t.stack_size
+ *     that can never be mapped (with its guard region, larger than RLIMIT_AS allows:
+ *     weft_stack_info().stack_size_max).
+ *   - A stack is bound when a thread first runs. If that fails (mmap refused: the
+ *     address space, vm.max_map_count, or memory is exhausted; or the stack_alloc
+ *     policy returned NULL), the thread waits on a list of its own while the VPs go
+ *     on running every other thread and firing timers, and is retried by idle VPs.
+ *     It waits only while some other thread can still finish and give its stack
+ *     back (something is running, runnable, or waiting on a timer; a wired thread or
+ *     a plain OS thread may wake one). Otherwise the process stops: "weft: fatal
+ *     error: out of stacks" on stderr with the limit that was hit (mmap's errno,
+ *     live threads, threads waiting for a stack, vm.max_map_count, RLIMIT_AS), then
+ *     abort().
+ *   - Deadlock (weft_config_t.deadlock_report): when the last VP goes to sleep with
+ *     no thread runnable or running, no timer armed, no wired thread, no do-when-
+ *     idle function installed, no scheduler bundle other than the root, and no
+ *     kernel thread in the process besides weft's VPs and those a sanitizer runtime
+ *     started during weft_init() (any other kernel thread, inside weft or not, might
+ *     still wake a thread: its presence turns the check off while it exists), every
+ *     weft thread is blocked for good. weft prints the report and aborts, as Go
+ *     does. Wake-ups from signal handlers are not foreseen: programs that rely on
+ *     them set WEFT_DEADLOCK_IGNORE.
+ * docs/design.md "Limits" has the reasoning. */
 
 /* weft_is_running() returns 1 between a successful weft_init() and weft_shutdown(). */
 WEFT_API int weft_is_running(void);

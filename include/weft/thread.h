@@ -72,7 +72,11 @@ WEFT_API int weft_switch_mode_get(void);
  * weft_init) leaves room for with its guard region, weft_stack_info().stack_size_max -
  * stack_addr not 16-byte aligned or with a stack_size
  * below WEFT_MIN_STACK_SIZE or with detached set, unknown switch_mode);
- * WEFT_ENOMEM; WEFT_ENOTINIT. */
+ * WEFT_ENOMEM (no control block);
+ * WEFT_EAGAIN (weft_config_t.max_threads live threads; weft/runtime.h "Limits");
+ * WEFT_ENOTINIT (also from a plain OS thread once weft_shutdown() has begun). A stack
+ * that cannot be mapped when the thread first runs is not an error here: the thread
+ * waits for one (weft/runtime.h "Limits"). */
 WEFT_API int weft_create(weft_thread_t **out, const weft_attr_t *attr,
                          weft_thread_fn fn, void *arg);
 
@@ -81,7 +85,8 @@ WEFT_API int weft_create(weft_thread_t **out, const weft_attr_t *attr,
  * plain OS thread it blocks in the kernel. May switch the caller.
  * Errors: WEFT_EINVAL (t NULL); WEFT_EDEADLK (t is the caller);
  * WEFT_ESRCH (t is detached or another joiner is waiting; joining a thread that was
- * already joined is undefined - its handle is dangling); WEFT_ENOTINIT. */
+ * already joined is undefined - its handle is dangling); WEFT_ENOTINIT (also from a
+ * plain OS thread once weft_shutdown() has seen every weft thread finish). */
 WEFT_API int weft_join(weft_thread_t *t, void **result);
 
 /* weft_detach() makes `t` reclaim itself when it finishes (at once if it has).

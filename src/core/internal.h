@@ -213,10 +213,14 @@ struct weft_vp {
                                    weft_debug_stats reads (relaxed) */
   weft__stack_rec_t *stk_free;  /* free default-size stacks, count nstk (owner) */
   _Atomic int nstk;
-  uint64_t id_next, id_end;     /* block of thread ids */
+  uint64_t id_next, id_end;     /* thread ids: the next, and where weft_create
+                                   takes its slow path (end of the block, or of the
+                                   batch allowed by cfg.max_threads) */
+  uint64_t id_block_end;        /* end of the block of ids (owner) */
   int free_limit;               /* 2T: most free blocks (and stacks) kept locally */
   size_t def_stack;             /* cfg.stack_size */
-  /* statistics: written by the owner only (relaxed stores), read by anyone */
+  /* statistics: written by the owner only (relaxed stores; n_finished: release),
+   * read by anyone. n_created and n_finished also make the exact live count. */
   _Atomic uint64_t n_created, n_finished, n_steals, n_sleeps;
   _Atomic uint64_t sync_st[WEFT__ST_N];
 
@@ -311,7 +315,16 @@ typedef struct weft__rt {
   weft_vp_t **sleepers;          /* stack of sleeping VPs: idle_lock */
   int nsleepers;
   _Atomic int stopping;
-  _Atomic uint64_t os_created;   /* threads created by plain OS threads */
+  _Atomic uint64_t os_created;   /* threads created by plain OS threads (RMW) */
+  /* threads whose stack could not be bound at their first dispatch (linked through
+   * t->next, FIFO): nostack_lock; the count is written under it and read relaxed by
+   * idle VPs as a hint */
+  weft__spin_t nostack_lock;
+  weft_thread_t *nostack_head, *nostack_tail;
+  _Atomic long nnostack;
+  int deadlock_report;           /* cfg.deadlock_report after WEFT_DEADLOCK: 1 on */
+  long kthreads_expected;        /* kernel threads of the process when only weft's own
+                                    run (VPs, sanitizer helpers): -1 unknown */
   _Atomic unsigned rr;           /* round robin for OS-thread creations */
   weft__spin_t bundle_lock;
   weft_bundle_t *bundles;        /* non-root bundles: bundle_lock */
@@ -542,6 +555,22 @@ void weft__wake_one(void);
 void weft__unblock(weft_vp_t *vp, weft_thread_t *t);   /* raises UNBLOCKED */
 void weft__ready(weft_vp_t *vp, weft_thread_t *t);     /* the scheduler part only */
 weft_vp_t *weft__os_target_vp(void);
+
+/* Plain OS threads' entry gate (runtime.c): every call from a thread with no VP
+ * that touches runtime state (create, join, wake-ups) runs between enter and leave,
+ * so that weft_shutdown() never frees what it uses. enter returns 0, or
+ * WEFT_ENOTINIT when the runtime is not running or is shutting down (creations are
+ * refused from the start of weft_shutdown(), the rest once every thread finished).
+ * docs/memory-ordering.md "The OS-thread gate". */
+enum { WEFT__GATE_CREATE = 2, WEFT__GATE_OTHER = 1 };
+int weft__os_enter(int kind);
+void weft__os_leave(int kind);
+/* Live threads other than the main one, never below the true count (docs/memory-
+ * ordering.md "Counters"); O(nvps). */
+long weft__live_threads(void);
+/* weft_create's check of cfg.max_threads, once per batch: how many more threads this
+ * VP may create before it checks again (>= 1), or 0 when the limit is reached. */
+long weft__create_limit(weft_vp_t *vp);
 void weft__key_run_dtors(weft_thread_t *t);
 
 /* Puts t at the tail of vp's dispatch queue; wakes a VP if one sleeps and none
@@ -576,14 +605,18 @@ static inline weft_thread_t *weft__dequeue(weft_vp_t *vp) {
   return t;
 }
 
-/* If *next has never run, bind its stack. If that fails (out of memory), put it
- * back on the queue and report NULL: the caller switches to the idle loop, which
- * retries later. */
+/* A thread whose stack could not be bound at its first dispatch: it waits on the
+ * runtime's list of threads without a stack, which idle VPs retry (runtime.c). */
+void weft__bind_failed(weft_vp_t *vp, weft_thread_t *t);
+
+/* If *next has never run, bind its stack. If that fails (out of memory), hand it to
+ * the list of threads waiting for a stack and report NULL: the caller switches to
+ * the idle loop, which keeps timers and other threads going and retries it. */
 static inline void weft__prepare(weft_vp_t *vp, weft_thread_t **next) {
   weft_thread_t *t = *next;
   if (WEFT__LIKELY(t->ctx.sp != NULL)) return;
   if (WEFT__UNLIKELY(weft__stack_bind(vp, t) != 0)) {
-    weft__enqueue(vp, t);
+    weft__bind_failed(vp, t);
     *next = NULL;
   }
 }
@@ -615,6 +648,16 @@ static inline void weft__stat_inc(_Atomic uint64_t *c) {
   /* owner-only counter: relaxed load + store, no read-modify-write needed */
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
                         memory_order_relaxed);
+}
+
+/* The finished count (vp->n_finished): owner-only like the others, but stored with
+ * release so that the exact live count (runtime.c, weft__live_threads) that loads it
+ * with acquire also sees the creation of every thread it counts as finished, and of
+ * every thread that thread created (docs/memory-ordering.md "Counters"). A plain
+ * store on x86-64. */
+static inline void weft__stat_inc_release(_Atomic uint64_t *c) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                        memory_order_release);
 }
 
 static inline int weft__is_default(const weft_bundle_t *b) {

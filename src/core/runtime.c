@@ -8,13 +8,21 @@
  *     |    processor_idle: focus, root (steal), others --found--> run it ------+
  *     |        (stopped bundles are skipped)
  *     |        | nothing
+ *     |    retry the oldest thread waiting for a stack --bound--> run it ------+
+ *     |        | none, or still no stack
  *     |    spin (lock-free polls of every queue head) for cfg.spin_us
  *     |        | nothing
- *     +--- sleep on vp->park (futex) until an enqueuer wakes us
+ *     +--- sleep on vp->park (futex) until an enqueuer wakes us (the last VP to
+ *          sleep first checks that some thread can still run: check_stuck)
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/internal.h"
@@ -102,10 +110,15 @@ void weft__san_init_self(weft_ctx_t *ctx) {
 
 /* Makes t ready through its scheduler (default scheduler: inlined enqueue on the
  * caller's VP); raises no callback (yield uses it directly). */
+static void ready_os(weft_thread_t *t);
+
 void weft__ready(weft_vp_t *vp, weft_thread_t *t) {
+  if (WEFT__UNLIKELY(!vp)) {
+    ready_os(t);
+    return;
+  }
   weft_bundle_t *b = t->bundle;
   if (WEFT__LIKELY(!(weft__tflags(t) & WEFT__TF_CUSTOM))) {
-    if (!vp) vp = weft__os_target_vp();
     weft__enqueue(vp, t);
   } else {
     /* read before the handler: once t is queued it may run, finish, and its bundle
@@ -127,19 +140,87 @@ static __attribute__((noinline, cold)) void unblock_slow(weft_vp_t *vp, weft_thr
   weft__ready(vp, t);
 }
 
+/* A wake-up from a plain OS thread (or a wire kernel thread): inside the gate, so
+ * that shutdown never frees the queues and the sleeper stack under it. A closed gate
+ * means no weft thread is alive, so there is nothing to wake (misuse). */
+static __attribute__((noinline, cold)) void unblock_os(weft_thread_t *t) {
+  if (weft__os_enter(WEFT__GATE_OTHER)) return;
+  unblock_slow(NULL, t);
+  weft__os_leave(WEFT__GATE_OTHER);
+}
+
 /* Raises thread_unblocked (and the UNBLOCKED callbacks). */
 void weft__unblock(weft_vp_t *vp, weft_thread_t *t) {
+  if (WEFT__UNLIKELY(!vp)) {
+    unblock_os(t);
+    return;
+  }
   if (WEFT__LIKELY(!(weft__tflags(t) & WEFT__TF_SLOW))) {
-    if (!vp) vp = weft__os_target_vp();
     weft__enqueue(vp, t);
     return;
   }
   unblock_slow(vp, t);
 }
 
+/* The VP a plain OS thread hands a thread to: round robin. Only called inside the
+ * gate, where nvps and vps are those of the running runtime. */
 weft_vp_t *weft__os_target_vp(void) {
   unsigned i = atomic_fetch_add_explicit(&weft__rt.rr, 1, memory_order_relaxed);
   return weft__rt.vps[i % (unsigned)weft__rt.nvps];
+}
+
+/* weft__ready from a thread with no VP: the gated general path. */
+static __attribute__((noinline, cold)) void ready_os(weft_thread_t *t) {
+  if (weft__os_enter(WEFT__GATE_OTHER)) return;
+  weft_bundle_t *b = t->bundle;
+  if (!(weft__tflags(t) & WEFT__TF_CUSTOM)) {
+    weft__enqueue(weft__os_target_vp(), t);
+  } else {
+    unsigned f = b->ops.flags;  /* before the handler, as in weft__ready */
+    b->ops.thread_unblocked(b, t);
+    if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
+  }
+  weft__os_leave(WEFT__GATE_OTHER);
+}
+
+/* ---- the OS-thread gate -----------------------------------------------------------
+ * gate_state: 2 open; 1 creations closed (weft_shutdown has begun); 0 closed (no weft
+ * thread is alive, teardown follows). An entrant counts itself in (seq_cst RMW),
+ * then loads the state (seq_cst); shutdown stores the state (seq_cst), then loads
+ * the counts (seq_cst). Store-buffering with every access seq_cst: either the
+ * entrant sees the lower state and leaves, or shutdown sees it counted and waits
+ * for its leave (release decrement; shutdown's acquire load pairs with it, so all
+ * the entrant did happens-before the teardown). File statics, not in weft__rt:
+ * weft_init and teardown clear weft__rt while OS threads may be counted in. */
+static _Atomic int gate_state;
+static _Atomic int gate_inside;    /* OS threads inside a join, wake-up, ... */
+static _Atomic int gate_creating;  /* OS threads inside weft_create */
+
+int weft__os_enter(int kind) {
+  _Atomic int *cnt = kind == WEFT__GATE_CREATE ? &gate_creating : &gate_inside;
+  atomic_fetch_add_explicit(cnt, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&gate_state, memory_order_seq_cst) >= kind) return 0;
+  atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
+  return WEFT_ENOTINIT;
+}
+
+void weft__os_leave(int kind) {
+  /* release: pairs with the acquire load in gate_set (shutdown's drain) */
+  atomic_fetch_sub_explicit(kind == WEFT__GATE_CREATE ? &gate_creating : &gate_inside, 1,
+                            memory_order_release);
+}
+
+/* Lowers (or raises) the gate; when lowering, waits until no OS thread is inside
+ * the part just closed. Entrants never block inside a creation; inside the rest
+ * only an OS joiner waits, and only for a live thread: gate_set(0) is called when
+ * none is left. */
+static void gate_set(int state) {
+  atomic_store_explicit(&gate_state, state, memory_order_seq_cst);
+  _Atomic int *cnt = state == 1 ? &gate_creating : state == 0 ? &gate_inside : NULL;
+  if (!cnt) return;
+  /* seq_cst: the other half of the store-buffering pair above; also acquire, which
+   * pairs with weft__os_leave's release decrement */
+  while (atomic_load_explicit(cnt, memory_order_seq_cst) != 0) weft__os_sleep_ns(10000);
 }
 
 /* Idle-loop events (cold: one relaxed load when none is installed). */
@@ -227,10 +308,260 @@ static weft_thread_t *raise_idle(weft_vp_t *vp) {
   return t ? t : custom_idle(vp);
 }
 
+/* ---- threads waiting for a stack ------------------------------------------------
+ * A thread whose stack cannot be bound at its first dispatch (weft__prepare) goes on
+ * rt.nostack, not back on a dispatch queue: the queues keep moving, and idle VPs
+ * retry the oldest waiter after they have found nothing else to run (a finishing
+ * thread gives its stack back to a VP's cache, where the retry finds it). When no
+ * other thread can finish any more, vp_sleep stops the process (out_of_stacks). */
+
+void weft__bind_failed(weft_vp_t *vp, weft_thread_t *t) {
+  (void)vp;
+  weft__rt_t *rt = &weft__rt;
+  weft__spin_lock(&rt->nostack_lock);
+  t->next = NULL;
+  if (rt->nostack_tail) rt->nostack_tail->next = t;
+  else rt->nostack_head = t;
+  rt->nostack_tail = t;
+  atomic_store_explicit(&rt->nnostack, atomic_load_explicit(&rt->nnostack, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  weft__spin_unlock(&rt->nostack_lock);
+}
+
+/* The oldest thread waiting for a stack, with its stack now bound; NULL if there is
+ * none or binding still fails (then it stays first in line). */
+static weft_thread_t *nostack_retry(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  if (WEFT__LIKELY(atomic_load_explicit(&rt->nnostack, memory_order_relaxed) == 0)) return NULL;
+  weft__spin_lock(&rt->nostack_lock);
+  weft_thread_t *t = rt->nostack_head;
+  if (t) {
+    rt->nostack_head = t->next;
+    if (!t->next) rt->nostack_tail = NULL;
+    atomic_store_explicit(&rt->nnostack, atomic_load_explicit(&rt->nnostack, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+  }
+  weft__spin_unlock(&rt->nostack_lock);
+  if (!t) return NULL;
+  if (weft__stack_bind(vp, t) == 0) return t;
+  weft__spin_lock(&rt->nostack_lock);  /* back at the head: it keeps its turn */
+  t->next = rt->nostack_head;
+  rt->nostack_head = t;
+  if (!rt->nostack_tail) rt->nostack_tail = t;
+  atomic_store_explicit(&rt->nnostack, atomic_load_explicit(&rt->nnostack, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  weft__spin_unlock(&rt->nostack_lock);
+  return NULL;
+}
+
 static weft_thread_t *find_work(weft_vp_t *vp) {
   weft__timers_poll_all();  /* expired timers of every VP: their threads come here */
   weft_thread_t *t = weft__dequeue(vp);
-  return t ? t : raise_idle(vp);
+  if (!t) t = raise_idle(vp);
+  return t ? t : nostack_retry(vp);
+}
+
+/* ---- when nothing can move any more: the deadlock and out-of-stacks reports ------
+ * Checked by a VP that has just counted itself asleep and found nothing in its last
+ * look, only when every VP is asleep: the paths that run threads pay nothing.
+ * "Nothing can wake any thread" is the conjunction of quiet() and "no kernel thread
+ * besides weft's": a weft thread can only be made ready by a running weft thread
+ * (none: every VP sleeps), a timer (none armed), a wired thread, a do-when-idle
+ * function, a custom scheduler's own machinery, or a kernel thread weft does not
+ * run (a plain OS thread, inside weft or about to call it). quiet() is read, then
+ * the thread count, then quiet() again: a kernel thread that made something ready
+ * and exited between the two reads of quiet() did it before its exit, which the
+ * count observes, so the second quiet() sees its work (or the wake-up it caused:
+ * park is 0 or the idle word changed). */
+
+static void fatal_write(const char *s, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(2, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= (size_t)w;
+  }
+}
+
+static void fatal_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fatal_printf(const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  fatal_write(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* Kernel threads in this process (field 20 of /proc/self/stat), or -1. */
+static long count_kthreads(void) {
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');  /* the command name may hold spaces and parentheses */
+  if (!p) return -1;
+  int field = 2;
+  for (; *p; p++)
+    if (*p == ' ' && ++field == 20) return strtol(p + 1, NULL, 10);
+  return -1;
+}
+
+/* Every VP asleep (vp, the caller, among them and not woken since), no thread in a
+ * dispatch queue, and none of the other sources of wake-ups in place. */
+static int quiet(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  uint32_t idle = atomic_load_explicit(&rt->idle, memory_order_seq_cst);
+  return (idle & 0xffff) == 0 && (int)(idle >> 16) == rt->nvps &&
+         atomic_load_explicit(&vp->park, memory_order_acquire) == 1 &&
+         !atomic_load(&rt->stopping) && !any_queued_locked_look() &&
+         weft__timers_earliest() == UINT64_MAX &&
+         atomic_load_explicit(&rt->nidlef, memory_order_acquire) == 0 &&
+         weft_wired_count() == 0 && weft__wire_returning() == 0 &&
+         atomic_load_explicit(&rt->nbundles, memory_order_acquire) == 0 &&
+         atomic_load_explicit(&gate_inside, memory_order_seq_cst) == 0 &&
+         atomic_load_explicit(&gate_creating, memory_order_seq_cst) == 0;
+}
+
+static int nothing_can_wake(weft_vp_t *vp) {
+  if (weft__rt.kthreads_expected < 0 || !quiet(vp)) return 0;
+  long k = count_kthreads();
+  return k >= 0 && k <= weft__rt.kthreads_expected && quiet(vp);
+}
+
+/* The deadlock report: blocked threads are the control blocks whose thread has run
+ * (a saved context) and not finished (join word not DONE); with every VP asleep and
+ * every queue empty they are all blocked. Up to MAXLINES are named; a joiner is
+ * found from its joinee's join word (never through a possibly stale pointer). */
+#define WEFT__REPORT_LINES 64
+struct blocked_scan {
+  weft_thread_t *t[WEFT__REPORT_LINES];
+  weft_thread_t *joins[WEFT__REPORT_LINES];
+  int n;
+  long total;
+};
+
+static int is_blocked(weft_thread_t *t) {
+  return t->ctx.sp != NULL &&
+         atomic_load_explicit(&t->join, memory_order_acquire) != WEFT__JW_DONE;
+}
+
+static void scan_blocked(weft_thread_t *t, void *arg) {
+  struct blocked_scan *s = arg;
+  if (!is_blocked(t)) return;
+  s->total++;
+  if (s->n < WEFT__REPORT_LINES) {
+    s->joins[s->n] = NULL;
+    s->t[s->n++] = t;
+  }
+}
+
+static void scan_joins(weft_thread_t *j, void *arg) {
+  struct blocked_scan *s = arg;
+  uintptr_t w = atomic_load_explicit(&j->join, memory_order_acquire);
+  if (WEFT__JW_TAG(w) != WEFT__JW_WEFT || !is_blocked(j)) return;
+  for (int i = 0; i < s->n; i++)
+    if (s->t[i] == WEFT__JW_PTR(w)) s->joins[i] = j;
+}
+
+static _Noreturn void deadlock_report(void) {
+  weft__rt_t *rt = &weft__rt;
+  static struct blocked_scan s;  /* the process ends here: one report at most */
+  s.n = 0;
+  s.total = 0;
+  scan_blocked(rt->main, &s);
+  weft__tcb_foreach(scan_blocked, &s);
+  scan_joins(rt->main, &s);
+  weft__tcb_foreach(scan_joins, &s);
+  fatal_printf("weft: fatal error: all threads are asleep - deadlock!\n");
+  for (int i = 0; i < s.n; i++) {
+    weft_thread_t *t = s.t[i];
+    const char *main_tag = t == rt->main ? " (main)" : "";
+    if (s.joins[i])
+      fatal_printf("weft: thread %llu%s: blocked in weft_join on thread %llu\n",
+                   (unsigned long long)t->id, main_tag, (unsigned long long)s.joins[i]->id);
+    else
+      fatal_printf("weft: thread %llu%s: blocked on a synchronization object, a thread "
+                   "list or weft_thread_block\n", (unsigned long long)t->id, main_tag);
+  }
+  if (s.total > s.n) fatal_printf("weft: ... and %ld more blocked threads\n", s.total - s.n);
+  fatal_printf("weft: (WEFT_DEADLOCK=0 or weft_config_t.deadlock_report = "
+               "WEFT_DEADLOCK_IGNORE turns this report off)\n");
+  signal(SIGABRT, SIG_DFL);
+  abort();
+}
+
+static unsigned long read_ulong_file(const char *path) {
+  char buf[64];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  return strtoul(buf, NULL, 10);
+}
+
+/* No thread can finish and give a stack back, and the oldest thread waiting for one
+ * still cannot get it: name the limit and stop. */
+static _Noreturn void out_of_stacks(weft_thread_t *t) {
+  weft__rt_t *rt = &weft__rt;
+  size_t size = t->stack_size ? t->stack_size : rt->cfg.stack_size;
+  fatal_printf("weft: fatal error: out of stacks: thread %llu needs a stack of %zu bytes and "
+               "none can be had, and no other thread can run or finish to give one back\n",
+               (unsigned long long)t->id, size);
+  if (rt->cfg.stack_alloc) {
+    fatal_printf("weft: the stack_alloc policy (weft_config_t) returned NULL\n");
+  } else {
+    /* why the last stack mapping failed, as alloc.c recorded it (the limit named) */
+    char why[512];
+    if (weft__stack_describe_failure(why, sizeof why) > 0)
+      fatal_printf("weft: %s\n", why);
+    else
+      fatal_printf("weft: no stack mapping failed: the failure was injected "
+                   "(weft_debug_fail_alloc) or came from the control-block allocator\n");
+  }
+  struct rlimit rl;
+  char as[32] = "unlimited";
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    snprintf(as, sizeof as, "%llu bytes", (unsigned long long)rl.rlim_cur);
+  fatal_printf("weft: %ld live threads (max_threads %ld), %ld waiting for a stack, %ld system "
+               "blocks held by weft (stacks among them); vm.max_map_count %lu, RLIMIT_AS %s\n",
+               weft__live_threads(), rt->cfg.max_threads,
+               (long)atomic_load_explicit(&rt->nnostack, memory_order_relaxed),
+               weft_debug_live_blocks(), read_ulong_file("/proc/sys/vm/max_map_count"), as);
+  fatal_printf("weft: lower weft_config_t.max_threads or stack_size, or raise the limit\n");
+  signal(SIGABRT, SIG_DFL);
+  abort();
+}
+
+/* Called by a VP that is about to sleep: reports and aborts if no weft thread can
+ * ever run again, or hands back a thread that waited for a stack and now has one
+ * (queued on vp: the enqueue wakes a VP). */
+static void check_stuck(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  uint32_t idle = atomic_load_explicit(&rt->idle, memory_order_relaxed);
+  if ((idle & 0xffff) != 0 || (int)(idle >> 16) != rt->nvps) return;  /* not the last */
+  int nostack = atomic_load_explicit(&rt->nnostack, memory_order_relaxed) != 0;
+  if (!nostack && !rt->deadlock_report) return;
+  if (!nothing_can_wake(vp)) return;
+  if (nostack) {
+    weft_thread_t *t = nostack_retry(vp);
+    if (t) {
+      weft__enqueue(vp, t);
+      return;
+    }
+    weft__spin_lock(&rt->nostack_lock);
+    t = rt->nostack_head;
+    weft__spin_unlock(&rt->nostack_lock);
+    if (t) out_of_stacks(t);
+    return;
+  }
+  deadlock_report();
 }
 
 /* Sleeps until woken; returns with the VP counted as spinning again, and with a
@@ -268,11 +599,14 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
     return t;
   }
   weft__stat_inc(&vp->n_sleeps);
+  check_stuck(vp);  /* the last VP to sleep: can anything still run? */
   /* Sleep no longer than the earliest timer of any VP (read after the last look:
    * a timer armed later belongs to a VP that is awake, and bounds its own sleep). */
   uint64_t until = weft__timers_earliest();
-  /* with do-when-idle functions registered, wake every millisecond to call them */
-  if (atomic_load_explicit(&rt->nidlef, memory_order_relaxed)) {
+  /* with do-when-idle functions registered, or threads waiting for a stack, wake
+   * every millisecond to call them or retry */
+  if (atomic_load_explicit(&rt->nidlef, memory_order_relaxed) ||
+      atomic_load_explicit(&rt->nnostack, memory_order_relaxed)) {
     uint64_t soon = weft__os_now_ns() + 1000000u;
     if (soon < until) until = soon;
   }
@@ -327,10 +661,7 @@ void weft_sched_notify(void) {
 
 static void run_from_idle(weft_vp_t *vp, weft_thread_t *t) {
   weft__prepare(vp, &t);
-  if (!t) {                       /* no stack could be bound: back off a little */
-    weft__os_sleep_ns(100000);
-    return;
-  }
+  if (!t) return;  /* no stack could be bound: it waits on rt.nostack */
   vp->current = t;
 #ifdef WEFT_HOOKS
   if (WEFT__UNLIKELY(weft__tflags(t) & WEFT__TF_HOOK)) weft__hook_raise(WEFT_HOOK_RESTORE, t, NULL);
@@ -368,6 +699,9 @@ static void idle_loop(weft_vp_t *vp) {
       weft__wake_one();
     do {
       run_from_idle(vp, t);
+      /* this VP's due timers (relaxed hint, re-checked under the heap lock): the
+       * loop may go round for a long time without passing find_work */
+      if (atomic_load_explicit(&vp->tm.n, memory_order_relaxed)) weft__timers_check(vp);
       t = weft__dequeue(vp);
     } while (t);
     idle_add((int32_t)WEFT__IDLE_SPIN);
@@ -522,6 +856,25 @@ void weft_config_init(weft_config_t *cfg) {
   cfg->stack_alloc = NULL;
   cfg->stack_free = NULL;
   cfg->stack_arg = NULL;
+  cfg->max_threads = 0;  /* derived from the machine at weft_init (weft_max_threads) */
+  cfg->deadlock_report = WEFT_DEADLOCK_REPORT;
+}
+
+/* The default max_threads (weft/runtime.h, weft_max_threads). */
+static long default_max_threads(size_t stack_size) {
+  size_t page = weft__os_page_size();
+  unsigned long long lim = 1ull << 30;
+  long pages = sysconf(_SC_PHYS_PAGES);
+  if (pages > 0) {
+    unsigned long long m = (unsigned long long)pages * page / (page + sizeof(weft_thread_t));
+    if (m < lim) lim = m;
+  }
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    unsigned long long m = (unsigned long long)rl.rlim_cur / (stack_size + page);
+    if (m < lim) lim = m;
+  }
+  return lim > 0 ? (long)lim : 1;
 }
 
 static int config_resolve(const weft_config_t *in, weft_config_t *out) {
@@ -535,6 +888,9 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
   if (in->stack_size > ((size_t)1 << 36)) return WEFT_EINVAL;
   if (in->stack_guard > WEFT_MAX_STACK_GUARD) return WEFT_EINVAL;
   if (!in->stack_alloc != !in->stack_free) return WEFT_EINVAL; /* a policy needs both */
+  if (in->max_threads < 0) return WEFT_EINVAL;
+  if (in->deadlock_report != WEFT_DEADLOCK_REPORT && in->deadlock_report != WEFT_DEADLOCK_IGNORE)
+    return WEFT_EINVAL;
   if (in->nvps) out->nvps = in->nvps;
   out->pin = in->pin;
   if (in->stack_size) out->stack_size = in->stack_size;
@@ -545,6 +901,8 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
   out->stack_alloc = in->stack_alloc;
   out->stack_free = in->stack_free;
   out->stack_arg = in->stack_arg;
+  out->max_threads = in->max_threads;
+  out->deadlock_report = in->deadlock_report;
   size_t page = weft__os_page_size();
   out->stack_size = (out->stack_size + page - 1) & ~(page - 1);
   out->stack_guard = (out->stack_guard + page - 1) & ~(page - 1);
@@ -589,6 +947,11 @@ int weft_init(const weft_config_t *cfg) {
   int rc = config_resolve(cfg, &c);
   if (rc) return rc;
   if (weft__vp()) return WEFT_EALREADY;
+  if (!c.max_threads) c.max_threads = default_max_threads(c.stack_size);
+  {
+    const char *e = getenv("WEFT_DEADLOCK");
+    if (e && e[0] == '0' && e[1] == '\0') c.deadlock_report = WEFT_DEADLOCK_IGNORE;
+  }
   int expect = 0;
   if (!atomic_compare_exchange_strong(&init_lock, &expect, 1)) return WEFT_EALREADY;
   weft__rt_t *rt = &weft__rt;
@@ -603,6 +966,8 @@ int weft_init(const weft_config_t *cfg) {
   rt->page = weft__os_page_size();
   rc = weft__stacks_init();  /* guard mechanism, chunk geometry, RLIMIT_AS */
   if (rc) goto fail;
+  rt->deadlock_report = c.deadlock_report == WEFT_DEADLOCK_REPORT;
+  long kthreads_before = count_kthreads();
   rc = WEFT_ENOMEM;
   rt->vps = weft__sys_calloc((size_t)c.nvps, sizeof *rt->vps);
   rt->sleepers = weft__sys_calloc((size_t)c.nvps, sizeof *rt->sleepers);
@@ -657,8 +1022,19 @@ int weft_init(const weft_config_t *cfg) {
     goto fail;
   }
   if (c.pin) weft__os_pin(0);
+  {
+    /* The kernel threads that may exist when nothing outside weft can wake a weft
+     * thread: the VPs, and what starting them brought along (a sanitizer runtime's
+     * helper thread). Threads that existed before weft_init are not weft's: while
+     * any is alive the deadlock and out-of-stacks checks stay off. */
+    long after = count_kthreads();
+    rt->kthreads_expected = -1;
+    if (kthreads_before >= 1 && after >= kthreads_before + c.nvps - 1)
+      rt->kthreads_expected = c.nvps + (after - kthreads_before - (c.nvps - 1));
+  }
   vp0->current = rt->main;
   weft__tls_vp = vp0;
+  gate_set(2);  /* plain OS threads may come in */
   atomic_store(&init_lock, 0);
   weft_trace_from_env();  /* WEFT_TRACE=<file>: trace this run (weft/trace.h) */
   return 0;
@@ -677,14 +1053,42 @@ int weft_vp_self(void) {
   return vp ? vp->index : -1;
 }
 
-static long live_threads(void) {
-  uint64_t c = atomic_load(&weft__rt.os_created), f = 0;
-  for (int i = 0; i < weft__rt.nvps; i++) {
-    c += atomic_load_explicit(&weft__rt.vps[i]->n_created, memory_order_relaxed);
-    f += atomic_load_explicit(&weft__rt.vps[i]->n_finished, memory_order_relaxed);
-  }
+/* The live count: every finished counter first (acquire), then every created
+ * counter. It never undercounts: a finish we count was stored (release) after its
+ * thread's creation was counted, on whatever VP, so the later load of that creator's
+ * counter sees the creation (coherence); and a thread created by a thread whose
+ * finish we count is counted created for the same reason. Hence 0 means every
+ * thread that was ever created has finished, unless a thread we did not count as
+ * created creates one, and by the argument above only the main thread and plain OS
+ * threads can (docs/memory-ordering.md "Counters" has the proof). Concurrent
+ * finishes may make it high, never low. */
+long weft__live_threads(void) {
+  weft__rt_t *rt = &weft__rt;
+  uint64_t c = 0, f = 0;
+  for (int i = 0; i < rt->nvps; i++)
+    f += atomic_load_explicit(&rt->vps[i]->n_finished, memory_order_acquire);
+  /* seq_cst (RMW-written): also ordered after the loads above */
+  c += atomic_load_explicit(&rt->os_created, memory_order_seq_cst);
+  for (int i = 0; i < rt->nvps; i++)
+    c += atomic_load_explicit(&rt->vps[i]->n_created, memory_order_relaxed);
   return (long)(c - f);
 }
+
+static long live_threads(void) { return weft__live_threads(); }
+
+/* weft_create's check of cfg.max_threads, once per batch: the batch is an even share
+ * (over 2 nvps) of the room left, at least 1, so batches shrink as the limit nears
+ * and the live count passes it by about nvps at most. */
+long weft__create_limit(weft_vp_t *vp) {
+  (void)vp;
+  weft__rt_t *rt = &weft__rt;
+  long live = weft__live_threads(), max = rt->cfg.max_threads;
+  if (live >= max) return 0;
+  long batch = (max - live) / (2 * (long)rt->nvps);
+  return batch > 0 ? batch : 1;
+}
+
+long weft_max_threads(void) { return weft_is_running() ? weft__rt.cfg.max_threads : 0; }
 
 /* Continuation for migrating the caller to VP 0: after it is saved, queue it there.
  * Only used when every other thread has finished, so nothing can steal it back
@@ -704,6 +1108,9 @@ int weft_shutdown(void) {
   if (!vp) return atomic_load(&rt->state) ? WEFT_EPERM : WEFT_ENOTINIT;
   weft_thread_t *self = vp->current;
   if (self != rt->main) return WEFT_EPERM;
+  /* 0. plain OS threads create no more threads; wait for those creating one now,
+   * so that their threads are counted below */
+  gate_set(1);
   /* 1. run until every other thread has finished, or none can run */
   int quiet_rounds = 0;
   while (live_threads() > 0) {
@@ -718,7 +1125,10 @@ int weft_shutdown(void) {
     int idle_vps = (int)(idle & 0xffff) + (int)(idle >> 16);
     if (idle_vps == rt->nvps - 1 && !any_queued_locked_look() &&
         weft__timers_earliest() == UINT64_MAX && weft_wired_count() == 0) {
-      if (++quiet_rounds >= 3) return WEFT_EBUSY;
+      if (++quiet_rounds >= 3) {
+        gate_set(2);
+        return WEFT_EBUSY;
+      }
     } else {
       quiet_rounds = 0;
     }
@@ -731,8 +1141,15 @@ int weft_shutdown(void) {
   if (self->tsd) {
     weft__key_run_dtors(self);
     vp = weft__vp();
-    if (live_threads() > 0) return WEFT_EBUSY; /* a destructor created threads */
+    if (live_threads() > 0) {  /* a destructor created threads */
+      gate_set(2);
+      return WEFT_EBUSY;
+    }
   }
+  /* every weft thread has finished: close the gate, and wait until no plain OS
+   * thread is inside weft (an OS joiner still freeing what it joined, a waker still
+   * inside the enqueue that made its thread ready) */
+  gate_set(0);
   /* a WEFT_TRACE recording ends here, with every other thread finished */
   if (weft_trace_is_on()) {
     weft_trace_stop();

@@ -27,14 +27,30 @@ void weft_attr_init(weft_attr_t *attr) {
   attr->switch_mode = WEFT_SWITCH_INTEGER;
 }
 
-static inline uint64_t next_id(weft_vp_t *vp) {
-  if (WEFT__UNLIKELY(vp->id_next == vp->id_end)) {
+/* A new block of ids when this one is used up, and the check of cfg.max_threads
+ * once per batch of creations (weft__create_limit): id_end is the end of the block
+ * or of the batch, whichever comes first, so the inlined path pays one comparison
+ * for both. Returns 0 (never an id) when the limit is reached. */
+static __attribute__((noinline)) uint64_t next_id_slow(weft_vp_t *vp) {
+  if (vp->id_next == vp->id_block_end) {
     /* relaxed: ids only need to be unique, and fetch_add gives that */
     uint64_t blk = atomic_fetch_add_explicit(&weft__next_id_block, 1, memory_order_relaxed);
     vp->id_next = blk << 10;
-    vp->id_end = vp->id_next + 1024;
+    vp->id_block_end = vp->id_next + 1024;
     if (vp->id_next == 0) vp->id_next = 1;
   }
+  long batch = weft__create_limit(vp);
+  if (!batch) {
+    vp->id_end = vp->id_next;  /* check again at the next create */
+    return 0;
+  }
+  uint64_t left = vp->id_block_end - vp->id_next;
+  vp->id_end = vp->id_next + ((uint64_t)batch < left ? (uint64_t)batch : left);
+  return vp->id_next++;
+}
+
+static inline uint64_t next_id(weft_vp_t *vp) {
+  if (WEFT__UNLIKELY(vp->id_next == vp->id_end)) return next_id_slow(vp);
   return vp->id_next++;
 }
 
@@ -147,11 +163,14 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   weft_bundle_t *b;
   int rc = create_args(out, attr, fn, &b);
   if (WEFT__UNLIKELY(rc)) return rc;
+  /* the id; 0: cfg.max_threads reached (checked once per batch, see next_id) */
+  uint64_t id = next_id(vp);
+  if (WEFT__UNLIKELY(!id)) return WEFT_EAGAIN;
   weft_thread_t *t = weft__tcb_alloc(vp);
   if (WEFT__UNLIKELY(!t)) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
   int custom = create_attrs(t, attr, b);
-  t->id = next_id(vp);
+  t->id = id;
   weft__stat_inc(&vp->n_created);
   if (out) *out = t;  /* before the thread can run and be reaped elsewhere */
   if (WEFT__LIKELY(!custom)) weft__enqueue(placement(vp, t), t);
@@ -159,11 +178,25 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   return 0;
 }
 
+/* Inside the OS-thread gate (runtime.c): it fails with WEFT_ENOTINIT once
+ * weft_shutdown has begun, and shutdown waits for a creation under way. */
+static int create_os_gated(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
+                           void *arg);
+
 static int create_os(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg) {
-  if (!atomic_load_explicit(&weft__rt.state, memory_order_acquire)) return WEFT_ENOTINIT;
+  int rc = weft__os_enter(WEFT__GATE_CREATE);
+  if (rc) return rc;
+  rc = create_os_gated(out, attr, fn, arg);
+  weft__os_leave(WEFT__GATE_CREATE);
+  return rc;
+}
+
+static int create_os_gated(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
+                           void *arg) {
   weft_bundle_t *b;
   int rc = create_args(out, attr, fn, &b);
   if (rc) return rc;
+  if (weft__live_threads() >= weft__rt.cfg.max_threads) return WEFT_EAGAIN;
   weft_thread_t *t = weft__tcb_alloc_slow(NULL);
   if (!t) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
@@ -258,7 +291,7 @@ static void finish_cont(void *p) {
   weft__stack_release(vp, t);
   uint32_t f = weft__tflags(t);
   if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) finished_slow(vp, t, f);
-  weft__stat_inc(&vp->n_finished);
+  weft__stat_inc_release(&vp->n_finished);  /* release: the exact live count */
   /* acq_rel: release publishes result (and the thread's writes) to the joiner's
    * acquire load; acquire pairs with the joiner's release CAS that published it */
   uintptr_t old = atomic_exchange_explicit(&t->join, WEFT__JW_DONE, memory_order_acq_rel);
@@ -360,8 +393,19 @@ int weft_join(weft_thread_t *t, void **result) {
   return 0;
 }
 
+static int join_os_gated(weft_thread_t *t, void **result);
+
+/* Inside the OS-thread gate: weft_shutdown frees nothing while an OS joiner waits
+ * or frees the joined thread's control block. */
 static int join_os(weft_thread_t *t, void **result) {
-  if (!atomic_load_explicit(&weft__rt.state, memory_order_acquire)) return WEFT_ENOTINIT;
+  int rc = weft__os_enter(WEFT__GATE_OTHER);
+  if (rc) return rc;
+  rc = join_os_gated(t, result);
+  weft__os_leave(WEFT__GATE_OTHER);
+  return rc;
+}
+
+static int join_os_gated(weft_thread_t *t, void **result) {
   if (!t) return WEFT_EINVAL;
   if (t == weft__wired_self()) return WEFT_EDEADLK;  /* a wired thread joining itself */
   weft__os_waiter_t waiter;

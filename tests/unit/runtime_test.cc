@@ -64,6 +64,8 @@ TEST(RuntimeConfig, DefaultsAreDocumented) {
   EXPECT_EQ(cfg.freelist_local, 32);
   EXPECT_EQ(cfg.freelist_global, 1024);
   EXPECT_EQ(cfg.spin_us, 50);
+  EXPECT_EQ(cfg.max_threads, 0);  // derived at weft_init: weft_max_threads()
+  EXPECT_EQ(cfg.deadlock_report, WEFT_DEADLOCK_REPORT);
 }
 
 // A NULL config means all defaults: one VP per online CPU.
@@ -130,6 +132,8 @@ TEST_F(RuntimeTest, InvalidConfigIsRejected) {
       {"freelist_local = -1", [](weft_config_t *c) { c->freelist_local = -1; }},
       {"freelist_global = -1", [](weft_config_t *c) { c->freelist_global = -1; }},
       {"spin_us = -1", [](weft_config_t *c) { c->spin_us = -1; }},
+      {"max_threads = -1", [](weft_config_t *c) { c->max_threads = -1; }},
+      {"deadlock_report = 2", [](weft_config_t *c) { c->deadlock_report = 2; }},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.what);

@@ -1,0 +1,565 @@
+// tests/unit/lifecycle_test.cc - the runtime's life cycle under load: shutdown waits
+// for every live thread (exactly), plain OS threads racing shutdown, threads that
+// cannot get a stack, max_threads, and the deadlock report (weft/runtime.h "Limits").
+//
+// Every test that could hang arms a watchdog (alarm: the default action kills the
+// process, which fails the test) so that a regression fails instead of hanging.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "weft_test.h"
+
+using namespace weft_test;
+
+namespace {
+
+// A watchdog for one test: SIGALRM's default action ends the process.
+struct Watchdog {
+  explicit Watchdog(unsigned seconds) { alarm(seconds); }
+  ~Watchdog() { alarm(0); }
+};
+
+weft_attr_t Detached() {
+  weft_attr_t a;
+  weft_attr_init(&a);
+  a.detached = 1;
+  return a;
+}
+
+// ---- shutdown waits for every live thread ------------------------------------------
+
+std::atomic<long> g_links{0};
+
+// One link of a detached chain: counts itself, creates the next link (detached),
+// returns. The chain moves from VP to VP (idle VPs steal), so links are created on
+// one VP and finish on another: the case a live count made of per-VP counters read
+// at different moments gets wrong.
+void *ChainLink(void *arg) {
+  long left = I(arg);
+  g_links.fetch_add(1, std::memory_order_relaxed);
+  if (left > 1) {
+    weft_attr_t a = Detached();
+    int rc;
+    while ((rc = weft_create(nullptr, &a, ChainLink, P(left - 1))) == WEFT_ENOMEM) weft_yield();
+    if (rc != 0) std::abort();
+  }
+  return nullptr;
+}
+
+class ShutdownChainTest : public ::testing::TestWithParam<int> {};
+
+// Four detached chains; main calls weft_shutdown right after creating their heads.
+// weft_shutdown must return 0 only once every link has run: the count is exact in
+// every round.
+TEST_P(ShutdownChainTest, ShutdownWaitsForEveryLink) {
+  Watchdog dog(240);
+  const int nvps = GetParam();
+  const long links = Scaled(50000, 200);
+  const int rounds = static_cast<int>(Scaled(12, 3));
+  for (int r = 0; r < rounds; r++) {
+    g_links.store(0);
+    ASSERT_EQ(InitWithVps(nvps), 0);
+    weft_attr_t a = Detached();
+    for (int c = 0; c < 4; c++) ASSERT_EQ(weft_create(nullptr, &a, ChainLink, P(links)), 0);
+    ASSERT_EQ(weft_shutdown(), 0);
+    ASSERT_EQ(g_links.load(), 4 * links) << "round " << r << ": weft_shutdown returned before "
+                                         << "every link ran";
+    ASSERT_EQ(weft_debug_live_blocks(), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Vps, ShutdownChainTest, ::testing::Values(2, 4), VpName);
+
+// ---- plain OS threads racing weft_shutdown --------------------------------------------
+
+std::atomic<long> g_os_ran{0};
+void *CountRun(void *) {
+  g_os_ran.fetch_add(1, std::memory_order_relaxed);
+  return nullptr;
+}
+
+// Three pthreads create detached weft threads in a loop while main runs weft_init,
+// a 1 ms sleep, and weft_shutdown (until it stops returning WEFT_EBUSY), round after
+// round. Every creation either fails with WEFT_ENOTINIT (or WEFT_ENOMEM/EAGAIN) or
+// succeeds, and every thread whose creation succeeded runs before its round's
+// weft_shutdown returns; nothing crashes (under ASan: no use after free).
+TEST(OsThreadsRacingShutdown, CreateDuringShutdownIsNotInitOrRuns) {
+  Watchdog dog(240);
+  std::atomic<bool> stop{false};
+  std::atomic<long> created{0}, bad_rc{0};
+  g_os_ran.store(0);
+  std::vector<std::thread> creators;
+  for (int i = 0; i < 3; i++)
+    creators.emplace_back([&] {
+      weft_attr_t a = Detached();
+      while (!stop.load(std::memory_order_relaxed)) {
+        int rc = weft_create(nullptr, &a, CountRun, nullptr);
+        if (rc == 0) created.fetch_add(1, std::memory_order_relaxed);
+        else if (rc != WEFT_ENOTINIT && rc != WEFT_ENOMEM && rc != WEFT_EAGAIN) bad_rc.fetch_add(1);
+      }
+    });
+  const int rounds = static_cast<int>(Scaled(50, 10));
+  for (int r = 0; r < rounds; r++) {
+    ASSERT_EQ(InitWithVps(2), 0) << "round " << r;
+    usleep(1000);
+    int rc;
+    while ((rc = weft_shutdown()) == WEFT_EBUSY) {
+    }
+    ASSERT_EQ(rc, 0) << "round " << r << ": " << weft_err_name(rc);
+    // between rounds no weft thread runs: every one created has run already (the
+    // creators may not have counted their last success yet: compared at the end)
+    long ran = g_os_ran.load();
+    usleep(200);
+    EXPECT_EQ(g_os_ran.load(), ran) << "round " << r << ": a thread ran after weft_shutdown";
+  }
+  stop.store(true);
+  for (auto &t : creators) t.join();
+  EXPECT_EQ(g_os_ran.load(), created.load());
+  EXPECT_EQ(bad_rc.load(), 0);
+  EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
+
+std::atomic<weft_thread_t *> g_parked{nullptr};
+
+// weft_shutdown closes creation to plain OS threads while it waits; when it gives up
+// (WEFT_EBUSY: a thread is blocked for good) creation from OS threads works again,
+// and OS threads can join and wake weft threads.
+TEST(OsThreadsRacingShutdown, BusyShutdownReopensCreation) {
+  Watchdog dog(60);
+  ASSERT_EQ(InitWithVps(2), 0);
+  g_parked.store(nullptr);
+  weft_thread_t *parked = Spawn(+[](void *) -> void * {
+    weft_thread_block(+[](void *self) { g_parked.store(static_cast<weft_thread_t *>(self)); },
+                      weft_self());
+    return P(11);
+  });
+  ASSERT_TRUE(YieldUntil([] { return g_parked.load() != nullptr; }));
+  ASSERT_EQ(weft_shutdown(), WEFT_EBUSY);
+  int create_rc = -1, join_rc = -1;
+  void *result = nullptr;
+  std::thread os([&] {
+    weft_thread_t *t = nullptr;
+    create_rc = weft_create(&t, nullptr, +[](void *a) -> void * { return a; }, P(12));
+    if (create_rc == 0) join_rc = weft_join(t, &result);
+    weft_thread_unblock(g_parked.load());  // a wake-up from a plain OS thread
+  });
+  os.join();
+  EXPECT_EQ(create_rc, 0) << weft_err_name(create_rc);
+  EXPECT_EQ(join_rc, 0) << weft_err_name(join_rc);
+  EXPECT_EQ(result, P(12));
+  EXPECT_EQ(Join(parked), P(11));
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
+
+// ---- threads that cannot get a stack ---------------------------------------------------
+
+constexpr size_t kBigStack = 1024 * 1024;
+std::atomic<bool> g_refuse_big{false};
+
+// A stack-allocation policy that refuses 1 MiB stacks while g_refuse_big is set.
+void *PickyAlloc(size_t size, void *) {
+  if (size == kBigStack && g_refuse_big.load()) return nullptr;
+  return std::aligned_alloc(16, size);
+}
+void PickyFree(void *lo, size_t, void *) { std::free(lo); }
+
+int InitPicky(int nvps) {
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  cfg.nvps = nvps;
+  cfg.stack_alloc = PickyAlloc;
+  cfg.stack_free = PickyFree;
+  return weft_init(&cfg);
+}
+
+weft_attr_t BigStack() {
+  weft_attr_t a;
+  weft_attr_init(&a);
+  a.stack_size = kBigStack;
+  return a;
+}
+
+class NoStackTest : public ::testing::TestWithParam<int> {};
+
+// A thread whose stack cannot be had stops nothing else: timers fire (a 10 ms sleep
+// returns), other threads are created and run; once stacks can be had again the
+// waiting thread runs.
+TEST_P(NoStackTest, TimersAndOtherThreadsKeepGoing) {
+  Watchdog dog(60);
+  g_refuse_big.store(true);
+  ASSERT_EQ(InitPicky(GetParam()), 0);
+  weft_attr_t big = BigStack();
+  weft_thread_t *starved = nullptr;
+  ASSERT_EQ(weft_create(&starved, &big, +[](void *) -> void * { return P(42); }, nullptr), 0);
+  weft_yield();
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ(weft_sleep_ns(10 * 1000 * 1000), 0);
+    EXPECT_EQ(Join(Spawn(+[](void *a) -> void * { return a; }, P(i))), P(i));
+  }
+  g_refuse_big.store(false);
+  EXPECT_EQ(Join(starved), P(42));
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
+
+// The system's mmap fails once (failure injection) when a thread's stack is bound at
+// its first dispatch: the thread waits and is retried, and runs.
+TEST_P(NoStackTest, FailedMapIsRetried) {
+  Watchdog dog(60);
+  ASSERT_EQ(InitWithVps(GetParam()), 0);
+  weft_attr_t a;
+  weft_attr_init(&a);
+  a.stack_size = 64 * 1024;  // not the default size: never from a cache, always mapped
+  weft_thread_t *t = nullptr;
+  ASSERT_EQ(weft_create(&t, &a, +[](void *x) -> void * { return x; }, P(5)), 0);
+  long before = weft_debug_alloc_count();
+  weft_debug_fail_alloc(1);
+  EXPECT_EQ(Join(t), P(5));
+  weft_debug_fail_alloc(0);
+  EXPECT_GE(weft_debug_alloc_count() - before, 2) << "the failed map and the retry";
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Vps, NoStackTest, ::testing::Values(1, 2, 4), VpName);
+
+// The main thread joins a thread that can never get a stack, and nothing else can
+// run or finish: the process stops with a message naming the failure.
+void JoinStackless(int nvps) {
+  alarm(30);
+  g_refuse_big.store(true);
+  if (InitPicky(nvps) != 0) std::_Exit(3);
+  weft_attr_t big = BigStack();
+  weft_thread_t *t = nullptr;
+  if (weft_create(&t, &big, +[](void *) -> void * { return nullptr; }, nullptr) != 0) std::_Exit(4);
+  weft_join(t, nullptr);
+  std::_Exit(5);  // not reached
+}
+
+class NoStackDeathTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(NoStackDeathTest, NothingElseCanFinishAborts) {
+  SetDeathTestStyle();
+  EXPECT_DEATH(JoinStackless(GetParam()),
+               "weft: fatal error: out of stacks: thread [0-9]+ needs a stack of 1048576 bytes"
+               "(.|\n)*stack_alloc policy");
+}
+
+INSTANTIATE_TEST_SUITE_P(Vps, NoStackDeathTest, ::testing::Values(1, 2), VpName);
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LIFECYCLE_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define LIFECYCLE_SANITIZED 1
+#endif
+#endif
+#ifndef LIFECYCLE_SANITIZED
+// A stack larger than the address space allowed (RLIMIT_AS) can never be mapped:
+// weft_create says so at once (WEFT_EINVAL) instead of letting the thread wait. Not
+// under the sanitizers, whose shadow memory needs more address space than the limit.
+TEST(StackLimits, StackLargerThanAddressSpaceFailsAtCreate) {
+  Watchdog dog(60);
+  struct rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &old), 0);
+  struct rlimit lim = old;
+  lim.rlim_cur = rlim_t{4} << 30;
+  if (old.rlim_max != RLIM_INFINITY && old.rlim_max < lim.rlim_cur) GTEST_SKIP();
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &lim), 0);
+  int rc = InitWithVps(2);
+  if (rc == 0) {
+    weft_attr_t a;
+    weft_attr_init(&a);
+    a.stack_size = size_t{8} << 30;
+    weft_thread_t *t = nullptr;
+    EXPECT_EQ(weft_create(&t, &a, +[](void *) -> void * { return nullptr; }, nullptr), WEFT_EINVAL);
+    EXPECT_EQ(t, nullptr);
+    EXPECT_EQ(Join(Spawn(+[](void *a2) -> void * { return a2; }, P(7))), P(7));
+    // the default limit on live threads accounts for the address space per stack
+    EXPECT_LE(weft_max_threads(), static_cast<long>((rlim_t{4} << 30) / WEFT_DEFAULT_STACK_SIZE));
+    EXPECT_EQ(weft_shutdown(), 0);
+  }
+  setrlimit(RLIMIT_AS, &old);
+  ASSERT_EQ(rc, 0) << weft_err_name(rc);
+  // and a default stack size beyond the limit fails weft_init
+  lim.rlim_cur = rlim_t{1} << 30;
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &lim), 0);
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  cfg.nvps = 1;
+  cfg.stack_size = size_t{2} << 30;
+  rc = weft_init(&cfg);
+  setrlimit(RLIMIT_AS, &old);
+  EXPECT_EQ(rc, WEFT_EINVAL) << weft_err_name(rc);
+  EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
+#endif
+
+// ---- max_threads -------------------------------------------------------------------------
+
+class MaxThreadsTest : public ::testing::TestWithParam<int> {};
+
+// With max_threads = 100, creating threads that stay alive (blocked on a semaphore)
+// stops with WEFT_EAGAIN at 100 (plus at most one batch per VP); plain OS threads get
+// WEFT_EAGAIN too; once the threads finish, creation works again.
+TEST_P(MaxThreadsTest, CreateBeyondTheLimitIsEagain) {
+  Watchdog dog(60);
+  const int nvps = GetParam();
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  cfg.nvps = nvps;
+  cfg.max_threads = 100;
+  ASSERT_EQ(weft_init(&cfg), 0);
+  EXPECT_EQ(weft_max_threads(), 100);
+  static weft_sem_t gate;
+  ASSERT_EQ(weft_sem_init(&gate, 0), 0);
+  auto wait_gate = +[](void *) -> void * {
+    weft_sem_wait(&gate);
+    return nullptr;
+  };
+  std::vector<weft_thread_t *> ts;
+  int rc = 0;
+  while (ts.size() < 1000) {
+    weft_thread_t *t = nullptr;
+    rc = weft_create(&t, nullptr, wait_gate, nullptr);
+    if (rc != 0) break;
+    ts.push_back(t);
+  }
+  EXPECT_EQ(rc, WEFT_EAGAIN) << weft_err_name(rc);
+  EXPECT_GE(ts.size(), 100u);
+  EXPECT_LE(ts.size(), 100u + static_cast<size_t>(nvps));
+  int os_rc = 0;
+  std::thread os([&] {
+    weft_thread_t *t = nullptr;
+    os_rc = weft_create(&t, nullptr, wait_gate, nullptr);
+  });
+  os.join();
+  EXPECT_EQ(os_rc, WEFT_EAGAIN) << weft_err_name(os_rc);
+  for (size_t i = 0; i < ts.size(); i++) weft_sem_signal(&gate);
+  for (weft_thread_t *t : ts) Join(t);
+  EXPECT_EQ(Join(Spawn(+[](void *a) -> void * { return a; }, P(9))), P(9));
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Vps, MaxThreadsTest, ::testing::Values(1, 2, 4), VpName);
+
+TEST(MaxThreads, DefaultIsDerivedAndNegativeIsInvalid) {
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  EXPECT_EQ(cfg.max_threads, 0);
+  EXPECT_EQ(cfg.deadlock_report, WEFT_DEADLOCK_REPORT);
+  EXPECT_EQ(weft_max_threads(), 0);  // not running
+  cfg.nvps = 1;
+  cfg.max_threads = -1;
+  EXPECT_EQ(weft_init(&cfg), WEFT_EINVAL);
+  cfg.max_threads = 0;
+  cfg.deadlock_report = 7;
+  EXPECT_EQ(weft_init(&cfg), WEFT_EINVAL);
+  cfg.deadlock_report = WEFT_DEADLOCK_REPORT;
+  ASSERT_EQ(weft_init(&cfg), 0);
+  long m = weft_max_threads();
+  EXPECT_GT(m, 1000);  // any machine that runs the tests holds that many
+  EXPECT_LE(m, 1L << 30);
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  EXPECT_LE(m, pages * (page / 1024) / 4);  // at least a page (4 KiB) per thread
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
+
+// ---- the deadlock report ---------------------------------------------------------------
+
+struct Pair {
+  std::atomic<weft_thread_t *> a{nullptr}, b{nullptr};
+};
+
+void *JoinB(void *arg) {
+  auto *p = static_cast<Pair *>(arg);
+  while (p->b.load() == nullptr) weft_yield();
+  weft_join(p->b.load(), nullptr);
+  return nullptr;
+}
+void *JoinA(void *arg) {
+  auto *p = static_cast<Pair *>(arg);
+  while (p->a.load() == nullptr) weft_yield();
+  weft_join(p->a.load(), nullptr);
+  return nullptr;
+}
+
+// Two threads join each other; main waits on a semaphore nobody signals (a thread
+// has at most one joiner: main cannot join either). Never returns.
+void JoinEachOther(int nvps, int deadlock_report, unsigned watchdog_s = 30) {
+  alarm(watchdog_s);
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  cfg.nvps = nvps;
+  cfg.deadlock_report = deadlock_report;
+  if (weft_init(&cfg) != 0) std::_Exit(3);
+  static Pair p;
+  weft_thread_t *a = nullptr, *b = nullptr;
+  if (weft_create(&a, nullptr, JoinB, &p) != 0 || weft_create(&b, nullptr, JoinA, &p) != 0)
+    std::_Exit(4);
+  p.a.store(a);
+  p.b.store(b);
+  static weft_sem_t never;
+  weft_sem_init(&never, 0);
+  weft_sem_wait(&never);
+  std::_Exit(5);  // not reached
+}
+
+// Two threads each wait on a semaphore only the other would signal after its wait.
+void SemaphoresCrossed(int nvps) {
+  alarm(30);
+  if (InitWithVps(nvps) != 0) std::_Exit(3);
+  static weft_sem_t s1, s2;
+  weft_sem_init(&s1, 0);
+  weft_sem_init(&s2, 0);
+  weft_thread_t *a = nullptr, *b = nullptr;
+  weft_create(&a, nullptr, +[](void *) -> void * {
+    weft_sem_wait(&s1);
+    weft_sem_signal(&s2);
+    return nullptr;
+  }, nullptr);
+  weft_create(&b, nullptr, +[](void *) -> void * {
+    weft_sem_wait(&s2);
+    weft_sem_signal(&s1);
+    return nullptr;
+  }, nullptr);
+  weft_join(a, nullptr);
+  std::_Exit(5);
+}
+
+void MainWaitsAlone(int nvps) {
+  alarm(30);
+  if (InitWithVps(nvps) != 0) std::_Exit(3);
+  static weft_sem_t s;
+  weft_sem_init(&s, 0);
+  weft_sem_wait(&s);
+  std::_Exit(5);
+}
+
+class DeadlockDeathTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeadlockDeathTest, ThreadsJoiningEachOtherAreReported) {
+  SetDeathTestStyle();
+  // each of the pair joins the other; main waits on a semaphore
+  EXPECT_DEATH(JoinEachOther(GetParam(), WEFT_DEADLOCK_REPORT),
+               "weft: fatal error: all threads are asleep - deadlock!\n"
+               "weft: thread [0-9]+ \\(main\\): blocked on a synchronization object[^\n]*\n"
+               "(weft: thread [0-9]+: blocked in weft_join on thread [0-9]+\n){2}");
+}
+
+TEST_P(DeadlockDeathTest, CrossedSemaphoresAreReported) {
+  SetDeathTestStyle();
+  EXPECT_DEATH(SemaphoresCrossed(GetParam()),
+               "weft: fatal error: all threads are asleep - deadlock!\n"
+               "(.|\n)*weft: thread [0-9]+: blocked on a synchronization object");
+}
+
+// The main thread alone waits on a semaphore nobody can signal.
+TEST_P(DeadlockDeathTest, MainAloneIsReported) {
+  SetDeathTestStyle();
+  EXPECT_DEATH(MainWaitsAlone(GetParam()),
+      "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
+      "synchronization object");
+}
+
+// Turned off (configuration or WEFT_DEADLOCK=0), the same program just sleeps: the
+// SIGALRM handler ends it with code 7 after a second, long after a report would
+// have come.
+void ExitSeven(int) { std::_Exit(7); }
+
+TEST_P(DeadlockDeathTest, ReportCanBeTurnedOff) {
+  SetDeathTestStyle();
+  EXPECT_EXIT(
+      {
+        signal(SIGALRM, ExitSeven);
+        JoinEachOther(GetParam(), WEFT_DEADLOCK_IGNORE, 1);
+      },
+      ::testing::ExitedWithCode(7), "");
+  EXPECT_EXIT(
+      {
+        setenv("WEFT_DEADLOCK", "0", 1);
+        signal(SIGALRM, ExitSeven);
+        JoinEachOther(GetParam(), WEFT_DEADLOCK_REPORT, 1);
+      },
+      ::testing::ExitedWithCode(7), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Vps, DeadlockDeathTest, ::testing::Values(1, 2), VpName);
+
+// Long but legitimate waits are not deadlocks: each of these runs with the report on
+// and would abort the test process if it were taken for one.
+class NoFalseDeadlockTest : public VpTest {};
+WEFT_INSTANTIATE_VPS(NoFalseDeadlockTest);
+
+// main joins a thread asleep on a timer
+TEST_P(NoFalseDeadlockTest, TimedSleep) {
+  Watchdog dog(60);
+  weft_thread_t *t = Spawn(+[](void *) -> void * {
+    weft_sleep_ns(50 * 1000 * 1000);
+    return P(1);
+  });
+  EXPECT_EQ(Join(t), P(1));
+}
+
+// main waits on a semaphore that a plain OS thread signals after a while (the OS
+// thread is outside weft, sleeping, while every VP sleeps)
+TEST_P(NoFalseDeadlockTest, OsThreadSignalsLater) {
+  Watchdog dog(60);
+  static weft_sem_t s;
+  ASSERT_EQ(weft_sem_init(&s, 0), 0);
+  std::thread os([] {
+    usleep(50 * 1000);
+    weft_sem_signal(&s);
+  });
+  EXPECT_EQ(weft_sem_wait(&s), 0);
+  os.join();
+}
+
+// main joins a plain-OS-thread-style wait: a weft thread blocked on a semaphore
+// while an OS thread waits in weft_join for it, and main waits for the OS thread
+// through a semaphore the OS thread signals when it is done
+TEST_P(NoFalseDeadlockTest, OsThreadInsideWeftJoin) {
+  Watchdog dog(60);
+  static weft_sem_t go, done;
+  ASSERT_EQ(weft_sem_init(&go, 0), 0);
+  ASSERT_EQ(weft_sem_init(&done, 0), 0);
+  weft_thread_t *t = Spawn(+[](void *) -> void * {
+    weft_sem_wait(&go);
+    return P(3);
+  });
+  std::thread os([t] {
+    usleep(20 * 1000);
+    weft_sem_signal(&go);
+    void *r = nullptr;
+    weft_join(t, &r);
+    weft_sem_signal(&done);
+  });
+  EXPECT_EQ(weft_sem_wait(&done), 0);
+  os.join();
+}
+
+// main joins a wired thread that sleeps in the kernel
+TEST_P(NoFalseDeadlockTest, WiredThreadSleeps) {
+  Watchdog dog(60);
+  weft_thread_t *t = Spawn(+[](void *) -> void * {
+    if (weft_wire() != 0) return P(0);
+    usleep(50 * 1000);
+    weft_unwire();
+    return P(1);
+  });
+  EXPECT_EQ(Join(t), P(1));
+}
+
+}  // namespace
