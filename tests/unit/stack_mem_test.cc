@@ -179,13 +179,17 @@ TEST_P(StackMemTest, LiveThreadsShareMappings) {
   const bool count_maps = true;
 #endif
   if (info.guard_mechanism == WEFT_STACK_GUARD_MADVISE) {
-    if (count_maps) EXPECT_LE(added, info.chunks + slack) << "more than one mapping per chunk";
+    if (count_maps) {
+      EXPECT_LE(added, info.chunks + slack) << "more than one mapping per chunk";
+    }
     EXPECT_EQ(info.stacks_unguarded, 0);
     EXPECT_EQ(info.guard_budget, -1);
   } else {
     const long guarded = info.stacks_carved - info.stacks_unguarded;
     EXPECT_LE(guarded, before.guard_budget);
-    if (count_maps) EXPECT_LE(added, 2 * guarded + info.chunks + slack);
+    if (count_maps) {
+      EXPECT_LE(added, 2 * guarded + info.chunks + slack);
+    }
     EXPECT_EQ(info.stacks_unguarded, n > before.guard_budget ? info.stacks_carved - guarded : 0);
   }
   if (count_maps && (info.guard_mechanism == WEFT_STACK_GUARD_MADVISE || before.guard_budget == 0)) {
