@@ -25,6 +25,7 @@ void weft_attr_init(weft_attr_t *attr) {
   attr->bundle = NULL;
   attr->stack_addr = NULL;
   attr->switch_mode = WEFT_SWITCH_INTEGER;
+  attr->work_first = 0;
 }
 
 static inline uint64_t next_id(weft_vp_t *vp) {
@@ -112,20 +113,24 @@ static inline int create_args(weft_thread_t **out, const weft_attr_t *attr,
   return 0;
 }
 
-/* Applies the attributes beyond tcb_init's; returns 1 if t belongs to a bundle
- * other than the root (so its scheduler's handlers must be raised). */
+/* What weft_create does with a new thread after create_attrs. */
+enum { CREATE_PUSH = 0, CREATE_SCHED = 1, CREATE_WORK_FIRST = 2 };
+
+/* Applies the attributes beyond tcb_init's; returns CREATE_SCHED if t belongs to a
+ * bundle other than the root (so its scheduler's handlers must be raised),
+ * CREATE_WORK_FIRST for a root thread created work-first, else CREATE_PUSH. */
 static inline int create_attrs(weft_thread_t *t, const weft_attr_t *attr, weft_bundle_t *b) {
-  if (WEFT__LIKELY(attr == NULL)) return 0;
+  if (WEFT__LIKELY(attr == NULL)) return CREATE_PUSH;
   if (attr->stack_addr) t->stack = attr->stack_addr; /* exact size: bound on first run */
   else attr_stack_round(t);
   uint32_t fp = attr->switch_mode == WEFT_SWITCH_ALL ? WEFT__TF_FPALL : 0;
   if (weft__is_default(b)) {
     if (fp) weft__tflags_init(t, fp | weft__tf_start());
-    return 0;
+    return attr->work_first ? CREATE_WORK_FIRST : CREATE_PUSH;
   }
   uint32_t y = (b->ops.flags & WEFT_SCHED_DISPATCH_ONLY) ? 0 : WEFT__TF_SCHED_YIELD;
   weft__tflags_init(t, WEFT__TF_CUSTOM | y | fp | weft__tf_start());
-  return 1;
+  return CREATE_SCHED;
 }
 
 /* A thread of a non-root bundle goes to its scheduler. */
@@ -137,6 +142,75 @@ static void raise_created(weft_bundle_t *b, weft_thread_t *t) {
   if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
 }
 
+/* ---- work-first creation ------------------------------------------------------------
+ * The new thread runs at once on the creating VP and the creator is made ready at the
+ * front of the VP's dispatch queue: it runs next when the child blocks or finishes,
+ * and an idle VP may steal it meanwhile (MassiveThreads, Cilk). The creator must be
+ * saved before another VP can take it: on the fast path the queue lock is held across
+ * the switch and released by it (as in the rotation yield); the general path (a
+ * creator with callbacks, switch mode ALL, or of a custom bundle) queues it in a
+ * continuation. */
+
+/* Continuation of the general path: the creator is saved; queue it at the front of
+ * this VP's dispatch queue (whatever its bundle: weft/sched.h weft_sched_run_first). */
+static void work_first_cont(void *p) {
+  weft_thread_t *self = p;
+  uint32_t f = weft__tflags(self);
+  if (f & WEFT__TF_FPALL) weft__ctx_fp_save(&self->ctx); /* first: nothing has run */
+#ifdef WEFT_HOOKS
+  if (f & WEFT__TF_HOOK) weft__hook_switched(self, 0, NULL);
+#endif
+  weft__push(weft__vp(), self);
+}
+
+/* Continuation of the fast path when a VP must be woken: release the queue lock
+ * (the creator is saved), then wake. */
+static void unlock_wake_cont(void *lock) {
+  weft__spin_unlock((weft__spin_t *)lock);  /* release: pairs with the next taker */
+  weft__wake_one();
+}
+
+/* Runs the never-run thread t (stack bound) now on vp in place of the caller self,
+ * which is made ready at the front of vp's dispatch queue. Returns when self is
+ * resumed, possibly on another VP. */
+static void run_first(weft_vp_t *vp, weft_thread_t *self, weft_thread_t *t) {
+  if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_SLOW)) {
+    vp->current = t;
+    weft__switch(&self->ctx, &t->ctx, work_first_cont, self);
+    return;
+  }
+  weft__spin_lock(&vp->q.lock);
+  uint32_t idle = weft__push_locked(vp, self);
+  vp->current = t;
+  if (WEFT__LIKELY(idle == 0 || (idle & 0xffff) != 0)) {
+    weft__switch_unlock(&self->ctx, &t->ctx, &vp->q.lock);
+    return;
+  }
+  /* a VP sleeps and none spins: wake one to steal the creator, outside the lock */
+  weft__switch(&self->ctx, &t->ctx, unlock_wake_cont, &vp->q.lock);
+}
+
+/* weft_create's work-first tail for a root-bundle thread t created on vp. A thread
+ * placed on another VP (affinity), or whose stack cannot be bound now, is queued
+ * as usual (its stack is then bound when it first runs). */
+static __attribute__((noinline)) void create_work_first(weft_vp_t *vp, weft_thread_t *t) {
+  weft_vp_t *to = placement(vp, t);
+  if (to != vp || weft__stack_bind(vp, t) != 0) {
+    weft__push(to, t);
+    return;
+  }
+  run_first(vp, vp->current, t);
+}
+
+int weft_sched_run_first(weft_thread_t *t) {
+  if (!t) return WEFT_EINVAL;
+  weft_vp_t *vp = weft__vp();
+  if (!vp || !vp->current) return WEFT_EPERM;
+  if (!t->ctx.sp && weft__stack_bind(vp, t) != 0) return WEFT_ENOMEM;
+  run_first(vp, vp->current, t);
+  return 0;
+}
+
 int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg) {
   weft_vp_t *vp = weft__vp();
   if (WEFT__UNLIKELY(!vp)) return create_os(out, attr, fn, arg);
@@ -146,12 +220,13 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   weft_thread_t *t = weft__tcb_alloc(vp);
   if (WEFT__UNLIKELY(!t)) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
-  int custom = create_attrs(t, attr, b);
+  int how = create_attrs(t, attr, b);
   t->id = next_id(vp);
   weft__stat_inc(&vp->n_created);
   if (out) *out = t;  /* before the thread can run and be reaped elsewhere */
-  if (WEFT__LIKELY(!custom)) weft__enqueue(placement(vp, t), t);
-  else raise_created(b, t);
+  if (WEFT__LIKELY(how == CREATE_PUSH)) weft__push(placement(vp, t), t);
+  else if (how == CREATE_SCHED) raise_created(b, t);
+  else create_work_first(vp, t);
   return 0;
 }
 
@@ -163,12 +238,12 @@ static int create_os(weft_thread_t **out, const weft_attr_t *attr, weft_thread_f
   weft_thread_t *t = weft__tcb_alloc_slow(NULL);
   if (!t) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);
-  int custom = create_attrs(t, attr, b);
+  int custom = create_attrs(t, attr, b) == CREATE_SCHED; /* no work-first here */
   uint64_t blk = atomic_fetch_add_explicit(&weft__next_id_block, 1, memory_order_relaxed);
   t->id = blk << 10;  /* a whole id block for one thread: OS-thread creation is rare */
   atomic_fetch_add_explicit(&weft__rt.os_created, 1, memory_order_relaxed);
   if (out) *out = t;
-  if (!custom) weft__enqueue(t->affinity >= 0 ? placement(NULL, t) : weft__os_target_vp(), t);
+  if (!custom) weft__push(t->affinity >= 0 ? placement(NULL, t) : weft__os_target_vp(), t);
   else raise_created(b, t);
   return 0;
 }
@@ -483,6 +558,7 @@ static inline __attribute__((always_inline)) weft_thread_t *rotate_locked(weft_v
   /* next->next, not head, becomes the head; self goes to the tail */
   weft_thread_t *after = next->next;
   self->next = NULL;
+  self->prev = vp->q.tail;  /* unused when self becomes the front (after == NULL) */
   if (after) {
     atomic_store_explicit(&vp->q.head, after, memory_order_relaxed);
     vp->q.tail->next = self;
