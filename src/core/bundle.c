@@ -288,26 +288,34 @@ weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to) {
    * the oldest threads it created (the biggest subtrees of a depth-first unfolding)
    * and the threads it made ready again */
   weft__spin_lock(&victim->q.lock);
-  long n = victim->q.n, k = (n + 1) / 2;
-  if (k > WEFT__STEAL_MAX) k = WEFT__STEAL_MAX;
   weft_thread_t *last = victim->q.tail;  /* the back: runs first on the thief */
   if (!last) {
     weft__spin_unlock(&victim->q.lock);
     return NULL;
   }
-  /* first: the frontmost stolen thread, k - 1 steps toward the front; every thread
-   * but the front one has a valid prev */
-  weft_thread_t *first = last;
-  for (long i = 1; i < k; i++) first = first->prev;
-  if (k == n) {
+  /* Find the middle without a count: grow the stolen run [first, last] one thread
+   * toward the front and the kept run [head, keep] one thread toward the back, in
+   * turn, until they meet (k = ceil(n / 2)) or k reaches the cap. Every thread but
+   * the front one has a valid prev. */
+  weft_thread_t *head = atomic_load_explicit(&victim->q.head, memory_order_relaxed);
+  weft_thread_t *first = last, *keep = NULL;
+  long k = 1;
+  while (k < WEFT__STEAL_MAX) {
+    weft_thread_t *kn = keep ? keep->next : head;
+    if (kn == first) break;
+    keep = kn;
+    if (first->prev == keep) break;
+    first = first->prev;
+    k++;
+  }
+  if (!keep) {                           /* everything is stolen */
     atomic_store_explicit(&victim->q.head, NULL, memory_order_relaxed);
     victim->q.tail = NULL;
   } else {
-    weft_thread_t *keep = first->prev;   /* the new back */
-    keep->next = NULL;
-    victim->q.tail = keep;
+    weft_thread_t *back = first->prev;   /* the new back (keep, unless capped) */
+    back->next = NULL;
+    victim->q.tail = back;
   }
-  victim->q.n -= k;
   weft__spin_unlock(&victim->q.lock);
   /* run the back one (last); the others [first, last) keep their order and go to
    * the back of `to`'s queue */
@@ -320,7 +328,6 @@ weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to) {
     if (back) back->next = first;
     else atomic_store_explicit(&to->q.head, first, memory_order_relaxed);
     to->q.tail = before;
-    to->q.n += k - 1;
     uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
     weft__spin_unlock(&to->q.lock);
     weft__enqueue_wake(idle);

@@ -229,8 +229,10 @@ struct weft_vp {
     weft__spin_t lock;
     _Atomic(weft_thread_t *) head; /* the front: written under lock; read unlocked
                                       (relaxed) by idle pollers as a hint only */
-    weft_thread_t *tail;           /* the back: q.lock */
-    long n;                        /* threads in the queue: q.lock */
+    weft_thread_t *tail;           /* the back: q.lock. No count is kept (one
+                                      instruction less on every queue operation):
+                                      a thief finds the middle by walking from
+                                      both ends */
   } q WEFT__ALIGNED;
 
   /* parking: 1 = asleep (or going to sleep), 0 = awake. The waker stores 0
@@ -530,7 +532,6 @@ static inline void weft__enqueue(weft_vp_t *vp, weft_thread_t *t) {
   if (back) back->next = t;
   else atomic_store_explicit(&vp->q.head, t, memory_order_relaxed);
   vp->q.tail = t;
-  vp->q.n++;
   /* relaxed: ordered after the sleeper's seq_cst update by the queue lock */
   uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
   weft__spin_unlock(&vp->q.lock);
@@ -545,7 +546,6 @@ static inline uint32_t weft__push_locked(weft_vp_t *vp, weft_thread_t *t) {
   if (front) front->prev = t;
   else vp->q.tail = t;
   atomic_store_explicit(&vp->q.head, t, memory_order_relaxed);
-  vp->q.n++;
   /* relaxed: ordered after the sleeper's seq_cst update by the queue lock */
   return atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
 }
@@ -568,7 +568,6 @@ static inline weft_thread_t *weft__dequeue(weft_vp_t *vp) {
     weft_thread_t *n = t->next;
     atomic_store_explicit(&vp->q.head, n, memory_order_relaxed);
     if (!n) vp->q.tail = NULL;
-    vp->q.n--;
   }
   weft__spin_unlock(&vp->q.lock);
   return t;

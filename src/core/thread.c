@@ -555,15 +555,17 @@ static inline __attribute__((always_inline)) weft_thread_t *rotate_locked(weft_v
     if (next) yield_generic(vp, self);
     return NULL;
   }
-  /* next->next, not head, becomes the head; self goes to the tail */
+  /* next->next becomes the front; self goes to the back (measured: with two
+   * threads, L3's case, next is alone and the branch skips the links) */
   weft_thread_t *after = next->next;
   self->next = NULL;
-  self->prev = vp->q.tail;  /* unused when self becomes the front (after == NULL) */
   if (after) {
+    weft_thread_t *back = vp->q.tail;
     atomic_store_explicit(&vp->q.head, after, memory_order_relaxed);
-    vp->q.tail->next = self;
+    back->next = self;
+    self->prev = back;
   } else {
-    atomic_store_explicit(&vp->q.head, self, memory_order_relaxed);
+    atomic_store_explicit(&vp->q.head, self, memory_order_relaxed); /* front: no prev */
   }
   vp->q.tail = self;
   vp->current = next;
