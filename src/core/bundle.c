@@ -297,6 +297,8 @@ weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to) {
    * toward the front and the kept run [head, keep] one thread toward the back, in
    * turn, until they meet (k = ceil(n / 2)) or k reaches the cap. Every thread but
    * the front one has a valid prev. */
+  /* relaxed: under the victim's lock, which orders q.head (the atomic serves the
+   * unlocked hint reads) */
   weft_thread_t *head = atomic_load_explicit(&victim->q.head, memory_order_relaxed);
   weft_thread_t *first = last, *keep = NULL;
   long k = 1;

@@ -541,6 +541,8 @@ static inline void weft__enqueue(weft_vp_t *vp, weft_thread_t *t) {
 /* The front push under vp's queue lock (held by the caller): t runs next on vp and
  * is the last a thief takes. Returns rt.idle read inside the lock (see above). */
 static inline uint32_t weft__push_locked(weft_vp_t *vp, weft_thread_t *t) {
+  /* relaxed (load and store): q.head is ordered by the queue lock; the atomic is
+   * only for the unlocked hint reads of idle pollers */
   weft_thread_t *front = atomic_load_explicit(&vp->q.head, memory_order_relaxed);
   t->next = front;
   if (front) front->prev = t;
