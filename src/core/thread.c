@@ -175,7 +175,8 @@ static void unlock_wake_cont(void *lock) {
 /* Runs the never-run thread t (stack bound) now on vp in place of the caller self,
  * which is made ready at the front of vp's dispatch queue. Returns when self is
  * resumed, possibly on another VP. */
-static void run_first(weft_vp_t *vp, weft_thread_t *self, weft_thread_t *t) {
+static inline __attribute__((always_inline)) void run_first(weft_vp_t *vp, weft_thread_t *self,
+                                                            weft_thread_t *t) {
   if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_SLOW)) {
     vp->current = t;
     weft__switch(&self->ctx, &t->ctx, work_first_cont, self);
@@ -195,7 +196,8 @@ static void run_first(weft_vp_t *vp, weft_thread_t *self, weft_thread_t *t) {
 /* weft_create's work-first tail for a root-bundle thread t created on vp. A thread
  * placed on another VP (affinity), or whose stack cannot be bound now, is queued
  * as usual (its stack is then bound when it first runs). */
-static __attribute__((noinline)) void create_work_first(weft_vp_t *vp, weft_thread_t *t) {
+static inline __attribute__((always_inline)) void create_work_first(weft_vp_t *vp,
+                                                                    weft_thread_t *t) {
   weft_vp_t *to = placement(vp, t);
   if (to != vp || weft__stack_bind(vp, t) != 0) {
     weft__push(to, t);
