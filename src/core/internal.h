@@ -578,7 +578,8 @@ static inline weft_thread_t *weft__dequeue(weft_vp_t *vp) {
 /* If *next has never run, bind its stack. If that fails (out of memory), put it
  * back on the queue (at the back) and report NULL: the caller switches to the idle loop, which
  * retries later. */
-static inline void weft__prepare(weft_vp_t *vp, weft_thread_t **next) {
+static inline __attribute__((always_inline)) void weft__prepare(weft_vp_t *vp,
+                                                               weft_thread_t **next) {
   weft_thread_t *t = *next;
   if (WEFT__LIKELY(t->ctx.sp != NULL)) return;
   if (WEFT__UNLIKELY(weft__stack_bind(vp, t) != 0)) {
