@@ -8,6 +8,7 @@
 // the suite.
 #include "weft_test.h"
 
+#include <fenv.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <vector>
 
+#include <weft/hook.h>
 #include <weft/schedlib.h>
 
 using namespace weft_test;
@@ -293,6 +295,44 @@ TEST_F(UnfoldOneVpTest, WorkFirstRunsChildAtOnce) {
   ev.Set();
   Join(w);
   EXPECT_EQ(g_order, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+// Work-first creation down its general path (the creator has callbacks installed, or
+// saves all registers): the creator is queued by a continuation instead of under the
+// held queue lock. The result stays exact, every thread raises ENTRY once, and the
+// all-registers creator keeps its FP control state across the work-first switches.
+std::atomic<long> g_entries{0};
+
+TEST_F(UnfoldOneVpTest, WorkFirstGeneralPaths) {
+  static weft_attr_t wf;
+  weft_attr_init(&wf);
+  wf.work_first = 1;
+  g_attr = &wf;
+  const long n = 14;
+  g_entries = 0;
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_ENTRY,
+                           [](weft_hook_event_t, weft_thread_t *, int, void *, void *) {
+                             g_entries.fetch_add(1);
+                           },
+                           nullptr),
+            0);
+  EXPECT_EQ(static_cast<long>(I(Fib(P(n)))), FibSeq(n));
+  EXPECT_EQ(weft_hook_pop(WEFT_HOOK_ENTRY), 0);
+  EXPECT_EQ(g_entries.load(), FibSeq(n + 1) - 1) << "one ENTRY per thread";
+
+  ASSERT_EQ(weft_switch_mode_set(WEFT_SWITCH_ALL), 0);
+  fesetround(FE_DOWNWARD);
+  EXPECT_EQ(static_cast<long>(I(Fib(P(n)))), FibSeq(n));
+  // a work-first child that changes the rounding mode runs before the creator resumes
+  weft_thread_t *t = Spawn(+[](void *) -> void * {
+    fesetround(FE_UPWARD);
+    return nullptr;
+  }, nullptr, &wf);
+  EXPECT_EQ(fegetround(), FE_DOWNWARD) << "the all-registers creator's rounding mode";
+  fesetround(FE_TONEAREST);
+  Join(t);
+  ASSERT_EQ(weft_switch_mode_set(WEFT_SWITCH_INTEGER), 0);
+  g_attr = nullptr;
 }
 
 // ---- fairness at one VP ----------------------------------------------------------------
