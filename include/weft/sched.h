@@ -12,7 +12,8 @@
  *   stack of a weft thread, on a VP's idle context, or (thread_created and
  *   thread_unblocked only) on a plain OS thread that created or woke a thread, in
  *   which case weft_sched_vp_self() returns NULL.
- * - They must not block, yield, or call anything documented as "may switch".
+ * - They must not block, yield, or call anything documented as "may switch"
+ *   (except weft_sched_run_first() at the end of thread_created).
  *   They may take short spinlocks of their own and may call the kernel services.
  * - A NULL handler is a no-op, except that thread_created and thread_unblocked
  *   must be set (weft_bundle_create() checks).
@@ -89,16 +90,17 @@ typedef struct weft_sched_ops {
 } weft_sched_ops_t;
 
 /* ops.flags: the scheduler never keeps a ready thread to itself: thread_created and
- * thread_unblocked always hand the thread to weft_sched_enqueue() before they
- * return. The kernel then skips the weft_sched_notify() it otherwise makes after
+ * thread_unblocked always hand the thread to weft_sched_enqueue() or
+ * weft_sched_push() (or run it with weft_sched_run_first()) before they return. The kernel then skips the weft_sched_notify() it otherwise makes after
  * those events (a full memory fence each), since weft_sched_enqueue() already wakes
  * a sleeping VP. Getting this wrong can leave a VP asleep while a thread waits.
  * It also lets the bundle's threads yield as the root bundle's do: a yield moves the
- * caller to the tail of its VP's dispatch queue without raising thread_unblocked. */
+ * caller to the back of its VP's dispatch queue without raising thread_unblocked. */
 #define WEFT_SCHED_DISPATCH_ONLY 1u
 
-/* The default scheduler: per-VP dispatch queues, new and unblocked threads go to
- * the local VP (or the affinity VP), idle VPs steal from a random victim. */
+/* The default scheduler: per-VP dispatch queues; new threads go to the front of the
+ * local VP's queue (or the affinity VP's), unblocked ones to the back; idle VPs
+ * steal the back half of a random victim's queue (docs/schedulers.md). */
 WEFT_API extern const weft_sched_ops_t weft_sched_default;
 
 /* ---- bundles ---------------------------------------------------------------- */
@@ -203,10 +205,34 @@ WEFT_API void weft_sched_steal_note(weft_vp_t *victim, int n, weft_thread_t *fir
 
 /* ---- kernel services for schedulers (dispatch) ---------------------------------- */
 
-/* weft_sched_enqueue() puts ready thread t at the tail of vp's dispatch queue and,
- * if t may otherwise wait while a VP sleeps, wakes a sleeping VP. Never switches;
- * callable from handlers and from any thread. */
+/* A dispatch queue is a deque. Its VP runs threads from the front; thieves
+ * (weft_sched_steal_half) take from the back. weft_sched_enqueue() adds at the back
+ * (a queue only ever fed by it is FIFO), weft_sched_push() at the front (the default
+ * scheduler's new threads: the VP runs what it created most recently first, and
+ * idle VPs steal the oldest; docs/schedulers.md). */
+
+/* weft_sched_enqueue() puts ready thread t at the back of vp's dispatch queue (it
+ * runs after every thread queued there now) and, if t may otherwise wait while a VP
+ * sleeps, wakes a sleeping VP. Never switches; callable from handlers and from any
+ * thread. */
 WEFT_API void weft_sched_enqueue(weft_vp_t *vp, weft_thread_t *t);
+
+/* weft_sched_push() puts ready thread t at the front of vp's dispatch queue (vp runs
+ * it next, and a thief takes it last), waking a VP as weft_sched_enqueue() does.
+ * Never switches; callable from handlers and from any thread. */
+WEFT_API void weft_sched_push(weft_vp_t *vp, weft_thread_t *t);
+
+/* weft_sched_run_first() is for a thread_created handler that creates work-first: it
+ * runs t, the thread the handler was given, at once on the caller's VP, and queues
+ * the calling thread (the creator) at the front of that VP's dispatch queue, directly,
+ * not through its bundle's scheduler (no thread_unblocked is raised for it). It
+ * returns when the creator is resumed, possibly on another VP; t then counts as
+ * handed over. The one handler call that may switch: make it the handler's last
+ * action, holding no lock. t must not have run (it may have a stack bound).
+ * Errors, after which the handler still owns t and must queue it: WEFT_EPERM (the
+ * event was raised on a plain OS thread or a wired thread); WEFT_ENOMEM (no stack
+ * could be bound now); WEFT_EINVAL (t NULL). */
+WEFT_API int weft_sched_run_first(weft_thread_t *t);
 
 /* weft_sched_notify() tells the kernel that a ready thread may be waiting in a
  * scheduler's own structure (not in a dispatch queue): if a VP sleeps and none is
@@ -216,14 +242,17 @@ WEFT_API void weft_sched_enqueue(weft_vp_t *vp, weft_thread_t *t);
  * findable by processor_idle before the call. Never switches; callable anywhere. */
 WEFT_API void weft_sched_notify(void);
 
-/* weft_sched_steal() removes and returns the thread at the head of vp's dispatch
- * queue, or NULL if it is empty. Never switches; callable from handlers. */
+/* weft_sched_steal() removes and returns the thread at the front of vp's dispatch
+ * queue (the one vp would run next), or NULL if it is empty. Never switches;
+ * callable from handlers. */
 WEFT_API weft_thread_t *weft_sched_steal(weft_vp_t *vp);
 
-/* weft_sched_steal_half() moves the older half of victim's dispatch queue (at most
- * 64 threads) to the tail of to's, except the oldest, which it removes and returns
- * for the caller to run; NULL if victim's queue is empty. With victim == to it is a
- * plain dequeue. Never switches; callable from handlers. */
+/* weft_sched_steal_half() takes the back half of victim's dispatch queue (at most 64
+ * threads: the ones victim would run last, i.e. the oldest it created and the ones
+ * made ready again with weft_sched_enqueue): it removes and returns the very back
+ * one for the caller to run, and moves the others, in their order, to the back of
+ * to's queue. NULL if victim's queue is empty. With victim == to it is a plain
+ * dequeue from the front. Never switches; callable from handlers. */
 WEFT_API weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to);
 
 /* weft_sched_bind_stack() binds t's stack now instead of when it first runs (eager

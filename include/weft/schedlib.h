@@ -21,6 +21,15 @@
  *   PRIORITY        non-preemptive priorities: every ready thread of the bundle waits
  *                   in one central heap under one spinlock; processor_idle on any VP
  *                   returns the highest priority, FIFO among equals.
+ *   WORK_FIRST      the default scheduler's depth-first policy with work-first
+ *                   creation (MassiveThreads, Cilk): a thread created by a weft thread
+ *                   on a VP runs at once there and the creator waits at the front of
+ *                   the VP's dispatch queue, where it resumes when the new thread
+ *                   blocks or finishes unless an idle VP steals it first. Woken
+ *                   threads go to the back of the waker's dispatch queue; idle VPs
+ *                   steal through the root's handler. Keeps nothing to itself
+ *                   (WEFT_SCHED_DISPATCH_ONLY). Per thread, weft_attr_t.work_first
+ *                   asks the same of the root bundle.
  *
  * Using one: weft_schedlib_bundle_create(&b, NULL, WEFT_SCHED_LIFO | WEFT_SCHED_LAZY)
  * then create threads with attr.bundle = b; weft_schedlib_bundle_destroy(b) once they
@@ -45,7 +54,7 @@ extern "C" {
 #endif
 
 /* A scheduler kind: FIFO or LIFO, ORed with LAZY or EAGER and optionally AFFINITY
- * (the eight variants of papers/001 8.1), or PRIORITY alone. */
+ * (the eight variants of papers/001 8.1), or PRIORITY alone, or WORK_FIRST alone. */
 typedef enum weft_schedlib_kind {
   WEFT_SCHED_FIFO = 0,
   WEFT_SCHED_LIFO = 1,
@@ -53,14 +62,16 @@ typedef enum weft_schedlib_kind {
   WEFT_SCHED_EAGER = 2,
   WEFT_SCHED_AFFINITY = 4,
   WEFT_SCHED_PRIORITY = 8,
+  WEFT_SCHED_WORK_FIRST = 16,
 } weft_schedlib_kind_t;
 
-/* weft_schedlib_kind_valid() returns 1 if kind is one of the nine kinds above (any
- * combination of LIFO, EAGER, AFFINITY; or PRIORITY alone), else 0. Never fails. */
+/* weft_schedlib_kind_valid() returns 1 if kind is one of the ten kinds above (any
+ * combination of LIFO, EAGER, AFFINITY; or PRIORITY alone; or WORK_FIRST alone),
+ * else 0. Never fails. */
 WEFT_API int weft_schedlib_kind_valid(unsigned kind);
 
 /* weft_schedlib_kind_name() returns a static name such as "lifo_lazy_affinity" or
- * "priority", or "invalid". Never fails; callable from anywhere. */
+ * "priority" or "work_first", or "invalid". Never fails; callable from anywhere. */
 WEFT_API const char *weft_schedlib_kind_name(unsigned kind);
 
 /* weft_schedlib_ops() returns the handler table of `kind` (static storage), or NULL
@@ -69,7 +80,8 @@ WEFT_API const char *weft_schedlib_kind_name(unsigned kind);
 WEFT_API const weft_sched_ops_t *weft_schedlib_ops(unsigned kind);
 
 /* weft_schedlib_data_create() allocates the scheduler state of one bundle of `kind`
- * (per-VP run lists sized for the current weft_vp_count(), or the priority heap) and
+ * (per-VP run lists sized for the current weft_vp_count(), the priority heap, or
+ * for WORK_FIRST just its kind) and
  * stores it in *out. Callable from a weft thread or a plain OS thread while weft runs;
  * never switches. Errors: WEFT_EINVAL (out NULL, kind not valid); WEFT_ENOTINIT;
  * WEFT_ENOMEM. */

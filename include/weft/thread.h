@@ -34,6 +34,17 @@ typedef struct weft_attr {
                              whatever lies below. The memory belongs to weft from
                              weft_create() until weft_join() of the thread returns. */
   int switch_mode;        /* WEFT_SWITCH_INTEGER (0, the default) or WEFT_SWITCH_ALL */
+  int work_first;         /* 0 (the default): help-first creation, the new thread is
+                             queued at the front of the creating VP's dispatch queue
+                             and the creator goes on. Nonzero: work-first creation,
+                             the new thread runs at once on the creating VP and the
+                             creator is queued at the front instead (it runs next
+                             when the new thread blocks or finishes, and an idle VP
+                             may steal it meanwhile). Root-bundle threads created by a
+                             weft thread on a VP only; elsewhere (a plain OS or wired
+                             thread creating, a bundle other than the root, an
+                             affinity naming another VP, no stack to be had at once)
+                             it is ignored and the thread is created help-first. */
 } weft_attr_t;
 
 /* Context-switch modes (papers/003 3.1.3). INTEGER saves what the C ABI makes
@@ -63,10 +74,16 @@ WEFT_API int weft_switch_mode_get(void);
 
 /* weft_create() creates a thread that will run fn(arg) and stores its handle in
  * *out (which may be NULL only for detached threads). The new thread is given to
- * its bundle's scheduler ("thread created" event); it does not run before
- * weft_create() returns on the caller's VP, though another VP may start it at once.
+ * its bundle's scheduler ("thread created" event); the default scheduler puts it at
+ * the front of the caller's VP's dispatch queue, so that a VP runs the threads it
+ * created most recently first (docs/schedulers.md). It does not run before
+ * weft_create() returns on the caller's VP, though another VP may start it at once,
+ * unless attr->work_first asks for work-first creation: then the new thread runs at
+ * once and weft_create() returns when the caller is resumed, possibly on another VP.
  * Callable from a weft thread (the thread goes to the caller's VP) or from a plain
- * OS thread (it is handed to a VP, round robin). Never switches the caller.
+ * OS thread (it is handed to a VP, round robin). Never switches the caller, except
+ * under work_first (or a scheduler that runs new threads at once, weft/sched.h
+ * weft_sched_run_first).
  * Errors: WEFT_EINVAL (fn NULL, out NULL for a joinable thread, or a bad attr:
  * stack_size out of range - for a stack weft maps, also larger than RLIMIT_AS (at
  * weft_init) leaves room for with its guard region, weft_stack_info().stack_size_max -

@@ -130,6 +130,8 @@ typedef struct weft__slab weft__slab_t;  /* alloc.c */
 struct __attribute__((aligned(64))) weft_thread {
   weft_ctx_t ctx;              /* running VP only; NULL sp until the stack is bound */
   struct weft_thread *next;    /* dispatch-queue / free-list link: q.lock or owner */
+  struct weft_thread *prev;    /* dispatch-queue back link (toward the front); valid
+                                  on every queued thread but the front one: q.lock */
   weft_bundle_t *bundle;       /* set at create, then read-only */
   weft_thread_fn fn;           /* arguments live in the control block (004 2) */
   void *arg;
@@ -226,13 +228,19 @@ struct weft_vp {
 
   weft__tmheap_t tm WEFT__ALIGNED;
 
-  /* dispatch queue: FIFO of ready threads linked through t->next */
+  /* dispatch queue: a deque of ready threads. The VP runs from the front; threads
+   * it creates go to the front (newest first: depth-first unfolding), threads made
+   * ready again (unblocked, yielding) to the back; thieves take from the back (the
+   * work the owner would reach last). Linked front to back through t->next (NULL at
+   * the back) and back to front through t->prev (not kept on the front thread). */
   struct {
     weft__spin_t lock;
-    _Atomic(weft_thread_t *) head; /* written under lock; read unlocked (relaxed) by
-                                      idle pollers as a hint only */
-    weft_thread_t *tail;           /* q.lock */
-    long n;                        /* threads in the queue: q.lock */
+    _Atomic(weft_thread_t *) head; /* the front: written under lock; read unlocked
+                                      (relaxed) by idle pollers as a hint only */
+    weft_thread_t *tail;           /* the back: q.lock. No count is kept (one
+                                      instruction less on every queue operation):
+                                      a thief finds the middle by walking from
+                                      both ends */
   } q WEFT__ALIGNED;
 
   /* parking: 1 = asleep (or going to sleep), 0 = awake. The waker stores 0
@@ -573,24 +581,55 @@ long weft__live_threads(void);
 long weft__create_limit(weft_vp_t *vp);
 void weft__key_run_dtors(weft_thread_t *t);
 
-/* Puts t at the tail of vp's dispatch queue; wakes a VP if one sleeps and none
- * spins. The idle word is read inside the queue lock: a VP going to sleep bumps the
- * idle word and then takes every queue lock to look, so either it sees t or we see
- * it asleep (docs/memory-ordering.md). */
-static inline void weft__enqueue(weft_vp_t *vp, weft_thread_t *t) {
-  weft__spin_lock(&vp->q.lock);
-  t->next = NULL;
-  if (vp->q.tail) vp->q.tail->next = t;
-  else atomic_store_explicit(&vp->q.head, t, memory_order_relaxed);
-  vp->q.tail = t;
-  vp->q.n++;
-  /* relaxed: ordered after the sleeper's seq_cst update by the queue lock */
-  uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
-  weft__spin_unlock(&vp->q.lock);
+/* Wakes a VP after an enqueue if one sleeps and none spins (idle: rt.idle as read
+ * inside the queue lock). */
+static inline void weft__enqueue_wake(uint32_t idle) {
   if (WEFT__UNLIKELY(idle != 0 && (idle & 0xffff) == 0)) weft__wake_one();
 }
 
-/* Removes the head of vp's dispatch queue, or returns NULL. */
+/* Puts t at the back of vp's dispatch queue (it runs after every thread queued now:
+ * FIFO among threads made ready this way); wakes a VP if one sleeps and none spins.
+ * The idle word is read inside the queue lock: a VP going to sleep bumps the idle
+ * word and then takes every queue lock to look, so either it sees t or we see it
+ * asleep (docs/memory-ordering.md). */
+static inline void weft__enqueue(weft_vp_t *vp, weft_thread_t *t) {
+  weft__spin_lock(&vp->q.lock);
+  weft_thread_t *back = vp->q.tail;
+  t->next = NULL;
+  t->prev = back;
+  if (back) back->next = t;
+  else atomic_store_explicit(&vp->q.head, t, memory_order_relaxed);
+  vp->q.tail = t;
+  /* relaxed: ordered after the sleeper's seq_cst update by the queue lock */
+  uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+  weft__spin_unlock(&vp->q.lock);
+  weft__enqueue_wake(idle);
+}
+
+/* The front push under vp's queue lock (held by the caller): t runs next on vp and
+ * is the last a thief takes. Returns rt.idle read inside the lock (see above). */
+static inline uint32_t weft__push_locked(weft_vp_t *vp, weft_thread_t *t) {
+  /* relaxed (load and store): q.head is ordered by the queue lock; the atomic is
+   * only for the unlocked hint reads of idle pollers */
+  weft_thread_t *front = atomic_load_explicit(&vp->q.head, memory_order_relaxed);
+  t->next = front;
+  if (front) front->prev = t;
+  else vp->q.tail = t;
+  atomic_store_explicit(&vp->q.head, t, memory_order_relaxed);
+  /* relaxed: ordered after the sleeper's seq_cst update by the queue lock */
+  return atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+}
+
+/* Puts t at the front of vp's dispatch queue (a new thread: the VP runs the threads
+ * it created most recently first); wakes a VP as weft__enqueue does. */
+static inline void weft__push(weft_vp_t *vp, weft_thread_t *t) {
+  weft__spin_lock(&vp->q.lock);
+  uint32_t idle = weft__push_locked(vp, t);
+  weft__spin_unlock(&vp->q.lock);
+  weft__enqueue_wake(idle);
+}
+
+/* Removes the front of vp's dispatch queue, or returns NULL. */
 static inline weft_thread_t *weft__dequeue(weft_vp_t *vp) {
   if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) return NULL;
   weft__spin_lock(&vp->q.lock);
@@ -599,7 +638,6 @@ static inline weft_thread_t *weft__dequeue(weft_vp_t *vp) {
     weft_thread_t *n = t->next;
     atomic_store_explicit(&vp->q.head, n, memory_order_relaxed);
     if (!n) vp->q.tail = NULL;
-    vp->q.n--;
   }
   weft__spin_unlock(&vp->q.lock);
   return t;
@@ -612,7 +650,8 @@ void weft__bind_failed(weft_vp_t *vp, weft_thread_t *t);
 /* If *next has never run, bind its stack. If that fails (out of memory), hand it to
  * the list of threads waiting for a stack and report NULL: the caller switches to
  * the idle loop, which keeps timers and other threads going and retries it. */
-static inline void weft__prepare(weft_vp_t *vp, weft_thread_t **next) {
+static inline __attribute__((always_inline)) void weft__prepare(weft_vp_t *vp,
+                                                               weft_thread_t **next) {
   weft_thread_t *t = *next;
   if (WEFT__LIKELY(t->ctx.sp != NULL)) return;
   if (WEFT__UNLIKELY(weft__stack_bind(vp, t) != 0)) {

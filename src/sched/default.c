@@ -1,16 +1,27 @@
 /* src/sched/default.c - the default scheduler, written only against the public
  * scheduler interface (weft/sched.h), as every scheduler must be.
  *
- * Policy (papers/004 3, "per-processor ready queues"): a new or unblocked thread
- * goes to the dispatch queue of the VP that made it ready (or of its affinity VP);
- * an idle VP looks at its own queue (the kernel does that) and then steals the
- * older half of another VP's queue (at most 64), starting from a random victim:
+ * Policy (papers/004 3, "per-processor ready queues", with the owner-LIFO,
+ * thief-FIFO discipline of work stealing as in Cilk and MassiveThreads): a new
+ * thread goes to the front of the dispatch queue of the VP that created it (or of
+ * its affinity VP), so a VP runs the threads it created most recently first and a
+ * recursive computation unfolds depth first; an unblocked thread goes to the back
+ * of the queue of the VP that woke it (FIFO among woken and yielding threads: none
+ * of them can starve another); an idle VP looks at its own queue (the kernel does
+ * that) and then steals the back half of another VP's queue (at most 64: the oldest
+ * threads it created, the biggest pieces of work), starting from a random victim:
  * one steal then feeds the thief for a while, instead of one remote lock per thread.
  *
  * The runtime inlines exactly these handlers for the root bundle (one pointer
  * comparison); a bundle given a copy of this table runs them through the table.
+ *
+ * weft__sched_workfirst_ops (weft/schedlib.h WEFT_SCHED_WORK_FIRST) is the same
+ * policy with work-first creation: thread_created runs the new thread at once
+ * (weft_sched_run_first) and the creator waits at the front of the queue.
  */
 #include "weft/sched.h"
+
+#include "sched/schedlib.h"
 
 #include <stdatomic.h>
 
@@ -28,7 +39,7 @@ static weft_vp_t *target(weft_thread_t *t) {
 
 static void on_created(weft_bundle_t *b, weft_thread_t *t) {
   (void)b;
-  weft_sched_enqueue(target(t), t);
+  weft_sched_push(target(t), t);
 }
 
 static void on_unblocked(weft_bundle_t *b, weft_thread_t *t) {
@@ -72,4 +83,27 @@ const weft_sched_ops_t weft_sched_default = {
     .bundle_terminated = NULL,
     .processor_idle = on_idle,
     .flags = WEFT_SCHED_DISPATCH_ONLY, /* every handler above enqueues at once */
+};
+
+/* Work-first: run t now on the creating VP unless it is placed elsewhere (affinity)
+ * or cannot run here now (created by a plain OS thread, no stack to be had). */
+static void wf_created(weft_bundle_t *b, weft_thread_t *t) {
+  (void)b;
+  weft_vp_t *to = target(t);
+  if (to == weft_sched_vp_self() && weft_sched_run_first(t) == 0) return;
+  weft_sched_push(to, t);
+}
+
+const weft_sched_ops_t weft__sched_workfirst_ops = {
+    .thread_created = wf_created,
+    .thread_started = NULL,
+    .thread_terminated = NULL,
+    .thread_blocked = NULL,
+    .thread_unblocked = on_unblocked,
+    .bundle_created = NULL,
+    .bundle_terminated = NULL,
+    /* idle VPs already steal from every dispatch queue through the root's handler;
+     * this bundle keeps nothing of its own to hand out */
+    .processor_idle = NULL,
+    .flags = WEFT_SCHED_DISPATCH_ONLY,
 };

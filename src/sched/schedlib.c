@@ -1,12 +1,15 @@
 /* src/sched/schedlib.c - the scheduler library's entry points (weft/schedlib.h):
  * kinds, handler tables, per-bundle state, bundle create and destroy. The
- * schedulers themselves: queue.c (FIFO/LIFO variants) and priority.c. */
+ * schedulers themselves: queue.c (FIFO/LIFO variants), priority.c, and default.c
+ * (work-first). */
 #include "sched/schedlib.h"
+
+#include <stdlib.h>
 
 #include "weft/runtime.h"
 
 int weft_schedlib_kind_valid(unsigned kind) {
-  return kind < 8 || kind == WEFT_SCHED_PRIORITY;
+  return kind < 8 || kind == WEFT_SCHED_PRIORITY || kind == WEFT_SCHED_WORK_FIRST;
 }
 
 const char *weft_schedlib_kind_name(unsigned kind) {
@@ -14,24 +17,36 @@ const char *weft_schedlib_kind_name(unsigned kind) {
       "fifo_lazy",          "lifo_lazy",          "fifo_eager",          "lifo_eager",
       "fifo_lazy_affinity", "lifo_lazy_affinity", "fifo_eager_affinity", "lifo_eager_affinity"};
   if (kind < 8) return names[kind];
+  if (kind == WEFT_SCHED_WORK_FIRST) return "work_first";
   return kind == WEFT_SCHED_PRIORITY ? "priority" : "invalid";
 }
 
 const weft_sched_ops_t *weft_schedlib_ops(unsigned kind) {
   if (!weft_schedlib_kind_valid(kind)) return NULL;
+  if (kind == WEFT_SCHED_WORK_FIRST) return &weft__sched_workfirst_ops;
   return kind == WEFT_SCHED_PRIORITY ? &weft__sched_priority_ops : &weft__sched_queue_ops;
 }
 
 int weft_schedlib_data_create(unsigned kind, void **out) {
   if (!out || !weft_schedlib_kind_valid(kind)) return WEFT_EINVAL;
   if (!weft_is_running()) return WEFT_ENOTINIT;
+  if (kind == WEFT_SCHED_WORK_FIRST) {  /* no state beyond the kind */
+    weft__schedlib_head_t *h = malloc(sizeof *h);
+    if (!h) return WEFT_ENOMEM;
+    h->kind = kind;
+    *out = h;
+    return 0;
+  }
   return kind == WEFT_SCHED_PRIORITY ? weft__priority_data_create(out)
                                      : weft__queue_data_create(kind, out);
 }
 
 void weft_schedlib_data_destroy(void *data) {
   if (!data) return;
-  if (((weft__schedlib_head_t *)data)->kind == WEFT_SCHED_PRIORITY)
+  unsigned kind = ((weft__schedlib_head_t *)data)->kind;
+  if (kind == WEFT_SCHED_WORK_FIRST)
+    free(data);
+  else if (kind == WEFT_SCHED_PRIORITY)
     weft__priority_data_destroy(data);
   else
     weft__queue_data_destroy(data);

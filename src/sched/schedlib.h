@@ -15,6 +15,10 @@ extern const weft_sched_ops_t weft__sched_queue_ops;
 int weft__queue_data_create(unsigned kind, void **out);
 void weft__queue_data_destroy(void *data);
 
+/* default.c: the default policy with work-first creation (WEFT_SCHED_WORK_FIRST);
+ * its state is a bare head */
+extern const weft_sched_ops_t weft__sched_workfirst_ops;
+
 /* priority.c */
 extern const weft_sched_ops_t weft__sched_priority_ops;
 int weft__priority_data_create(void **out);

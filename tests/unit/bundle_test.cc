@@ -457,13 +457,15 @@ TEST_P(BundleTest, EnqueueAndStealScheduler) {
 
 // ---- kernel services ----------------------------------------------------------------
 
-// weft_sched_steal_half(victim, to) returns victim's oldest thread and moves the
-// rest of the older half to the tail of to's queue; with victim == to it is a
-// plain dequeue. Made deterministic with 2 VPs by keeping both busy: the main
+// A dispatch queue is a deque: weft_sched_enqueue adds at the back, weft_sched_push
+// at the front, the VP (weft_sched_steal) takes the front. weft_sched_steal_half(
+// victim, to) returns victim's back thread and moves the rest of the back half, in
+// order, to the back of to's queue; with victim == to it is a plain dequeue from
+// the front. Made deterministic with 2 VPs by keeping both busy: the main
 // thread spins on its VP and a spinner thread occupies the other, so neither
 // dispatch queue is touched by anyone else. The threads are held by the gate
 // scheduler until the test puts them on a queue.
-TEST_P(BundleTest, StealHalfMovesOlderHalf) {
+TEST_P(BundleTest, StealHalfTakesBackHalf) {
   if (nvps() > 2) GTEST_SKIP() << "needs every VP busy; checked with 1 and 2 VPs";
   GateSched s;
   weft_bundle_t *b = MakeBundle(&GateSched::kOps, &s);
@@ -489,19 +491,22 @@ TEST_P(BundleTest, StealHalfMovesOlderHalf) {
     }, nullptr, &sattr);
     ASSERT_TRUE(SpinUntil([] { return spinner_state.load() == 1; })) << "spinner never started";
   }
-  for (weft_thread_t *t : ts) weft_sched_enqueue(here, t);
+  // front to back: ts[5] ts[4] ts[3] ts[0] ts[1] ts[2]
+  for (int i = 0; i < 3; ++i) weft_sched_enqueue(here, ts[i]);
+  for (int i = 3; i < 6; ++i) weft_sched_push(here, ts[i]);
   weft_thread_t *got = weft_sched_steal_half(here, other);
-  EXPECT_EQ(got, ts[0]) << "the oldest thread is returned";
   if (nvps() == 2) {
-    // Older half of 6 is 3: ts[0] returned, ts[1..2] moved; ts[3..5] stay.
+    // Back half of 6 is 3: ts[2] returned, ts[0..1] moved in order; ts[5,4,3] stay.
+    EXPECT_EQ(got, ts[2]) << "the back thread is returned";
+    EXPECT_EQ(weft_sched_steal(other), ts[0]);
     EXPECT_EQ(weft_sched_steal(other), ts[1]);
-    EXPECT_EQ(weft_sched_steal(other), ts[2]);
     EXPECT_EQ(weft_sched_steal(other), nullptr);
-    EXPECT_EQ(weft_sched_steal(here), ts[3]);
-    EXPECT_EQ(weft_sched_steal(here), ts[4]);
     EXPECT_EQ(weft_sched_steal(here), ts[5]);
+    EXPECT_EQ(weft_sched_steal(here), ts[4]);
+    EXPECT_EQ(weft_sched_steal(here), ts[3]);
   } else {
-    for (int i = 1; i < 6; ++i) EXPECT_EQ(weft_sched_steal(here), ts[i]);
+    EXPECT_EQ(got, ts[5]) << "victim == to: the front";
+    for (int i : {4, 3, 0, 1, 2}) EXPECT_EQ(weft_sched_steal(here), ts[i]) << i;
   }
   EXPECT_EQ(weft_sched_steal(here), nullptr);
   for (weft_thread_t *t : ts) weft_sched_enqueue(here, t);  // run them all after all

@@ -165,11 +165,21 @@ TEST_P(RwLockTest, ReaderDoesNotStarveBehindWriters) {
   ASSERT_TRUE(reader_done.load());
   long after = at_entry.load() - at_arrival.load();
   // No starvation at any VP count: the reader got in before the writers stopped on
-  // their own. The tight bound counts from the reader's read of the counter, which
+  // their own (see below). The tight bound counts from the reader's read of the counter, which
   // the host can delay at will when there are several VPs (CI's ucontext run once saw
   // 11,359 writer entries in 8 ms while the reader's VP was stalled) or under an
   // emulator (see the writer's test): it is checked with one VP only.
-  EXPECT_LT(at_entry.load(), cap) << "the reader never got in while writers kept going";
+  // A reader that arrived (read the counter) before the writers stopped must get in
+  // before they stop. Whether it arrives in time with several VPs is up to the host:
+  // a lone writer on a VP with nothing else queued makes its entries at the speed of
+  // an uncontended lock (200,000 in about 3 ms), while the host may stall the
+  // reader's VP for longer. With one VP it must arrive.
+  if (nvps() == 1) {
+    EXPECT_LT(at_arrival.load(), cap) << "the reader never ran";
+  }
+  if (at_arrival.load() < cap) {
+    EXPECT_LT(at_entry.load(), cap) << "the reader never got in while writers kept going";
+  }
 #ifndef WEFT_TEST_EMULATED
   if (nvps() == 1) {
     EXPECT_LE(after, 50L * nwriters) << "reader waited through " << after << " writer entries";

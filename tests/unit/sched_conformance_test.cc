@@ -38,10 +38,14 @@ struct SchedParam {
                   : family == kListLifo ? "threadlist_lifo" : weft_schedlib_kind_name(kind);
     return s + "_" + std::to_string(nvps) + "vp";
   }
+  // Whether new threads run newest first at one VP: the LIFO lists, and the default
+  // scheduler (depth-first: new threads go to the front of the dispatch queue).
   bool Lifo() const {
-    return family == kListLifo ||
+    return family == kListLifo || family == kRoot || family == kDefaultCopy ||
            (family == kLib && kind != WEFT_SCHED_PRIORITY && (kind & WEFT_SCHED_LIFO));
   }
+  // Work-first creation: a new thread runs before weft_create() returns.
+  bool WorkFirst() const { return family == kLib && kind == WEFT_SCHED_WORK_FIRST; }
   bool Eager() const { return family == kLib && kind != WEFT_SCHED_PRIORITY && (kind & WEFT_SCHED_EAGER); }
   bool Priority() const { return family == kLib && kind == WEFT_SCHED_PRIORITY; }
   bool Affinity() const {
@@ -51,7 +55,10 @@ struct SchedParam {
   // weft/schedlib.h: the library keeps never-run threads, and the priority scheduler
   // all threads, in its own structures, which a yield does not consult).
   // weft_sched_threadlist keeps every ready thread on its list.
-  bool YieldReachesAll() const { return family != kLib && family != kListFifo && family != kListLifo; }
+  // The work-first scheduler keeps nothing to itself.
+  bool YieldReachesAll() const {
+    return (family != kLib || WorkFirst()) && family != kListFifo && family != kListLifo;
+  }
 };
 
 // ---- the wrapper table: counts, then forwards to the scheduler under test ----------
@@ -170,6 +177,7 @@ std::vector<SchedParam> AllParams() {
     v.push_back({kExample, 0, n});
     for (unsigned k = 0; k < 8; ++k) v.push_back({kLib, k, n});
     v.push_back({kLib, WEFT_SCHED_PRIORITY, n});
+    v.push_back({kLib, WEFT_SCHED_WORK_FIRST, n});
     v.push_back({kListFifo, 0, n});
     v.push_back({kListLifo, 0, n});
   }
@@ -478,8 +486,9 @@ TEST_P(SchedConformance, DestroyBusyThenEmpty) {
 // ---- policy checks with one VP (deterministic) -------------------------------------
 
 // Main creates n threads (never switching), then joins them in creation order; each
-// records when it ran. FIFO schedulers run them in creation order, LIFO ones in
-// reverse (the resumed main thread runs before new work, so joins do not reorder).
+// records when it ran. FIFO schedulers run them in creation order, LIFO ones (and
+// the default scheduler, depth-first) in reverse (the resumed main thread runs
+// before new work, so joins do not reorder); work-first runs each as it is created.
 TEST_P(SchedConformance, OneVpOrder) {
   if (nvps() != 1) GTEST_SKIP() << "deterministic with one VP only";
   const int n = 12;
@@ -619,6 +628,9 @@ TEST_F(SchedLibApi, KindsNamesAndErrors) {
   }
   EXPECT_TRUE(weft_schedlib_kind_valid(WEFT_SCHED_PRIORITY));
   EXPECT_FALSE(weft_schedlib_kind_valid(WEFT_SCHED_PRIORITY | WEFT_SCHED_LIFO));
+  EXPECT_TRUE(weft_schedlib_kind_valid(WEFT_SCHED_WORK_FIRST));
+  EXPECT_FALSE(weft_schedlib_kind_valid(WEFT_SCHED_WORK_FIRST | WEFT_SCHED_LIFO));
+  EXPECT_STREQ(weft_schedlib_kind_name(WEFT_SCHED_WORK_FIRST), "work_first");
   EXPECT_EQ(weft_schedlib_ops(99), nullptr);
   EXPECT_STREQ(weft_schedlib_kind_name(WEFT_SCHED_LIFO | WEFT_SCHED_AFFINITY), "lifo_lazy_affinity");
   EXPECT_STREQ(weft_schedlib_kind_name(WEFT_SCHED_FIFO | WEFT_SCHED_EAGER), "fifo_eager");

@@ -182,19 +182,20 @@ TEST_F(SwitchModeOneVpTest, IntegerModeLeavesFpControlToWhateverRanLast) {
     int seen = -1;
     std::atomic<bool> changed{false};
   } c;
-  weft_thread_t *i = Spawn(+[](void *a) -> void * {
-    auto *c = static_cast<Case *>(a);
-    fesetround(FE_UPWARD);
-    while (!c->changed.load()) weft_yield();
-    c->seen = fegetround();
-    fesetround(FE_TONEAREST);
-    return nullptr;
-  }, &c);
+  // d is created first: the newest thread runs first, so i sets its mode, then d
   weft_thread_t *d = Spawn(+[](void *a) -> void * {
     auto *c = static_cast<Case *>(a);
     fesetround(FE_DOWNWARD);
     c->changed.store(true);
     weft_yield();  // the integer thread runs next, on this VP
+    fesetround(FE_TONEAREST);
+    return nullptr;
+  }, &c);
+  weft_thread_t *i = Spawn(+[](void *a) -> void * {
+    auto *c = static_cast<Case *>(a);
+    fesetround(FE_UPWARD);
+    while (!c->changed.load()) weft_yield();
+    c->seen = fegetround();
     fesetround(FE_TONEAREST);
     return nullptr;
   }, &c);

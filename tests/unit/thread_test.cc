@@ -319,7 +319,9 @@ TEST_F(ThreadOneVpTest, YieldInterleavesRoundRobin) {
   Join(t1);
   Join(t2);
   Join(t3);
-  EXPECT_EQ(trace.seq, (std::vector<int>{1, 2, 3, 1, 2, 3, 1, 2, 3}));
+  // newest first (depth-first creation order), then round robin: each yield goes
+  // behind every other ready thread
+  EXPECT_EQ(trace.seq, (std::vector<int>{3, 2, 1, 3, 2, 1, 3, 2, 1}));
 }
 
 // With one VP, a created thread does not run before weft_create() returns, and
