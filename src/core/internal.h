@@ -442,6 +442,12 @@ void *weft__sys_malloc(size_t size);    /* counted, failure-injectable */
 void *weft__sys_calloc(size_t n, size_t size);
 void *weft__sys_calloc_aligned(size_t size, size_t align); /* zeroed */
 void weft__sys_free(void *p);
+/* Not counted (free with free()), but injectable: see alloc.c. */
+void *weft__sys_malloc_uncounted(size_t size);
+void *weft__sys_aligned_uncounted(size_t align, size_t size);
+/* 1 if an injected failure is due now: for resources that are not memory (a kernel
+ * thread), counted like an allocation. */
+int weft__sys_fail_injected(void);
 weft_thread_t *weft__tcb_alloc_slow(weft_vp_t *vp);        /* vp may be NULL */
 void weft__tcb_free_slow(weft_vp_t *vp, weft_thread_t *t); /* vp may be NULL */
 int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t);
