@@ -203,17 +203,11 @@ static inline int unlock_common(weft__mutex_t *m) {
   return 0;
 }
 
-/* cond_wait's check of its mutex: WEFT_EPERM if m is not held at all (as unlock
- * reports, in every build); checked builds also assert that the caller holds it.
- * relaxed: the caller's own lock made the word nonzero; a zero word cannot be the
- * caller's. */
-int weft__mutex_check_held(weft__mutex_t *m) {
-  if (atomic_load_explicit(&m->word, memory_order_relaxed) == 0) return WEFT_EPERM;
 #ifdef WEFT_CHECKED
+void weft__mutex_assert_mine(weft__mutex_t *m) {
   WEFT__ASSERT(OWNER_IS_ME(m), "weft_cond_wait with a mutex held by another thread");
-#endif
-  return 0;
 }
+#endif
 
 /* cond_wait's continuation: the waiter (already saved) gives up its mutex. */
 void weft__mutex_unlock_cont(void *p) {

@@ -228,7 +228,19 @@ _Static_assert(offsetof(weft__mutex_t, owner) == offsetof(weft_mutex_t, owner_),
 void weft__mutex_unlock_cont(void *m);
 int weft__mutex_lock_woken(weft__mutex_t *m, weft__waiter_t *w);
 void weft__mutex_morph(weft__mutex_t *m, weft__waiter_t *w);
-/* 0 if m is held, else WEFT_EPERM; checked builds assert the caller holds it. */
-int weft__mutex_check_held(weft__mutex_t *m);
+/* cond_wait's check of its mutex: WEFT_EPERM if m is not held at all (as unlock
+ * reports, in every build); checked builds also assert that the caller holds it.
+ * relaxed: the caller's own lock made the word nonzero; a zero word cannot be the
+ * caller's. */
+#ifdef WEFT_CHECKED
+void weft__mutex_assert_mine(weft__mutex_t *m);
+#endif
+static inline int weft__mutex_check_held(weft__mutex_t *m) {
+  if (WEFT__UNLIKELY(atomic_load_explicit(&m->word, memory_order_relaxed) == 0)) return WEFT_EPERM;
+#ifdef WEFT_CHECKED
+  weft__mutex_assert_mine(m);
+#endif
+  return 0;
+}
 
 #endif
