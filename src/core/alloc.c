@@ -92,6 +92,8 @@ void *weft__sys_aligned_uncounted(size_t align, size_t size) {
 
 int weft__sys_fail_injected(void) { return inject_failure(); }
 
+int weft_debug_fail_point(void) { return inject_failure(); }
+
 void *weft__sys_stack_map(size_t size, unsigned *vg) {
   if (inject_failure()) return NULL;
   void *lo = weft__os_stack_map(size, vg);
