@@ -38,12 +38,18 @@ WEFT_API int weft_cond_destroy(weft_cond_t *c);
 
 /* weft_cond_wait() atomically releases *m (which the caller holds) and blocks
  * until signalled, then re-acquires *m before returning. May switch.
- * Errors: WEFT_EINVAL (c or m NULL). */
+ * Errors: WEFT_EINVAL (c or m NULL); WEFT_EPERM if *m is not locked at all (in
+ * every build, as weft_mutex_unlock(); the call then returns at once, without
+ * waiting and without locking *m). Waiting with a mutex that another thread holds
+ * is undefined: checked builds (WEFT_CHECKED) abort with a message. */
 WEFT_API int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m);
 
 /* weft_cond_timedwait() is weft_cond_wait() that stops waiting at `deadline`
  * (absolute, weft_time_now() clock). It re-acquires *m in every case, timeout
- * included. Errors: WEFT_ETIMEDOUT, WEFT_EINVAL. */
+ * included. Errors: WEFT_ETIMEDOUT; WEFT_EINVAL; WEFT_EPERM as weft_cond_wait()
+ * (*m not locked; returns at once, *m left unlocked); WEFT_ENOMEM (a weft thread
+ * with a deadline: no memory for its timer; returns at once, *m still held, as on
+ * entry). */
 WEFT_API int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline);
 
 /* weft_cond_signal() wakes (or morphs onto the mutex queue) the longest-waiting

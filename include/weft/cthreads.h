@@ -17,9 +17,10 @@
  * mutex_free()/condition_free() release; mutex_init()/condition_init() initialize one
  * that lives in user memory (struct mutex / struct condition, e.g. static storage).
  * Misuse that Mach left undefined (unlocking a mutex one does not hold, freeing an
- * object in use) is undefined here and caught by weft's checked builds. Functions
+ * object in use) is undefined here and caught by weft's checked builds. Out of
+ * memory is reported as NULL (cthread_fork, mutex_alloc, condition_alloc). Functions
  * that cannot report an error in Mach's signatures abort with a message when weft
- * reports one (cthread_fork out of memory): a C-Threads program has no way to see it.
+ * reports one (cthread_self of a weft thread that gets no record: out of memory).
  *
  * Kernel threads: cthread_set_kernel_limit(n) sets the number of virtual processors
  * (kernel threads that run C-Threads). Wired threads (cthread_wire) are extra kernel
@@ -65,8 +66,9 @@ typedef void (*cthread_filter_t)(cthread_t t, cthread_filter_op_t op, void *arg)
 
 /* ---- threads ------------------------------------------------------------------ */
 /* cthread_fork() creates a C-Thread running func(arg) and returns it. Starts weft if
- * needed. Never switches the caller. Aborts with a message if weft cannot create it
- * (out of memory). */
+ * needed. Never switches the caller. Returns NULL when out of memory (its record or
+ * weft's control block; nothing is left allocated and nothing runs); aborts with a
+ * message for a NULL func or if weft cannot be started. */
 WEFT_API cthread_t cthread_fork(cthread_fn_t func, void *arg);
 /* cthread_exit() finishes the calling C-Thread with `status` (a wired thread is
  * unwired first). Called by the main C-Thread it waits for every other thread that

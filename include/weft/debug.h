@@ -14,6 +14,13 @@ extern "C" {
  * Process-wide, callable anywhere. */
 WEFT_API void weft_debug_fail_alloc(long n);
 
+/* weft_debug_fail_point() lets a library layered on weft (the C-Threads layer) take
+ * part in failure injection: it counts as one allocation (weft_debug_alloc_count())
+ * and returns 1 if that allocation must fail as weft_debug_fail_alloc() asked, else
+ * 0. The caller then skips its own allocation and reports out-of-memory. Callable
+ * anywhere. */
+WEFT_API int weft_debug_fail_point(void);
+
 /* weft_debug_alloc_count() returns how many system allocations weft has made since
  * the process started (malloc and mmap calls, counted whether or not they failed). */
 WEFT_API long weft_debug_alloc_count(void);

@@ -40,7 +40,9 @@ WEFT_API int weft_lockset_acquire(const weft_lockref_t *set, int n);
 
 /* weft_lockset_timedacquire() is weft_lockset_acquire() that gives up at
  * `deadline` (weft_time_now() clock), holding none of the locks.
- * Errors: WEFT_ETIMEDOUT and those of weft_lockset_acquire(). */
+ * Errors: WEFT_ETIMEDOUT, WEFT_ENOMEM (no memory for a timer, see
+ * weft_mutex_timedlock()) and those of weft_lockset_acquire(); after any error none
+ * of the locks is held. */
 WEFT_API int weft_lockset_timedacquire(const weft_lockref_t *set, int n, uint64_t deadline);
 
 /* weft_lockset_tryacquire() acquires all of set[] if each is free now, else none.

@@ -69,7 +69,9 @@ WEFT_API int weft_mutex_trylock(weft_mutex_t *m);
 /* weft_mutex_timedlock() is weft_mutex_lock() that gives up at `deadline`
  * (absolute, weft_time_now() clock; WEFT_FOREVER waits forever). A timed-out call
  * leaves the mutex consistent and the caller not holding it. May switch.
- * Errors: WEFT_ETIMEDOUT, WEFT_EINVAL (m NULL). */
+ * Errors: WEFT_ETIMEDOUT, WEFT_EINVAL (m NULL), WEFT_ENOMEM (a weft thread that
+ * must block with a deadline and finds no memory for its timer: it gives up as on
+ * a timeout, not holding the mutex). */
 WEFT_API int weft_mutex_timedlock(weft_mutex_t *m, uint64_t deadline);
 
 /* weft_mutex_unlock() releases *m and makes one waiter (if any) ready. Callable

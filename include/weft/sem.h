@@ -46,7 +46,8 @@ WEFT_API int weft_sem_trywait(weft_sem_t *s);
 
 /* weft_sem_timedwait() is weft_sem_wait() that gives up at `deadline` (absolute,
  * weft_time_now() clock). A timed-out wait takes no unit. May switch.
- * Errors: WEFT_ETIMEDOUT, WEFT_EINVAL. */
+ * Errors: WEFT_ETIMEDOUT, WEFT_EINVAL, WEFT_ENOMEM (a weft thread that must block
+ * finds no memory for its timer; like a timeout, it takes no unit). */
 WEFT_API int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline);
 
 /* weft_sem_signal() adds a unit, waking one waiter. Never switches.

@@ -101,14 +101,25 @@ WEFT_API int weft_create(weft_thread_t **out, const weft_attr_t *attr,
  * and reclaims it. From a weft thread it blocks the thread, not its VP; from a
  * plain OS thread it blocks in the kernel. May switch the caller.
  * Errors: WEFT_EINVAL (t NULL); WEFT_EDEADLK (t is the caller);
- * WEFT_ESRCH (t is detached or another joiner is waiting; joining a thread that was
- * already joined is undefined - its handle is dangling); WEFT_ENOTINIT (also from a
- * plain OS thread once weft_shutdown() has seen every weft thread finish). */
+ * WEFT_ESRCH (t is detached, or another joiner is waiting or won a race to reclaim
+ * it); WEFT_ENOTINIT (also from a plain OS thread once weft_shutdown() has seen
+ * every weft thread finish).
+ *
+ * Handles of reclaimed threads. Once a thread has finished and been reclaimed (by
+ * its join, by weft_detach, or by itself after a detach) its handle dangles: its
+ * control block goes to a free list and the next weft_create (often the very next
+ * one on the same VP) may reuse it. Until it is reused, joining or detaching the
+ * handle of a thread that was detached returns WEFT_ESRCH and changes nothing; a
+ * second join of a joined thread (or a detach after a join) is undefined, and
+ * checked builds (WEFT_CHECKED) abort with a message. After reuse, every call on
+ * the old handle is undefined: it names the new thread (nothing can tell them
+ * apart), or memory given back to the system if the free lists overflowed. */
 WEFT_API int weft_join(weft_thread_t *t, void **result);
 
 /* weft_detach() makes `t` reclaim itself when it finishes (at once if it has).
- * Never switches. Errors: WEFT_EINVAL (t NULL); WEFT_ESRCH (already detached or
- * being joined); WEFT_ENOTINIT. */
+ * Never switches. Errors: WEFT_EINVAL (t NULL); WEFT_ESRCH (already detached,
+ * whether or not it has finished and been reclaimed since, or being joined);
+ * WEFT_ENOTINIT. Handles of reclaimed threads: see weft_join(). */
 WEFT_API int weft_detach(weft_thread_t *t);
 
 /* weft_exit() finishes the calling thread with `result`, as if its function had

@@ -27,7 +27,8 @@ WEFT_API uint64_t weft_time_now(void);
  * From a weft thread it blocks the thread (never its VP) and other threads run;
  * from a plain OS thread it sleeps in the kernel. A deadline in the past returns
  * at once (a weft thread still yields). May switch the caller.
- * Errors: WEFT_EINVAL if deadline is WEFT_FOREVER. */
+ * Errors: WEFT_EINVAL if deadline is WEFT_FOREVER; WEFT_ENOMEM (a weft thread
+ * finds no memory for its timer; it returns at once without sleeping). */
 WEFT_API int weft_sleep_until(uint64_t deadline);
 
 /* weft_sleep_ns() is weft_sleep_until(weft_time_now() + ns), saturating. */

@@ -113,6 +113,25 @@ static void fail_note(int err, const char *what, size_t want) {
   weft__spin_unlock(&fail_lock);
 }
 
+/* Allocations that are not the runtime's own blocks - a scheduler library's lists,
+ * trace buffers, wire records, which may outlive weft_shutdown() or are freed with
+ * free() by their owners - are not counted in weft_debug_live_blocks, but take part
+ * in failure injection like every other allocation. */
+void *weft__sys_malloc_uncounted(size_t size) {
+  if (inject_failure()) return NULL;
+  return malloc(size);
+}
+
+void *weft__sys_aligned_uncounted(size_t align, size_t size) {
+  if (inject_failure()) return NULL;
+  void *p = NULL;
+  return posix_memalign(&p, align, size) == 0 ? p : NULL;
+}
+
+int weft__sys_fail_injected(void) { return inject_failure(); }
+
+int weft_debug_fail_point(void) { return inject_failure(); }
+
 void *weft__sys_stack_map(size_t size, unsigned *vg) {
   if (inject_failure()) {
     fail_note(0, "map a stack", size);

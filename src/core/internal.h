@@ -78,14 +78,23 @@ void weft__spin_unlock_cont(void *lock);
  *   2 (JW_DONE)           finished, result valid, waiting to be joined
  *   ptr | 3 (JW_WEFT)     alive, the weft thread at ptr waits in weft_join
  *   ptr | 4 (JW_OS)       alive, the OS thread whose weft__os_waiter is at ptr waits
+ *   5 (JW_FREED)          reclaimed after a detach: the block is on a free list
+ *   6 (JW_JOINED)         reclaimed by a join: the block is on a free list
  * Transitions: 0 -> DETACHED (weft_detach, CAS), 0 -> WEFT/OS (joiner, CAS in a
- * continuation after the joiner is saved), anything -> DONE (the finishing thread,
- * exchange, in its exit continuation after its stack is released).
+ * continuation after the joiner is saved), DETACHED -> FREED and anything else ->
+ * DONE (the finishing thread, CAS loop, in its exit continuation after its stack is
+ * released), DONE -> FREED (weft_detach, CAS) or -> JOINED (the joiner, CAS).
+ * Exactly one CAS ends in FREED or JOINED, and only its maker frees the block, so a
+ * second detach, or a join after a detach, sees FREED (WEFT_ESRCH) and frees
+ * nothing, as long as the block has not been reused: weft_create overwrites the
+ * word, and a block given back to the system (alloc.c) is gone.
  */
 #define WEFT__JW_DETACHED ((uintptr_t)1)
 #define WEFT__JW_DONE ((uintptr_t)2)
 #define WEFT__JW_WEFT ((uintptr_t)3)
 #define WEFT__JW_OS ((uintptr_t)4)
+#define WEFT__JW_FREED ((uintptr_t)5)
+#define WEFT__JW_JOINED ((uintptr_t)6)
 #define WEFT__JW_TAG(w) ((w) & 7)
 #define WEFT__JW_PTR(w) ((void *)((w) & ~(uintptr_t)7))
 
@@ -476,6 +485,12 @@ void *weft__sys_malloc(size_t size);    /* counted, failure-injectable */
 void *weft__sys_calloc(size_t n, size_t size);
 void *weft__sys_calloc_aligned(size_t size, size_t align); /* zeroed */
 void weft__sys_free(void *p);
+/* Not counted (free with free()), but injectable: see alloc.c. */
+void *weft__sys_malloc_uncounted(size_t size);
+void *weft__sys_aligned_uncounted(size_t align, size_t size);
+/* 1 if an injected failure is due now: for resources that are not memory (a kernel
+ * thread), counted like an allocation. */
+int weft__sys_fail_injected(void);
 weft_thread_t *weft__tcb_alloc_slow(weft_vp_t *vp);        /* vp may be NULL */
 void weft__tcb_free_slow(weft_vp_t *vp, weft_thread_t *t); /* vp may be NULL */
 int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t);

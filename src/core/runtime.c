@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -642,6 +643,9 @@ static weft_thread_t *idle_wait(weft_vp_t *vp) {
     idle_event(WEFT_HOOK_IDLE_SPIN, NULL);
     weft__idle_funcs_run();  /* do-when-idle functions (weft/vp.h) */
     for (int i = 0; i < 64; i++) weft__os_relax();
+    /* let a ready kernel thread on this CPU run first: plain OS threads woken by a
+     * sync object would otherwise wait for a CPU until every VP stops polling */
+    sched_yield();
     if (any_queued_hint() || atomic_load_explicit(&rt->stopping, memory_order_relaxed) ||
         weft__timers_poll_all())
       return NULL;

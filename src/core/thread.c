@@ -402,9 +402,15 @@ static void finish_cont(void *p) {
   uint32_t f = weft__tflags(t);
   if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) finished_slow(vp, t, f);
   weft__stat_inc_release(&vp->n_finished);  /* release: the exact live count */
-  /* acq_rel: release publishes result (and the thread's writes) to the joiner's
-   * acquire load; acquire pairs with the joiner's release CAS that published it */
-  uintptr_t old = atomic_exchange_explicit(&t->join, WEFT__JW_DONE, memory_order_acq_rel);
+  /* DETACHED -> FREED (we reclaim it), anything else -> DONE. acq_rel on success:
+   * release publishes result (and the thread's writes) to the joiner's or
+   * detacher's acquire; acquire pairs with the joiner's release CAS that published
+   * it. A failed CAS (a joiner or detacher changed the word) reloads and retries. */
+  uintptr_t old = atomic_load_explicit(&t->join, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(
+      &t->join, &old, old == WEFT__JW_DETACHED ? WEFT__JW_FREED : WEFT__JW_DONE,
+      memory_order_acq_rel, memory_order_relaxed)) {
+  }
   switch (WEFT__JW_TAG(old)) {
     case 0:
       break;                             /* the joiner will reap it */
@@ -483,6 +489,25 @@ static void join_cont(void *p) {
 
 static int join_os(weft_thread_t *t, void **result);
 
+/* The end of a join that found (or waited for) join word w: reclaims t if w is
+ * DONE and this caller wins DONE -> JOINED (a detacher or another joiner may race
+ * for it). vp: the caller's VP, or NULL for a plain OS thread. */
+static int join_reap(weft_vp_t *vp, weft_thread_t *t, uintptr_t w, void **result) {
+  /* A second join of a reclaimed thread: undefined (its handle dangles), caught
+   * here while the block has not been reused. */
+  WEFT__ASSERT(w != WEFT__JW_JOINED, "weft_join of a thread that was already joined");
+  /* acquire on success: the finisher's writes (result) are ours; pairs with its
+   * release CAS to DONE */
+  if (WEFT__UNLIKELY(w != WEFT__JW_DONE ||
+                     !atomic_compare_exchange_strong_explicit(&t->join, &w, WEFT__JW_JOINED,
+                                                              memory_order_acquire,
+                                                              memory_order_relaxed)))
+    return WEFT_ESRCH;
+  if (result) *result = t->result;
+  weft__tcb_free(vp, t);
+  return 0;
+}
+
 int weft_join(weft_thread_t *t, void **result) {
   weft_vp_t *vp = weft__vp();
   if (WEFT__UNLIKELY(!vp)) return join_os(t, result);
@@ -497,10 +522,7 @@ int weft_join(weft_thread_t *t, void **result) {
     vp = weft__vp();
     w = atomic_load_explicit(&t->join, memory_order_acquire);
   }
-  if (WEFT__UNLIKELY(w != WEFT__JW_DONE)) return WEFT_ESRCH;
-  if (result) *result = t->result;
-  weft__tcb_free(vp, t);
-  return 0;
+  return join_reap(vp, t, w, result);
 }
 
 static int join_os_gated(weft_thread_t *t, void **result);
@@ -530,13 +552,24 @@ static int join_os_gated(weft_thread_t *t, void **result) {
       weft__os_futex_wait(&waiter.done, 0);
     expect = atomic_load_explicit(&t->join, memory_order_acquire);
   }
-  if (expect != WEFT__JW_DONE) return WEFT_ESRCH;
-  if (result) *result = t->result;
-  weft__tcb_free(NULL, t);
-  return 0;
+  return join_reap(NULL, t, expect, result);
 }
 
+static int detach_gated(weft_thread_t *t);
+
+/* From a plain OS thread (no VP) detach runs inside the OS-thread gate (runtime.c),
+ * since reclaiming a finished thread gives its control block to the global pool,
+ * which weft_shutdown frees. */
 int weft_detach(weft_thread_t *t) {
+  if (WEFT__LIKELY(weft__vp() != NULL)) return detach_gated(t);
+  int rc = weft__os_enter(WEFT__GATE_OTHER);
+  if (rc) return rc;
+  rc = detach_gated(t);
+  weft__os_leave(WEFT__GATE_OTHER);
+  return rc;
+}
+
+static int detach_gated(weft_thread_t *t) {
   if (!atomic_load_explicit(&weft__rt.state, memory_order_acquire)) return WEFT_ENOTINIT;
   if (!t) return WEFT_EINVAL;
   uintptr_t expect = 0;
@@ -546,7 +579,13 @@ int weft_detach(weft_thread_t *t) {
   if (atomic_compare_exchange_strong_explicit(&t->join, &expect, WEFT__JW_DETACHED,
                                               memory_order_acquire, memory_order_acquire))
     return 0;
-  if (expect == WEFT__JW_DONE) {
+  /* Finished and not joined: reclaim it, if no racing detach or join wins first
+   * (acquire: as above). Reclaimed already (FREED, JOINED): WEFT_ESRCH, freeing
+   * nothing - valid only until the block is reused (weft/thread.h). */
+  WEFT__ASSERT(expect != WEFT__JW_JOINED, "weft_detach of a thread that was already joined");
+  if (expect == WEFT__JW_DONE &&
+      atomic_compare_exchange_strong_explicit(&t->join, &expect, WEFT__JW_FREED,
+                                              memory_order_acquire, memory_order_relaxed)) {
     weft__tcb_free(weft__vp(), t);
     return 0;
   }

@@ -116,9 +116,9 @@ int weft_wire(void) {
     return atomic_load(&weft__rt.state) ? WEFT_EPERM : WEFT_ENOTINIT;
   }
   weft_thread_t *self = vp->current;
-  /* plain malloc: K frees it after t is back on a VP, possibly after weft_shutdown()
-   * has checked the runtime's own allocations */
-  struct weft__wire *w = aligned_alloc(64, (sizeof *w + 63) & ~(size_t)63);
+  /* not counted (K frees it with free() after t is back on a VP, possibly after
+   * weft_shutdown() has checked the runtime's own allocations), but injectable */
+  struct weft__wire *w = weft__sys_aligned_uncounted(64, (sizeof *w + 63) & ~(size_t)63);
   if (!w) return WEFT_ENOMEM;
   w->t = self;
   atomic_init(&w->go, 0);
@@ -129,7 +129,8 @@ int weft_wire(void) {
     return WEFT_ESYS;
   }
   pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  int err = pthread_create(&kt, &a, wire_main, w);
+  /* an injected failure (weft_debug_fail_alloc) stands for the system's EAGAIN */
+  int err = weft__sys_fail_injected() ? EAGAIN : pthread_create(&kt, &a, wire_main, w);
   pthread_attr_destroy(&a);
   if (err != 0) {
     free(w);

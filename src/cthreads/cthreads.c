@@ -123,8 +123,8 @@ static struct cthread *self_rec(void) {
   if (t == main_rec.t && atomic_load(&started_by_us)) {
     c = &main_rec;
   } else {
-    c = calloc(1, sizeof *c);
-    if (!c) die("cthread_self", WEFT_ENOMEM);
+    c = weft_debug_fail_point() ? NULL : calloc(1, sizeof *c);
+    if (!c) die("cthread_self", WEFT_ENOMEM);  /* Mach's cthread_self cannot fail */
     c->t = t;
     c->kind = CT_ADOPTED;
   }
@@ -273,14 +273,17 @@ static void *trampoline(void *p) {
 cthread_t cthread_fork(cthread_fn_t func, void *arg) {
   ensure();
   pthread_once(&key_once, key_init);  /* also when weft was started by the program */
-  struct cthread *c = calloc(1, sizeof *c);
-  if (!c) die("cthread_fork", WEFT_ENOMEM);
+  if (!func) die("cthread_fork", WEFT_EINVAL);
+  /* out of memory (the record, or weft's control block): NULL, not an abort */
+  struct cthread *c = weft_debug_fail_point() ? NULL : calloc(1, sizeof *c);
+  if (!c) return NULL;
   c->fn = func;
   c->arg = arg;
   c->kind = CT_FORKED;
-  int rc = func ? weft_create(&c->t, NULL, trampoline, c) : WEFT_EINVAL;
+  int rc = weft_create(&c->t, NULL, trampoline, c);
   if (rc) {
     free(c);
+    if (rc == WEFT_ENOMEM) return NULL;
     die("cthread_fork", rc);
   }
   return c;
@@ -389,7 +392,8 @@ static void check(int rc, const char *what) {
 }
 
 mutex_t mutex_alloc(void) {
-  mutex_t m = calloc(1, sizeof *m);  /* all-zero: an unlocked weft mutex */
+  /* all-zero: an unlocked weft mutex; NULL when out of memory (injectable) */
+  mutex_t m = weft_debug_fail_point() ? NULL : calloc(1, sizeof *m);
   return m;
 }
 void mutex_init(mutex_t m) {
@@ -414,7 +418,9 @@ void mutex_set_name(mutex_t m, const char *name) {
 }
 const char *mutex_name(mutex_t m) { return m ? m->name : NULL; }
 
-condition_t condition_alloc(void) { return calloc(1, sizeof(struct condition)); }
+condition_t condition_alloc(void) {
+  return weft_debug_fail_point() ? NULL : calloc(1, sizeof(struct condition));
+}
 void condition_init(condition_t c) {
   if (!c) die("condition_init", WEFT_EINVAL);
   check(weft_cond_init(&c->cond), "condition_init");

@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sched/schedlib.h"
 #include "weft/runtime.h"
@@ -88,9 +89,13 @@ static int prio_of(weft_thread_t *t) { return (int)(intptr_t)*weft_sched_thread_
 static void push(prio_sched_t *s, weft_thread_t *t) {
   weft_spin_lock(&s->lock);
   if (s->n == s->cap) {
-    /* realloc inside a handler: short and rare (the heap starts with room for 64) */
-    entry_t *h = realloc(s->heap, 2 * s->cap * sizeof *h);
-    if (!h) {
+    /* allocation inside a handler: short and rare (the heap starts with room for
+     * 64). On failure t goes to a dispatch queue instead: it still runs. */
+    entry_t *h = weft__sys_malloc_uncounted(2 * s->cap * sizeof *h);
+    if (h) {
+      memcpy(h, s->heap, s->cap * sizeof *h);
+      free(s->heap);
+    } else {
       weft_spin_unlock(&s->lock);
       weft_vp_t *vp = weft_sched_vp_self();
       weft_sched_enqueue(vp ? vp : weft_sched_vp(0), t);
@@ -144,13 +149,14 @@ const weft_sched_ops_t weft__sched_priority_ops = {
 };
 
 int weft__priority_data_create(void **out) {
-  prio_sched_t *s = calloc(1, sizeof *s);
-  entry_t *h = malloc(HEAP_INIT_CAP * sizeof *h);
+  prio_sched_t *s = weft__sys_malloc_uncounted(sizeof *s);
+  entry_t *h = weft__sys_malloc_uncounted(HEAP_INIT_CAP * sizeof *h);
   if (!s || !h) {
     free(s);
     free(h);
     return WEFT_ENOMEM;
   }
+  memset(s, 0, sizeof *s);
   s->head.kind = WEFT_SCHED_PRIORITY;
   weft_spin_init(&s->lock);
   s->heap = h;

@@ -61,7 +61,7 @@ enum { OLDEST, NEWEST };
 static int list_grow(runlist_t *l) {
   size_t cap = l->cap * 2;
   /* malloc inside a handler: short and rare (the lists start with room for 64) */
-  weft_thread_t **b = malloc(cap * sizeof *b);
+  weft_thread_t **b = weft__sys_malloc_uncounted(cap * sizeof *b);
   if (!b) return WEFT_ENOMEM;
   for (size_t i = 0; i < l->n; i++) b[i] = l->buf[(l->head + i) & (l->cap - 1)];
   free(l->buf);
@@ -190,17 +190,19 @@ const weft_sched_ops_t weft__sched_queue_ops = {
 int weft__queue_data_create(unsigned kind, void **out) {
   int n = weft_vp_count();
   if (n < 1) return WEFT_ENOTINIT;
-  queue_sched_t *s = calloc(1, sizeof *s);
-  runlist_t *lists = aligned_alloc(_Alignof(runlist_t), (size_t)n * sizeof *lists);
+  queue_sched_t *s = weft__sys_malloc_uncounted(sizeof *s);
+  runlist_t *lists = weft__sys_aligned_uncounted(_Alignof(runlist_t), (size_t)n * sizeof *lists);
+  if (lists) memset(lists, 0, (size_t)n * sizeof *lists);  /* before any goto fail */
   if (!s || !lists) goto fail;
-  memset(lists, 0, (size_t)n * sizeof *lists);
+  memset(s, 0, sizeof *s);
   s->head.kind = kind;
   s->nvps = n;
   s->lists = lists;
   for (int i = 0; i < n; i++) {
     weft_spin_init(&lists[i].lock);
     lists[i].cap = LIST_INIT_CAP;
-    if (!(lists[i].buf = malloc(LIST_INIT_CAP * sizeof *lists[i].buf))) goto fail;
+    if (!(lists[i].buf = weft__sys_malloc_uncounted(LIST_INIT_CAP * sizeof *lists[i].buf)))
+      goto fail;
   }
   *out = s;
   return 0;

@@ -22,6 +22,12 @@ extern const weft_sched_ops_t weft__sched_workfirst_ops;
 /* priority.c */
 extern const weft_sched_ops_t weft__sched_priority_ops;
 int weft__priority_data_create(void **out);
+
+/* The library's own allocations go through these (src/core/alloc.c): plain malloc
+ * memory (free it with free()), not counted, but weft_debug_fail_alloc() can make
+ * them fail, so the recovery paths are tested. */
+void *weft__sys_malloc_uncounted(size_t size);
+void *weft__sys_aligned_uncounted(size_t align, size_t size);
 void weft__priority_data_destroy(void *data);
 
 #endif

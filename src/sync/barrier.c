@@ -1,7 +1,8 @@
 /* src/sync/barrier.c - barriers (weft/barrier.h). Everything happens under the
  * queue lock: arrivals count themselves; the last of a round claims every waiter
- * and starts the next round before it wakes them, so a woken thread that comes
- * straight back belongs to the new round. The lock's release/acquire orders what
+ * and starts the next round, releases the lock, then wakes them (weft__wakeset_t:
+ * never a futex wake under the lock), so a woken thread that comes straight back
+ * belongs to the new round. The lock's release/acquire orders what
  * every thread did before the barrier before what any does after it. */
 #include "sync/sync.h"
 
@@ -26,7 +27,7 @@ int weft_barrier_init(weft_barrier_t *b, uint32_t count) {
 int weft_barrier_destroy(weft_barrier_t *b) {
   if (!b) return WEFT_EINVAL;
   weft__barrier_t *x = B(b);
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   int busy = x->arrived != 0 || x->q.head != NULL;
   weft__spin_unlock(&x->qlock);
   return busy ? WEFT_EBUSY : 0;
@@ -36,7 +37,7 @@ int weft_barrier_wait(weft_barrier_t *b) {
   if (!b) return WEFT_EINVAL;
   weft__barrier_t *x = B(b);
   uint32_t size = x->size ? x->size : 1;
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   if (++x->arrived < size) {
     weft__waiter_t w;
     weft__waiter_init(&w, WEFT_FOREVER);
@@ -44,25 +45,15 @@ int weft_barrier_wait(weft_barrier_t *b) {
     weft__wait(&w, &x->qlock, NULL, NULL);  /* no deadline: always SIGNALED */
     return 0;
   }
-  /* the serial thread: release the round */
+  /* the serial thread: release the round; wake after the lock is dropped */
   x->arrived = 0;
   x->round++;
-  weft__waiter_t *list = NULL, *w;
-  while ((w = weft__wq_pop(&x->q)) != NULL) {
-    weft_thread_t *t = w->t;
-    weft__waiter_claim(w);  /* nothing else can claim: no deadline */
-    if (t) {
-      w->next = list;
-      list = w;
-    } else {
-      weft__wake(NULL, w);
-    }
-  }
+  weft__wakeset_t ws;
+  weft__wakeset_init(&ws);
+  weft__waiter_t *w;
+  while ((w = weft__wq_pop(&x->q)) != NULL)
+    weft__wakeset_claim(&ws, w);  /* nothing else can claim: no deadline */
   weft__spin_unlock(&x->qlock);
-  while (list) {
-    w = list;
-    list = w->next;
-    weft__unblock(weft__vp(), w->t);
-  }
+  weft__wakeset_run(&ws);
   return WEFT_BARRIER_SERIAL;
 }

@@ -35,7 +35,7 @@ int weft_cond_init(weft_cond_t *c) {
 int weft_cond_destroy(weft_cond_t *c) {
   if (!c) return WEFT_EINVAL;
   weft__cond_t *x = C(c);
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   int busy = x->q.head != NULL;
   weft__spin_unlock(&x->qlock);
   return busy ? WEFT_EBUSY : 0;
@@ -48,6 +48,8 @@ static void nwait_add(weft__cond_t *x, int d) {
 
 int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline) {
   if (!c || !m) return WEFT_EINVAL;
+  int held = weft__mutex_check_held(WEFT__M(m));
+  if (held) return held;
   weft__cond_t *x = C(c);
   weft__waiter_t w;
   weft__waiter_init(&w, deadline);
@@ -56,14 +58,14 @@ int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline) {
     int rc = weft__timer_reserve(weft__vp());
     if (rc) return rc;
   }
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   weft__wq_push(&x->q, &w);
   nwait_add(x, 1);
   uint32_t st = weft__wait(&w, &x->qlock, weft__mutex_unlock_cont, WEFT__M(m));
   if (w.morphed) return weft__mutex_lock_woken(WEFT__M(m), &w);
   int rc = 0;
   if (st == WEFT__W_TIMEDOUT) {
-    weft__spin_lock(&x->qlock);
+    weft__qlock_lock(&x->qlock);
     if (w.linked) {
       weft__wq_remove(&x->q, &w);
       nwait_add(x, -1);
@@ -90,7 +92,7 @@ int weft_cond_signal(weft_cond_t *c) {
   if (!c) return WEFT_EINVAL;
   weft__cond_t *x = C(c);
   if (!atomic_load_explicit(&x->nwait, memory_order_relaxed)) return 0;
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   weft__waiter_t *w;
   weft_thread_t *t = NULL;
   while ((w = weft__wq_pop(&x->q)) != NULL) {
@@ -110,19 +112,21 @@ int weft_cond_broadcast(weft_cond_t *c) {
   weft__cond_t *x = C(c);
   if (!atomic_load_explicit(&x->nwait, memory_order_relaxed)) return 0;
   weft__waiter_t *list = NULL, *w;
-  weft__spin_lock(&x->qlock);
+  weft__wakeset_t os;  /* OS waiters, woken after the lock is dropped */
+  weft__wakeset_init(&os);
+  weft__qlock_lock(&x->qlock);
   while ((w = weft__wq_pop(&x->q)) != NULL) {
     nwait_add(x, -1);
-    weft_thread_t *t = w->t;
-    if (!weft__waiter_claim(w)) continue;
-    if (t) {
-      w->next = list;   /* a claimed weft thread cannot run: w stays valid */
-      list = w;
-    } else {
-      weft__wake(NULL, w);  /* an OS waiter may leave at once: wake it now */
+    if (!w->t) {
+      weft__wakeset_claim(&os, w);
+      continue;
     }
+    if (!weft__waiter_claim(w)) continue;
+    w->next = list;   /* a claimed weft thread cannot run: w stays valid */
+    list = w;
   }
   weft__spin_unlock(&x->qlock);
+  weft__wakeset_run(&os);
   /* the list is newest-first; deliver oldest first to keep the queue order */
   weft__waiter_t *rev = NULL;
   while (list) {

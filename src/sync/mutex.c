@@ -91,7 +91,7 @@ static void unlock_slow(weft__mutex_t *m);
  * keep the queue moving: pass it on. If threads are still queued, make sure the
  * word says so (1 -> 2), or, if the mutex is free, wake the next one. */
 static void pass_on(weft__mutex_t *m) {
-  weft__spin_lock(&m->qlock);
+  weft__qlock_lock(&m->qlock);
   int queued = m->q.head != NULL;
   uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
   while (queued && v == 1 &&
@@ -131,7 +131,7 @@ static int lock_queue(weft__mutex_t *m, weft__waiter_t *w, int woken) {
     weft__wq_push(&m->q, w);
     if (!woken) weft__sync_count(WEFT__ST_BLOCKED);  /* once per lock call, as Fig 5-5 */
     if (weft__wait(w, &m->qlock, NULL, NULL) == WEFT__W_TIMEDOUT) {
-      weft__spin_lock(&m->qlock);
+      weft__qlock_lock(&m->qlock);
       if (w->linked) weft__wq_remove(&m->q, w);
       weft__spin_unlock(&m->qlock);
       weft__sync_count(WEFT__ST_TIMEOUT);
@@ -174,7 +174,7 @@ static inline int lock_common(weft__mutex_t *m, uint64_t deadline, int hybrid) {
 }
 
 static void unlock_slow(weft__mutex_t *m) {
-  weft__spin_lock(&m->qlock);
+  weft__qlock_lock(&m->qlock);
   weft__waiter_t *w;
   while ((w = weft__wq_pop(&m->q)) != NULL) {
     weft_thread_t *t = w->t;
@@ -203,6 +203,12 @@ static inline int unlock_common(weft__mutex_t *m) {
   return 0;
 }
 
+#ifdef WEFT_CHECKED
+void weft__mutex_assert_mine(weft__mutex_t *m) {
+  WEFT__ASSERT(OWNER_IS_ME(m), "weft_cond_wait with a mutex held by another thread");
+}
+#endif
+
 /* cond_wait's continuation: the waiter (already saved) gives up its mutex. */
 void weft__mutex_unlock_cont(void *p) {
   weft__mutex_t *m = p;
@@ -217,7 +223,7 @@ void weft__mutex_unlock_cont(void *p) {
  * when the holder unlocks), or is woken to compete if m is free. */
 void weft__mutex_morph(weft__mutex_t *m, weft__waiter_t *w) {
   weft_thread_t *t = w->t;
-  weft__spin_lock(&m->qlock);
+  weft__qlock_lock(&m->qlock);
   uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
   while (v != 0) {
     /* relaxed: under the queue lock, which the unlocker takes when it sees 2 */
@@ -245,7 +251,7 @@ int weft_mutex_init(weft_mutex_t *m) {
 int weft_mutex_destroy(weft_mutex_t *m) {
   if (!m) return WEFT_EINVAL;
   weft__mutex_t *x = WEFT__M(m);
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   int busy = atomic_load_explicit(&x->word, memory_order_acquire) != 0 || x->q.head != NULL;
   weft__spin_unlock(&x->qlock);
   return busy ? WEFT_EBUSY : 0;

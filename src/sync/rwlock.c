@@ -38,7 +38,7 @@ int weft_rwlock_init(weft_rwlock_t *l) {
 int weft_rwlock_destroy(weft_rwlock_t *l) {
   if (!l) return WEFT_EINVAL;
   weft__rwlock_t *x = L(l);
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   int busy = atomic_load_explicit(&x->word, memory_order_acquire) != 0 || x->q.head != NULL;
   weft__spin_unlock(&x->qlock);
   return busy ? WEFT_EBUSY : 0;
@@ -51,10 +51,10 @@ static inline int cas(weft__rwlock_t *x, uint32_t *v, uint32_t to) {
                                                  memory_order_relaxed);
 }
 
-/* Serves the queue (qlock held). Claimed weft threads are chained on *woken (to be
- * woken after qlock is dropped); OS threads are woken at once. `self` (the caller's
- * own waiter, or NULL) is never woken: the caller sees its state instead. */
-static void grant(weft__rwlock_t *x, weft__waiter_t **woken, weft__waiter_t *self) {
+/* Serves the queue (qlock held). Claimed waiters go into *ws, woken by the caller
+ * after qlock is dropped. `self` (the caller's own waiter, or NULL) is claimed but
+ * not added: the caller sees its state instead. */
+static void grant(weft__rwlock_t *x, weft__wakeset_t *ws, weft__waiter_t *self) {
   weft__waiter_t *w;
   while ((w = x->q.head) != NULL) {
     uint32_t v = atomic_load_explicit(&x->word, memory_order_relaxed);
@@ -66,31 +66,16 @@ static void grant(weft__rwlock_t *x, weft__waiter_t **woken, weft__waiter_t *sel
       atomic_fetch_add_explicit(&x->word, RW_R, memory_order_acq_rel);
     }
     weft__wq_pop(&x->q);
-    weft_thread_t *t = w->t;
-    if (!weft__waiter_claim(w)) {               /* it timed out: undo, go on */
-      if (w->mode == MODE_WRITE) atomic_fetch_and_explicit(&x->word, ~RW_W, memory_order_release);
+    uint32_t mode = w->mode;  /* read before the claim: an OS waiter may leave */
+    int won = w == self ? weft__waiter_claim(w) : weft__wakeset_claim(ws, w);
+    if (!won) {                                 /* it timed out: undo, go on */
+      if (mode == MODE_WRITE) atomic_fetch_and_explicit(&x->word, ~RW_W, memory_order_release);
       else atomic_fetch_sub_explicit(&x->word, RW_R, memory_order_release);
       continue;
     }
-    if (w != self) {
-      if (t) {
-        w->next = *woken;
-        *woken = w;
-      } else {
-        weft__wake(NULL, w);
-      }
-    }
-    if (w->mode == MODE_WRITE) break;
+    if (mode == MODE_WRITE) break;
   }
   if (!x->q.head) atomic_fetch_and_explicit(&x->word, ~RW_Q, memory_order_release);
-}
-
-static void wake_list(weft__waiter_t *w) {
-  while (w) {
-    weft__waiter_t *n = w->next;
-    weft__unblock(weft__vp(), w->t);
-    w = n;
-  }
 }
 
 static int lock_slow(weft__rwlock_t *x, int mode, uint64_t deadline) {
@@ -102,7 +87,7 @@ static int lock_slow(weft__rwlock_t *x, int mode, uint64_t deadline) {
     int rc = weft__timer_reserve(weft__vp());
     if (rc) return rc;
   }
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   uint32_t v = atomic_load_explicit(&x->word, memory_order_relaxed);
   if (!x->q.head) {
     if (mode == MODE_READ) {
@@ -127,34 +112,39 @@ static int lock_slow(weft__rwlock_t *x, int mode, uint64_t deadline) {
   weft__wq_push(&x->q, &w);
   atomic_fetch_or_explicit(&x->word, RW_Q, memory_order_relaxed); /* under qlock */
   /* the holder may have left before Q was set, on a fast path: serve the queue */
-  weft__waiter_t *woken = NULL;
-  grant(x, &woken, &w);
+  weft__wakeset_t ws;
+  weft__wakeset_init(&ws);
+  grant(x, &ws, &w);
   if (atomic_load_explicit(&w.state, memory_order_relaxed) == WEFT__W_SIGNALED) {
     weft__spin_unlock(&x->qlock);
-    wake_list(woken);
+    weft__wakeset_run(&ws);
     return 0;
   }
-  wake_list(woken);  /* always empty here: grant stops at our waiter's turn */
+  /* grant may have served waiters ahead of ours (those behind a writer that has
+   * since gone): wake them now, under qlock (rare), since the wait below drops it
+   * only once this thread is blocked */
+  weft__wakeset_run(&ws);
   if (weft__wait(&w, &x->qlock, NULL, NULL) == WEFT__W_SIGNALED) return 0;
-  weft__spin_lock(&x->qlock);
-  woken = NULL;
+  weft__qlock_lock(&x->qlock);
+  weft__wakeset_init(&ws);
   if (w.linked) {
     weft__wq_remove(&x->q, &w);
-    grant(x, &woken, NULL);   /* a writer leaving the head may let readers in */
+    grant(x, &ws, NULL);   /* a writer leaving the head may let readers in */
   }
   weft__spin_unlock(&x->qlock);
-  wake_list(woken);
+  weft__wakeset_run(&ws);
   weft__sync_count(WEFT__ST_TIMEOUT);
   return WEFT_ETIMEDOUT;
 }
 
 static void unlock_slow(weft__rwlock_t *x, int writer) {
-  weft__waiter_t *woken = NULL;
-  weft__spin_lock(&x->qlock);
+  weft__wakeset_t ws;
+  weft__wakeset_init(&ws);
+  weft__qlock_lock(&x->qlock);
   if (writer) atomic_fetch_and_explicit(&x->word, ~RW_W, memory_order_release);
-  grant(x, &woken, NULL);
+  grant(x, &ws, NULL);
   weft__spin_unlock(&x->qlock);
-  wake_list(woken);
+  weft__wakeset_run(&ws);
 }
 
 int weft_rwlock_timedrdlock(weft_rwlock_t *l, uint64_t deadline) {

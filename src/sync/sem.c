@@ -31,7 +31,7 @@ int weft_sem_init(weft_sem_t *s, int32_t count) {
 int weft_sem_destroy(weft_sem_t *s) {
   if (!s) return WEFT_EINVAL;
   weft__sem_t *x = S(s);
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   int busy = x->q.head != NULL || atomic_load_explicit(&x->nwait, memory_order_relaxed) != 0;
   weft__spin_unlock(&x->qlock);
   return busy ? WEFT_EBUSY : 0;
@@ -65,7 +65,7 @@ static int wait_slow(weft__sem_t *x, uint64_t deadline) {
     int rc = weft__timer_reserve(weft__vp());
     if (rc) return rc;
   }
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   /* seq_cst: the store-buffering pair with signal's add and load (above) */
   atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) + 1,
                         memory_order_seq_cst);
@@ -78,7 +78,7 @@ static int wait_slow(weft__sem_t *x, uint64_t deadline) {
   weft__wq_push(&x->q, &w);
   if (weft__wait(&w, &x->qlock, NULL, NULL) == WEFT__W_SIGNALED) return 0;
   /* timed out: leave the queue unless a signaller already dropped us */
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   if (w.linked) {
     weft__wq_remove(&x->q, &w);
     atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) - 1,
@@ -99,7 +99,7 @@ int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline) {
 int weft_sem_wait(weft_sem_t *s) { return weft_sem_timedwait(s, WEFT_FOREVER); }
 
 static void signal_slow(weft__sem_t *x) {
-  weft__spin_lock(&x->qlock);
+  weft__qlock_lock(&x->qlock);
   while (x->q.head && take(x)) {
     /* we hold one unit for the oldest live waiter */
     weft__waiter_t *w;

@@ -101,6 +101,77 @@ static inline void weft__wake(weft_thread_t *t, weft__waiter_t *w) {
   else weft__os_futex_wake(&w->state, 1);
 }
 
+/* The queue lock of a sync object. Plain OS threads and VPs both take it, and on a
+ * loaded host the kernel may preempt its holder: a pure spin would then burn the
+ * rest of every waiter's time slice (milliseconds) before the holder runs again.
+ * So after a short spin the waiter yields its kernel thread (sched_yield) between
+ * polls. The uncontended path is one exchange, as weft__spin_lock; acquire pairs
+ * with weft__spin_unlock's release. Released with weft__spin_unlock. */
+void weft__qlock_lock_slow(weft__spin_t *l);
+static inline void weft__qlock_lock(weft__spin_t *l) {
+  if (WEFT__LIKELY(!atomic_exchange_explicit(&l->word, 1, memory_order_acquire))) return;
+  weft__qlock_lock_slow(l);
+}
+
+/* Wakes gathered under a queue lock and done after it is released. Waking a plain
+ * OS thread is a futex system call, and the woken thread often preempts the waker
+ * on its CPU (wake-up preemption): done under the queue lock, every other thread
+ * that wants that lock (OS threads and VPs alike, which spin on it) would spin for
+ * the rest of the preempted waker's time slice, milliseconds. So a waker claims
+ * waiters under the lock and adds them here, releases the lock, then runs the set.
+ *
+ * A claimed weft thread stays blocked until it is unblocked, so its waiter (on its
+ * stack) stays valid and is chained through `next`. A claimed OS waiter may see
+ * SIGNALED and return at once, so only the address of its state word is kept: a
+ * futex wake on it after the waiter has gone is harmless (futex waiters re-check
+ * their word). Past WEFT__WAKE_OS_MAX OS waiters the rest are woken at once, under
+ * the lock (correct, only slower). */
+enum { WEFT__WAKE_OS_MAX = 32 };
+typedef struct weft__wakeset {
+  weft__waiter_t *weft;                    /* claimed weft waiters, newest first */
+  _Atomic uint32_t *os[WEFT__WAKE_OS_MAX]; /* state words of claimed OS waiters */
+  int nos;
+} weft__wakeset_t;
+
+static inline void weft__wakeset_init(weft__wakeset_t *s) {
+  s->weft = NULL;
+  s->nos = 0;
+}
+
+/* Claims w (see weft__waiter_claim; caller holds w's queue lock and has unlinked
+ * it) and adds it to s. Returns 0 if it had timed out (nothing added). */
+static inline int weft__wakeset_claim(weft__wakeset_t *s, weft__waiter_t *w) {
+  weft_thread_t *t = w->t;  /* read before the claim: an OS waiter may leave after */
+  _Atomic uint32_t *word = &w->state;
+  if (!weft__waiter_claim(w)) return 0;
+  if (t) {
+    w->next = s->weft;
+    s->weft = w;
+  } else if (s->nos < WEFT__WAKE_OS_MAX) {
+    s->os[s->nos++] = word;
+  } else {
+    weft__os_futex_wake(word, 1);
+  }
+  return 1;
+}
+
+/* Wakes everything in s, OS threads first (they take longest to get going), then
+ * weft threads oldest first. Call with no queue lock held. */
+static inline void weft__wakeset_run(weft__wakeset_t *s) {
+  for (int i = 0; i < s->nos; i++) weft__os_futex_wake(s->os[i], 1);
+  weft__waiter_t *rev = NULL, *w;
+  while ((w = s->weft) != NULL) {
+    s->weft = w->next;
+    w->next = rev;
+    rev = w;
+  }
+  while (rev) {
+    w = rev;
+    rev = w->next;  /* read first: once unblocked, w's thread may run and w die */
+    weft__unblock(weft__vp(), w->t);
+  }
+}
+
 /* Blocks the caller on w, which it has linked on a queue under `qlock` (held).
  * Releases qlock (for a weft thread: in the switch's continuation), and also runs
  * extra(arg) after that when extra is not NULL (cond_wait unlocks its mutex
@@ -157,5 +228,19 @@ _Static_assert(offsetof(weft__mutex_t, owner) == offsetof(weft_mutex_t, owner_),
 void weft__mutex_unlock_cont(void *m);
 int weft__mutex_lock_woken(weft__mutex_t *m, weft__waiter_t *w);
 void weft__mutex_morph(weft__mutex_t *m, weft__waiter_t *w);
+/* cond_wait's check of its mutex: WEFT_EPERM if m is not held at all (as unlock
+ * reports, in every build); checked builds also assert that the caller holds it.
+ * relaxed: the caller's own lock made the word nonzero; a zero word cannot be the
+ * caller's. */
+#ifdef WEFT_CHECKED
+void weft__mutex_assert_mine(weft__mutex_t *m);
+#endif
+static inline int weft__mutex_check_held(weft__mutex_t *m) {
+  if (WEFT__UNLIKELY(atomic_load_explicit(&m->word, memory_order_relaxed) == 0)) return WEFT_EPERM;
+#ifdef WEFT_CHECKED
+  weft__mutex_assert_mine(m);
+#endif
+  return 0;
+}
 
 #endif

@@ -1,6 +1,7 @@
 /* src/sync/wait.c - the shared block/wake path, sleeping, the clock, the
  * counters and the process-wide mutex tuning. */
 #include <errno.h>
+#include <sched.h>
 #include <time.h>
 
 #include "sync/sync.h"
@@ -45,6 +46,19 @@ int weft_sync_set_spin(int spin_max, int polling) {
   atomic_store_explicit(&weft__spin_max, spin_max, memory_order_relaxed);
   atomic_store_explicit(&weft__spin_polling, polling != 0, memory_order_relaxed);
   return 0;
+}
+
+/* ---- queue locks ---------------------------------------------------------------- */
+
+void weft__qlock_lock_slow(weft__spin_t *l) {
+  for (unsigned n = 0;; n++) {
+    /* acquire: pairs with weft__spin_unlock's release */
+    if (!atomic_load_explicit(&l->word, memory_order_relaxed) &&
+        !atomic_exchange_explicit(&l->word, 1, memory_order_acquire))
+      return;
+    if (n < 100) weft__os_relax();
+    else sched_yield();  /* the holder may be preempted: let it run */
+  }
 }
 
 /* ---- block and wake ------------------------------------------------------------- */

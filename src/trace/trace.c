@@ -31,6 +31,10 @@
 #include "weft/runtime.h"
 #include "weft/sync.h"
 #include "weft/thread.h"
+
+/* src/core/alloc.c: plain malloc memory, not counted, but failure-injectable */
+void *weft__sys_malloc_uncounted(size_t size);
+void *weft__sys_aligned_uncounted(size_t align, size_t size);
 #include "weft/time.h"
 #include "weft/trace.h"
 
@@ -185,16 +189,22 @@ int weft_trace_start(const weft_trace_config_t *cfg) {
   }
   free_recording();
   size_t cap = cfg->capacity ? cfg->capacity : WEFT_TRACE_DEFAULT_CAPACITY;
-  vpbuf_t *bufs = aligned_alloc(64, sizeof(vpbuf_t) * (size_t)(nvps + 1));
+  /* not counted (a recording outlives weft_shutdown() until it is written), but
+   * injectable (weft_debug_fail_alloc) */
+  vpbuf_t *bufs = weft__sys_aligned_uncounted(64, sizeof(vpbuf_t) * (size_t)(nvps + 1));
   if (!bufs) return WEFT_ENOMEM;
   memset(bufs, 0, sizeof(vpbuf_t) * (size_t)(nvps + 1));
   int ok = 1;
   for (int i = 0; i <= nvps; i++) {
-    bufs[i].recs = malloc(cap * sizeof(rec_t));
+    bufs[i].recs = weft__sys_malloc_uncounted(cap * sizeof(rec_t));
     if (!bufs[i].recs) ok = 0;
   }
   char *path = NULL;
-  if (ok && cfg->path) ok = (path = strdup(cfg->path)) != NULL;
+  if (ok && cfg->path) {
+    size_t len = strlen(cfg->path) + 1;
+    ok = (path = weft__sys_malloc_uncounted(len)) != NULL;
+    if (ok) memcpy(path, cfg->path, len);
+  }
   g.bufs = bufs;
   g.nvps = nvps;
   g.capacity = cap;

@@ -5,6 +5,10 @@
 
 #include "weft_test.h"
 
+#include <weft/schedlib.h>
+#include <weft/trace.h>
+#include <weft/wire.h>
+
 using namespace weft_test;
 
 namespace {
@@ -252,6 +256,162 @@ TEST_F(AllocTest, EveryAllocationCanFail) {
   }
   EXPECT_GT(k, 10) << "the workload made suspiciously few allocations";
   RecordProperty("injection_points", static_cast<int>(k - 1));
+}
+
+// ---- allocation sites outside the core ------------------------------------------------
+
+// The scheduler library: bundle state and the growth of its run lists and heap. For
+// k = 1, 2, ...: the k-th allocation fails while a bundle is made and 300 threads are
+// created into it by a thread that never switches (so they pile up in the bundle's
+// lists or heap, which grow). Each create either fails with WEFT_ENOMEM or its thread
+// runs: a list or heap that cannot grow hands the thread to a dispatch queue.
+TEST_F(AllocTest, SchedLibGrowthCanFail) {
+  StartWeft(1);
+  static std::atomic<int> ran;
+  const unsigned kinds[] = {WEFT_SCHED_FIFO | WEFT_SCHED_LAZY, WEFT_SCHED_LIFO | WEFT_SCHED_LAZY,
+                            WEFT_SCHED_PRIORITY};
+  for (unsigned kind : kinds) {
+    long k = 1;
+    for (;; ++k) {
+      ASSERT_LT(k, 2000) << weft_schedlib_kind_name(kind) << ": never ran clean";
+      ran = 0;
+      long before = weft_debug_alloc_count();
+      weft_debug_fail_alloc(k);
+      weft_bundle_t *b = nullptr;
+      int rc = weft_schedlib_bundle_create(&b, nullptr, kind);
+      ASSERT_TRUE(OkOrNomem(rc)) << weft_err_name(rc);
+      std::vector<weft_thread_t *> ts;
+      if (rc == 0) {
+        weft_attr_t attr;
+        weft_attr_init(&attr);
+        attr.bundle = b;
+        for (int i = 0; i < 300; ++i) {
+          weft_thread_t *t = nullptr;
+          int c = weft_create(
+              &t, &attr, +[](void *) -> void * {
+                ran++;
+                return nullptr;
+              },
+              nullptr);
+          ASSERT_TRUE(OkOrNomem(c)) << weft_err_name(c);
+          if (c == 0) ts.push_back(t);
+        }
+      }
+      long used = weft_debug_alloc_count() - before;
+      weft_debug_fail_alloc(0);
+      for (weft_thread_t *t : ts) EXPECT_EQ(weft_join(t, nullptr), 0);
+      EXPECT_EQ(ran.load(), static_cast<int>(ts.size()))
+          << weft_schedlib_kind_name(kind) << ", allocation " << k << " failed";
+      if (b) {
+        EXPECT_EQ(weft_schedlib_bundle_destroy(b), 0);
+      }
+      if (HasFailure()) return;
+      if (used < k) break;
+    }
+    EXPECT_GT(k, 3) << weft_schedlib_kind_name(kind) << ": its lists never grew";
+  }
+}
+
+// The same, aimed: the bundle's state, and the growth of a run list (or the heap)
+// when the 65th thread is created into it, are allocations that injection reaches:
+// state creation fails with WEFT_ENOMEM, a list that cannot grow hands its thread to
+// a dispatch queue (the create succeeds and the thread runs).
+TEST_F(AllocTest, SchedLibAllocationsAreInjectable) {
+  StartWeft(1);
+  static std::atomic<int> ran;
+  auto body = +[](void *) -> void * {
+    ran++;
+    return nullptr;
+  };
+  // fill the control-block caches, so that the creates below allocate nothing else
+  std::vector<weft_thread_t *> warm;
+  for (int i = 0; i < 200; ++i) warm.push_back(Spawn(body));
+  for (weft_thread_t *t : warm) Join(t);
+  const unsigned kinds[] = {WEFT_SCHED_FIFO | WEFT_SCHED_LAZY, WEFT_SCHED_LIFO | WEFT_SCHED_LAZY,
+                            WEFT_SCHED_PRIORITY};
+  for (unsigned kind : kinds) {
+    const char *name = weft_schedlib_kind_name(kind);
+    weft_bundle_t *b = nullptr;
+    FailNextAlloc();
+    EXPECT_EQ(weft_schedlib_bundle_create(&b, nullptr, kind), WEFT_ENOMEM) << name;
+    weft_debug_fail_alloc(0);
+    ASSERT_EQ(weft_schedlib_bundle_create(&b, nullptr, kind), 0) << name;
+    weft_attr_t attr;
+    weft_attr_init(&attr);
+    attr.bundle = b;
+    ran = 0;
+    std::vector<weft_thread_t *> ts;
+    weft_thread_t *t = nullptr;
+    for (int i = 0; i < 64; ++i) {  // fills the list (or heap) without a switch
+      ASSERT_EQ(weft_create(&t, &attr, body, nullptr), 0) << name;
+      ts.push_back(t);
+    }
+    long before = weft_debug_alloc_count();
+    FailNextAlloc();
+    int rc = weft_create(&t, &attr, body, nullptr);
+    weft_debug_fail_alloc(0);
+    ASSERT_EQ(rc, 0) << name << ": a full list that cannot grow must not fail the create";
+    ts.push_back(t);
+    EXPECT_GT(weft_debug_alloc_count(), before) << name << ": the growth was not injectable";
+    for (weft_thread_t *x : ts) Join(x);
+    EXPECT_EQ(ran.load(), 65) << name;
+    EXPECT_EQ(weft_schedlib_bundle_destroy(b), 0) << name;
+  }
+}
+
+// Wiring: the record fails with WEFT_ENOMEM, the kernel thread (counted like an
+// allocation) with WEFT_ESYS; the caller stays an ordinary weft thread and can wire
+// afterwards.
+TEST_F(AllocTest, WireReportsInjectedFailures) {
+  StartWeft(1);
+  RunInThread([]() -> void * {
+    weft_debug_fail_alloc(1);
+    EXPECT_EQ(weft_wire(), WEFT_ENOMEM);
+    weft_debug_fail_alloc(2);
+    EXPECT_EQ(weft_wire(), WEFT_ESYS);
+    weft_debug_fail_alloc(0);
+    EXPECT_EQ(weft_is_wired(), 0);
+    EXPECT_EQ(weft_wire(), 0);
+    EXPECT_EQ(weft_is_wired(), 1);
+    EXPECT_EQ(weft_unwire(), 0);
+    return nullptr;
+  });
+  EXPECT_EQ(weft_wired_count(), 0);
+}
+
+// Tracing: every buffer of weft_trace_start() (the table, one per VP and one for
+// OS threads, the copied path) can fail: WEFT_ENOMEM, nothing left on, and a later
+// start works.
+TEST_F(AllocTest, TraceStartReportsEnomem) {
+  StartWeft(2);
+  weft_trace_config_t cfg;
+  weft_trace_config_init(&cfg);
+  cfg.capacity = 64;
+  cfg.path = "/nonexistent/trace.json";
+  int rc = weft_trace_start(&cfg);
+  if (rc == WEFT_EPERM) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  ASSERT_EQ(rc, 0);
+  ASSERT_EQ(weft_trace_stop(), 0);
+  weft_trace_discard();
+  long k = 1;
+  for (;; ++k) {
+    ASSERT_LT(k, 100);
+    long before = weft_debug_alloc_count();
+    weft_debug_fail_alloc(k);
+    rc = weft_trace_start(&cfg);
+    long used = weft_debug_alloc_count() - before;
+    weft_debug_fail_alloc(0);
+    if (rc == 0) {
+      EXPECT_GE(used, 0);
+      EXPECT_EQ(weft_trace_stop(), 0);
+      weft_trace_discard();
+      if (used < k) break;
+      continue;
+    }
+    EXPECT_EQ(rc, WEFT_ENOMEM) << "allocation " << k;
+    EXPECT_EQ(weft_trace_is_on(), 0);
+  }
+  EXPECT_GE(k, 5) << "fewer injectable allocations than buffers";
 }
 
 }  // namespace

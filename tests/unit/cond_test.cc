@@ -392,6 +392,44 @@ TEST_P(CondTest, PingPong) { PingPong(false); }
 TEST_P(CondTest, PingPongWithOsThread) { PingPong(true); }
 
 // Static initializer, all-zero object, destroy with a waiter, EINVAL.
+// Waiting with a mutex that is not locked returns WEFT_EPERM at once, in every
+// build, and leaves the mutex unlocked (it used to wait, then return holding it).
+// The untimed form is woken by broadcasts until it returns, so a build without the
+// check fails instead of hanging.
+TEST_P(CondTest, WaitWithUnlockedMutexIsEperm) {
+  weft_cond_t c = WEFT_COND_INIT;
+  weft_mutex_t m = WEFT_MUTEX_INIT;
+  auto check = [&](const char *who) {
+    std::atomic<int> rc{-100};
+    std::atomic<bool> done{false};
+    auto body = [&] {
+      rc = weft_cond_wait(&c, &m);
+      done = true;
+    };
+    std::thread waker([&] {
+      while (!done.load()) {
+        weft_cond_broadcast(&c);
+        std::this_thread::yield();
+      }
+    });
+    body();
+    waker.join();
+    EXPECT_EQ(rc.load(), WEFT_EPERM) << who << ": weft_cond_wait";
+    EXPECT_EQ(weft_cond_timedwait(&c, &m, weft_deadline_after(kMs)), WEFT_EPERM)
+        << who << ": weft_cond_timedwait";
+    EXPECT_EQ(weft_mutex_trylock(&m), 0) << who << ": the mutex was left locked";
+    EXPECT_EQ(weft_mutex_unlock(&m), 0);
+  };
+  RunInThread([&]() -> void * {
+    check("weft thread");
+    return nullptr;
+  });
+  std::thread plain([&] { check("plain OS thread"); });
+  plain.join();
+  EXPECT_EQ(weft_cond_destroy(&c), 0);
+  EXPECT_EQ(weft_mutex_destroy(&m), 0);
+}
+
 TEST_P(CondTest, InitDestroyAndEinval) {
   weft_cond_t zero;
   std::memset(&zero, 0, sizeof zero);

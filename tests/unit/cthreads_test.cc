@@ -124,6 +124,41 @@ void *Add(void *arg) {
   return nullptr;
 }
 
+// Out of memory is NULL, never an abort: cthread_fork's record (or weft's control
+// block), mutex_alloc and condition_alloc, driven by weft's failure injection. For
+// k = 1, 2, ...: the k-th allocation of a fork fails; a NULL fork leaves nothing
+// behind, a non-NULL one runs and joins.
+TEST(CThreads, OutOfMemoryIsNull) {
+  cthread_t first = cthread_fork(Echo, P(1));  // starts weft if no test did
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(I(cthread_join(first)), 1);
+  weft_debug_fail_alloc(1);
+  EXPECT_EQ(cthread_fork(Echo, P(2)), nullptr) << "the record's allocation failed";
+  weft_debug_fail_alloc(1);
+  EXPECT_EQ(mutex_alloc(), nullptr);
+  weft_debug_fail_alloc(1);
+  EXPECT_EQ(condition_alloc(), nullptr);
+  weft_debug_fail_alloc(0);
+  for (long k = 1;; ++k) {
+    ASSERT_LT(k, 1000);
+    long before = weft_debug_alloc_count();
+    weft_debug_fail_alloc(k);
+    cthread_t t = cthread_fork(Echo, P(k));
+    long used = weft_debug_alloc_count() - before;
+    weft_debug_fail_alloc(0);
+    if (t != nullptr) {
+      EXPECT_EQ(I(cthread_join(t)), k);
+    }
+    if (used < k) break;
+  }
+  mutex_t m = mutex_alloc();
+  ASSERT_NE(m, nullptr);
+  mutex_free(m);
+  condition_t c = condition_alloc();
+  ASSERT_NE(c, nullptr);
+  condition_free(c);
+}
+
 TEST(CThreads, MutexAllocLockTryLockUnlockFree) {
   Counter c;
   c.m = mutex_alloc();

@@ -2,7 +2,8 @@
 // (deterministically: k readers inside at once), writers exclude (exact counts,
 // with readers checking they never see a writer), writers do not starve behind
 // overlapping readers and readers do not starve behind a stream of writers
-// (bounded by counted entries, not time), try variants, timed read/write locks
+// (bounded by counted entries with one VP; with several, only a watchdog that
+// turns starvation into a failure), try variants, timed read/write locks
 // that time out (including a timed-out writer at the head of the queue letting
 // the readers queued behind it in), EPERM, initializers, destroy busy.
 #include "sync_test_util.h"
@@ -13,6 +14,11 @@ namespace {
 
 class RwLockTest : public SyncVpTest {};
 WEFT_INSTANTIATE_VPS(RwLockTest);
+
+// The starvation tests' watchdog: a thread that has not got in after this long,
+// while the others kept taking the lock, starved (the lock lets it in after a few
+// entries: a host stall of this length does not happen). Not a timing assertion.
+constexpr std::chrono::seconds kStarvedAfter{20};
 
 // k readers (weft and OS) are all inside at once: each holds its read lock until
 // it has seen k readers inside (bounded wait: fails instead of hanging).
@@ -82,12 +88,12 @@ TEST_P(RwLockTest, WriterExclusionExactCounts) {
 
 // Writers do not starve: readers enter and leave continuously, always overlapping
 // (each holds across a yield, several run at once). A writer that arrives must get
-// in after a bounded number of further reader entries. Readers stop after a large
-// cap; reaching it means the writer starved.
+// in after a bounded number of further reader entries. Readers go on until the
+// writer is done; if it starves, a watchdog (kStarvedAfter) stops them and fails.
 TEST_P(RwLockTest, WriterDoesNotStarveBehindReaders) {
   weft_rwlock_t l = WEFT_RWLOCK_INIT;
   const int nreaders = 2 * nvps() + 2;
-  const long cap = 200000;
+  const auto stop = std::chrono::steady_clock::now() + kStarvedAfter;
   std::atomic<long> entries{0};
   std::atomic<bool> writer_done{false};
   std::atomic<long> at_arrival{-1}, at_entry{-1};
@@ -104,7 +110,7 @@ TEST_P(RwLockTest, WriterDoesNotStarveBehindReaders) {
       writer_done = true;
       return;
     }
-    while (!writer_done.load() && entries.load() < cap) {
+    while (!writer_done.load() && std::chrono::steady_clock::now() < stop) {
       // A failing tryrdlock while no writer holds the lock means a writer waits:
       // this reader arrived after it queued, so FIFO lets it in only after it.
       int rc = weft_rwlock_tryrdlock(&l);
@@ -119,7 +125,8 @@ TEST_P(RwLockTest, WriterDoesNotStarveBehindReaders) {
       EXPECT_EQ(weft_rwlock_unlock(&l), 0);
     }
   });
-  ASSERT_TRUE(writer_done.load());
+  ASSERT_TRUE(writer_done.load()) << "the writer never got in while readers kept going ("
+                                  << entries.load() << " reader entries)";
   EXPECT_EQ(jumped.load(), 0) << "readers that arrived behind a waiting writer got in first";
   long after = at_entry.load() - at_arrival.load();
   // Counted from the writer's side, the bound also includes the time between its
@@ -141,7 +148,7 @@ TEST_P(RwLockTest, WriterDoesNotStarveBehindReaders) {
 TEST_P(RwLockTest, ReaderDoesNotStarveBehindWriters) {
   weft_rwlock_t l = WEFT_RWLOCK_INIT;
   const int nwriters = 2 * nvps() + 2;
-  const long cap = 200000;
+  const auto stop = std::chrono::steady_clock::now() + kStarvedAfter;
   std::atomic<long> entries{0};
   std::atomic<bool> reader_done{false};
   std::atomic<long> at_arrival{-1}, at_entry{-1};
@@ -155,31 +162,24 @@ TEST_P(RwLockTest, ReaderDoesNotStarveBehindWriters) {
       reader_done = true;
       return;
     }
-    while (!reader_done.load() && entries.load() < cap) {
+    while (!reader_done.load() && std::chrono::steady_clock::now() < stop) {
       EXPECT_EQ(weft_rwlock_wrlock(&l), 0);
       entries.fetch_add(1);
       weft_yield();
       EXPECT_EQ(weft_rwlock_unlock(&l), 0);
     }
   });
-  ASSERT_TRUE(reader_done.load());
   long after = at_entry.load() - at_arrival.load();
-  // No starvation at any VP count: the reader got in before the writers stopped on
-  // their own (see below). The tight bound counts from the reader's read of the counter, which
-  // the host can delay at will when there are several VPs (CI's ucontext run once saw
-  // 11,359 writer entries in 8 ms while the reader's VP was stalled) or under an
-  // emulator (see the writer's test): it is checked with one VP only.
-  // A reader that arrived (read the counter) before the writers stopped must get in
-  // before they stop. Whether it arrives in time with several VPs is up to the host:
-  // a lone writer on a VP with nothing else queued makes its entries at the speed of
-  // an uncontended lock (200,000 in about 3 ms), while the host may stall the
-  // reader's VP for longer. With one VP it must arrive.
-  if (nvps() == 1) {
-    EXPECT_LT(at_arrival.load(), cap) << "the reader never ran";
-  }
-  if (at_arrival.load() < cap) {
-    EXPECT_LT(at_entry.load(), cap) << "the reader never got in while writers kept going";
-  }
+  // No starvation at any VP count: the reader got in while the writers kept going.
+  // Not bounded by a count of entries with several VPs: the host can deschedule the
+  // reader's VP (its kernel thread) between the reader's read of the counter and its
+  // queueing, while the writers on the other VP go on. A release build at 2 VPs once
+  // reached a cap of 200,000 entries that way; on a 2-core host with three busy loops
+  // beside it, 2 runs in 2,000 saw over 100,000 (most see 6, the writers queued
+  // ahead): there the count measures host scheduling, not the lock. The tight bound counts from the reader's read of
+  // the counter and holds with one VP (a stall then stops every thread alike).
+  ASSERT_TRUE(reader_done.load()) << "the reader never got in while writers kept going ("
+                                  << entries.load() << " writer entries)";
 #ifndef WEFT_TEST_EMULATED
   if (nvps() == 1) {
     EXPECT_LE(after, 50L * nwriters) << "reader waited through " << after << " writer entries";

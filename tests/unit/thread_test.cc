@@ -135,6 +135,132 @@ TEST_P(ThreadTest, DetachFinishedThread) {
   EXPECT_EQ(weft_detach(t), 0);
 }
 
+// Spawns a joinable thread that returns at once and waits until it has finished
+// (the finish counter moved, then some yields so that its exit continuation ran).
+weft_thread_t *SpawnFinished() {
+  weft_debug_stats_t st;
+  weft_debug_stats(&st);
+  const uint64_t before = st.finished;
+  weft_thread_t *t = Spawn(ReturnArg, P(5));
+  EXPECT_TRUE(YieldUntil([&] {
+    weft_debug_stats(&st);
+    return st.finished > before;
+  }));
+  for (int i = 0; i < 20; ++i) weft_yield();
+  return t;
+}
+
+// Counts the runs of its body.
+std::atomic<int> g_bodies{0};
+void *CountBody(void *arg) {
+  g_bodies++;
+  return arg;
+}
+
+// After a reclaimed handle was misused, the free lists are intact: the next two
+// creates get two different control blocks and both bodies run.
+void ExpectNextTwoCreatesDistinct() {
+  g_bodies = 0;
+  weft_thread_t *a = Spawn(CountBody, P(1));
+  weft_thread_t *b = Spawn(CountBody, P(2));
+  ASSERT_NE(a, b) << "two live threads share a control block (freed twice)";
+  EXPECT_EQ(Join(a), P(1));
+  EXPECT_EQ(Join(b), P(2));
+  EXPECT_EQ(g_bodies.load(), 2);
+}
+
+// Detaching a finished thread twice: the second call returns WEFT_ESRCH and frees
+// nothing (it used to free the control block a second time).
+TEST_P(ThreadTest, DoubleDetachOfFinishedThreadIsEsrch) {
+  for (int i = 0; i < 20; ++i) {
+    weft_thread_t *t = SpawnFinished();
+    EXPECT_EQ(weft_detach(t), 0);
+    EXPECT_EQ(weft_detach(t), WEFT_ESRCH) << "iteration " << i;
+    ExpectNextTwoCreatesDistinct();
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Joining a finished thread after detaching it returns WEFT_ESRCH and frees nothing.
+TEST_P(ThreadTest, JoinAfterDetachOfFinishedThreadIsEsrch) {
+  for (int i = 0; i < 20; ++i) {
+    weft_thread_t *t = SpawnFinished();
+    EXPECT_EQ(weft_detach(t), 0);
+    void *r = P(9);
+    EXPECT_EQ(weft_join(t, &r), WEFT_ESRCH) << "iteration " << i;
+    EXPECT_EQ(r, P(9));
+    ExpectNextTwoCreatesDistinct();
+    if (HasFatalFailure()) return;
+  }
+}
+
+// A thread created detached that has finished (and reclaimed itself): detach and
+// join of its handle return WEFT_ESRCH until the block is reused.
+TEST_P(ThreadTest, DetachAndJoinOfFinishedDetachedThreadAreEsrch) {
+  weft_attr_t attr;
+  weft_attr_init(&attr);
+  attr.detached = 1;
+  for (int i = 0; i < 20; ++i) {
+    weft_debug_stats_t st;
+    weft_debug_stats(&st);
+    const uint64_t before = st.finished;
+    weft_thread_t *t = nullptr;
+    ASSERT_EQ(weft_create(&t, &attr, ReturnArg, nullptr), 0);
+    ASSERT_TRUE(YieldUntil([&] {
+      weft_debug_stats(&st);
+      return st.finished > before;
+    }));
+    for (int k = 0; k < 20; ++k) weft_yield();
+    EXPECT_EQ(weft_detach(t), WEFT_ESRCH);
+    EXPECT_EQ(weft_join(t, nullptr), WEFT_ESRCH);
+    ExpectNextTwoCreatesDistinct();
+    if (HasFatalFailure()) return;
+  }
+}
+
+// The same from a plain OS thread (the kernel-blocking join path).
+TEST_P(ThreadTest, PlainThreadDetachTwiceAndJoinAfterDetachAreEsrch) {
+  for (int i = 0; i < 10; ++i) {
+    weft_thread_t *t1 = SpawnFinished();
+    weft_thread_t *t2 = SpawnFinished();
+    int d1 = -100, d2 = -100, d3 = -100, j = -100;
+    std::thread plain([&] {
+      d1 = weft_detach(t1);
+      d2 = weft_detach(t1);
+      d3 = weft_detach(t2);
+      j = weft_join(t2, nullptr);
+    });
+    plain.join();
+    EXPECT_EQ(d1, 0);
+    EXPECT_EQ(d2, WEFT_ESRCH) << "iteration " << i;
+    EXPECT_EQ(d3, 0);
+    EXPECT_EQ(j, WEFT_ESRCH) << "iteration " << i;
+    ExpectNextTwoCreatesDistinct();
+    if (HasFatalFailure()) return;
+  }
+}
+
+// A detach racing a join for a finished thread: exactly one of them reclaims it.
+TEST_P(ThreadTest, DetachRacingJoinOfFinishedThreadReclaimsOnce) {
+  for (int i = 0; i < 50; ++i) {
+    weft_thread_t *t = SpawnFinished();
+    std::atomic<int> go{0};
+    int jr = -100;
+    std::thread plain([&] {
+      while (!go.load()) {
+      }
+      jr = weft_join(t, nullptr);
+    });
+    go = 1;
+    int dr = weft_detach(t);
+    plain.join();
+    EXPECT_TRUE((dr == 0 && jr == WEFT_ESRCH) || (dr == WEFT_ESRCH && jr == 0))
+        << "detach " << weft_err_name(dr) << ", join " << weft_err_name(jr);
+    ExpectNextTwoCreatesDistinct();
+    if (HasFatalFailure()) return;
+  }
+}
+
 // Two joiners of one live thread: exactly one gets the result, the other WEFT_ESRCH.
 struct JoinRace {
   Gate target_gate;
@@ -588,6 +714,50 @@ TEST_P(ThreadTest, ManyPlainThreadsCreateAndJoin) {
   for (std::thread &t : plains) t.join();
   const intptr_t n = kPlain * kEach;
   EXPECT_EQ(sum.load(), 2 * (n * (n - 1) / 2));
+}
+
+// ---- misuse caught by checked builds ------------------------------------------------------
+
+// In a checked build, joining a thread a second time (its handle dangles) is caught
+// while its control block has not been reused.
+TEST(ThreadDeathTest, DoubleJoinIsCaughtInCheckedBuild) {
+#ifndef WEFT_TEST_CHECKED
+  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
+#endif
+  SetDeathTestStyle();
+  EXPECT_DEATH(
+      {
+        InitWithVps(1);
+        weft_thread_t *t = nullptr;
+        weft_create(&t, nullptr, ReturnArg, nullptr);
+        weft_join(t, nullptr);
+        weft_join(t, nullptr);
+        std::_Exit(0);
+      },
+      "weft: misuse: weft_join of a thread that was already joined");
+}
+
+// The same from a plain OS thread.
+TEST(ThreadDeathTest, DoubleJoinFromPlainThreadIsCaughtInCheckedBuild) {
+#ifndef WEFT_TEST_CHECKED
+  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
+#endif
+  SetDeathTestStyle();
+  EXPECT_DEATH(
+      {
+        InitWithVps(1);
+        weft_thread_t *t = nullptr;
+        weft_create(&t, nullptr, ReturnArg, nullptr);
+        // let t finish first: at 1 VP, std::thread::join below holds the only VP
+        for (int i = 0; i < 20; ++i) weft_yield();
+        std::thread plain([t] {
+          weft_join(t, nullptr);
+          weft_join(t, nullptr);
+        });
+        plain.join();
+        std::_Exit(0);
+      },
+      "weft: misuse: weft_join of a thread that was already joined");
 }
 
 }  // namespace
