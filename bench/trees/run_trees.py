@@ -57,6 +57,7 @@ class Runner:
         self.cores = os.cpu_count() or 1
         self.records, self.icount, self.notes = [], [], []
         self.bad = False
+        self.unbuilt = set()
         self.go_bin = self._build_go()
 
     def _build_go(self):
@@ -119,6 +120,12 @@ class Runner:
             else:
                 what = "%.1f ns/spawn [%.1f .. %.1f], peak RSS %d KiB" % (
                     rec["ns_per_spawn"], rec["ns_per_spawn_min"], rec["ns_per_spawn_max"], rec["peak_rss_kib"])
+        elif rec["status"] == "not built":
+            # said once per package (scripts/demo.sh collects "not built" lines)
+            if rec["lib"] not in self.unbuilt:
+                self.unbuilt.add(rec["lib"])
+                print(rec["detail"], flush=True)
+            return
         else:
             what = "%s (%s)" % (rec["status"], rec["detail"])
         print("%s %-15s P=%d n=%-8d %s" % (rec["row"], rec["lib"], rec["P"], rec["n"], what), flush=True)
