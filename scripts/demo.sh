@@ -103,7 +103,7 @@ if [ "$mode" = quick ]; then
   m1_args=(--quick)
   # R1-R3 at smaller sizes than the rows' fib(30), 12 queens and 10^6 live Go threads, and
   # smaller still for Boost.Fiber (tens of microseconds per fiber); the report says so
-  trees_args=(--r1-n 27 --r2-n 11 --r3-n 1000000 --reps 3 --r3-reps 2 --timeout 30
+  trees_args=(--r1-n 27 --r2-n 11 --r3-n 1000000 --reps 3 --r3-reps 2 --timeout 45
     --size boost_fiber:fib=24 --size boost_fiber:queens=10 --size go:live=200000
     --size boost_fiber:live=50000)
 else

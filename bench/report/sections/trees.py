@@ -136,6 +136,7 @@ def _tree_axes(ax_t, ax_m, res, libs, ps, title, cores):
         labels.append("%s\nn=%d" % (NAME[lib].replace(" task_group", "").replace(", work-first", "\nwork-first"),
                                     max(ns)))
     for ax in (ax_t, ax_m):
+        ax.set_xlim(-0.6, len(shown) - 0.4)
         ax.set_xticks(range(len(shown)))
         ax.set_xticklabels(labels, fontsize=7)
         ax.set_yscale("log")
@@ -273,7 +274,7 @@ def r3(rep):
         for r in sorted((x for x in res if x["lib"] == lib), key=lambda x: (x["n"], x["P"])):
             head = [NAME[lib], "{:,}".format(r["n"]), "%d%s" % (r["P"], " (oversub.)" if r["P"] > cores else "")]
             if r["status"] != "ok":
-                rows.append(head + [_status(r)] + [""] * 4)
+                rows.append(head + [_status(r)] + [""] * 3)
                 continue
             n = r["n"]
             rows.append(head + [
@@ -324,6 +325,7 @@ def r3(rep):
                    alpha=1.0 - 0.35 * j, hatch="..")
     labels = ["%s\nn=%s" % (NAME[l], "{:,}".format(max(r["n"] for r in res if r["lib"] == l))) for l in shown]
     for ax in (a1, a2):
+        ax.set_xlim(-0.6, len(shown) - 0.4)
         ax.set_xticks(range(len(shown)))
         ax.set_xticklabels(labels, fontsize=7)
         ax.grid(axis="y", alpha=0.3)
