@@ -101,6 +101,11 @@ if [ "$mode" = quick ]; then
   x2_args=(--n 200000 --reps 3)
   a4_args=(--quick)
   m1_args=(--quick)
+  # R1-R3 at smaller sizes than the rows' fib(30), 12 queens and 10^6 live Go threads, and
+  # smaller still for Boost.Fiber (tens of microseconds per fiber); the report says so
+  trees_args=(--r1-n 27 --r2-n 11 --r3-n 1000000 --reps 3 --r3-reps 2 --timeout 45
+    --size boost_fiber:fib=24 --size boost_fiber:queens=10 --size go:live=200000
+    --size boost_fiber:live=50000)
 else
   lat_args=()
   go_lat=(-count 5 -benchtime 0.2s)
@@ -116,9 +121,12 @@ else
   x2_args=(--reps 5)
   a4_args=()
   m1_args=()
+  trees_args=(--r1-n 30,32 --r2-n 12,13 --r3-n 1000000 --reps 5 --r3-reps 3 --timeout 600
+    --procs "1,2,$((2 * cores))" --size boost_fiber:fib=30 --size boost_fiber:queens=12
+    --icount-fib 18,21 --icount-queens 8,9)
 fi
 
-steps_total=19
+steps_total=20
 printf 'weft demo (%s mode): results in %s/\n' "$mode" "$out"
 # Other jobs on the machine skew every timing; the report quotes the load around the run.
 echo "start $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >"$raw/loadavg.txt"
@@ -192,6 +200,10 @@ if have "$B/weft_bench_A1" "A1: weft_bench_A1 not built: skipped"; then
 else step_no=$((step_no + 1)); fi
 if have "$B/weft_bench_A2" "A2: weft_bench_A2 not built: skipped"; then
   step sorts_A2 "$B/weft_bench_A2" --json "$raw/A2.json" "${a2_args[@]}"
+else step_no=$((step_no + 1)); fi
+if have "$B/trees/weft_trees" "R1-R3: weft_trees not built: skipped"; then
+  step trees_R1_R2_R3 "$py" bench/trees/run_trees.py --build "$build" --out "$raw" \
+    ${go:+--go "$go"} "${trees_args[@]}"
 else step_no=$((step_no + 1)); fi
 if have "$B/apps/weft_a4_pdes" "A4: weft_a4_pdes not built: skipped"; then
   step simulation_A4 "$B/apps/weft_a4_pdes" --out "$raw" "${a4_args[@]}"

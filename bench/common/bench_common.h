@@ -48,16 +48,25 @@ static inline void bench_machine_json(FILE *out, const bench_machine_t *m) {
           m->kernel);
 }
 
-/* VmRSS of this process in KiB, or -1. */
-static inline long bench_rss_kib(void) {
+/* The field `name` ("VmRSS", "VmHWM", ...) of /proc/self/status in KiB, or -1. */
+static inline long bench_status_kib(const char *name) {
   FILE *f = fopen("/proc/self/status", "r");
   char line[256];
+  size_t len = strlen(name);
   long kib = -1;
   while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+    if (strncmp(line, name, len) == 0 && line[len] == ':' &&
+        sscanf(line + len + 1, "%ld", &kib) == 1)
+      break;
   if (f) fclose(f);
   return kib;
 }
+
+/* VmRSS of this process in KiB, or -1. */
+static inline long bench_rss_kib(void) { return bench_status_kib("VmRSS"); }
+
+/* Peak resident set of this process so far (VmHWM) in KiB, or -1. */
+static inline long bench_peak_rss_kib(void) { return bench_status_kib("VmHWM"); }
 
 static inline int bench_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -94,5 +103,16 @@ static inline int bench_list_has(const char *list, const char *word) {
     if ((s == list || s[-1] == ',') && (s[w] == ',' || s[w] == 0)) return 1;
   return 0;
 }
+
+#ifdef WEFT_ERROR_H
+/* bench_check() exits with status 2 and a message naming the call when a weft call
+ * failed (include weft/weft.h before this header to get it). */
+static inline void bench_check(int rc, const char *what) {
+  if (rc != 0) {
+    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
+    exit(2);
+  }
+}
+#endif
 
 #endif
