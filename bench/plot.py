@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""plot.py - figures from sweep.json shaped like papers/004 Fig 3.1 (elapsed time for
+"""plot.py - figures from sweep.json shaped like FastThreads Fig 3.1 (elapsed time for
 1,000,000 threads vs processors) and Fig 3.2 (speedup vs processors), one PNG per test.
 
 usage: python3 bench/plot.py [RESULTS_DIR]    (default: bench-results; needs matplotlib)
 
 Elapsed time is for 1,000,000 threads: a library measured on fewer threads (pthreads) is
 scaled linearly from its ns per thread, and its legend says so. Speedup is each library's
-time at P=1 over its time at P (004 Fig 3.2 divides by the fastest alternative at P=1; its
+time at P=1 over its time at P (FastThreads Fig 3.2 divides by the fastest alternative at P=1; its
 alternatives were variants of one package, ours differ by up to 1000x, which would flatten
 every curve but one).
 Points past the core count are oversubscribed and drawn in a shaded region.
@@ -62,9 +62,9 @@ def main():
             ax.grid(alpha=0.3)
         ax1.set_yscale("log")
         ax1.set_ylabel("elapsed time for 1,000,000 threads (s)")
-        ax1.set_title("%s elapsed time (cf. 004 Fig 3.1)" % test, fontsize=10)
+        ax1.set_title("%s elapsed time (cf. FastThreads Fig 3.1)" % test, fontsize=10)
         ax2.set_ylabel("speedup vs the same library at P=1")
-        ax2.set_title("%s speedup (cf. 004 Fig 3.2)" % test, fontsize=10)
+        ax2.set_title("%s speedup (cf. FastThreads Fig 3.2)" % test, fontsize=10)
         ax1.legend(fontsize=8)
         ax2.legend(fontsize=8)
         fig.suptitle("%s: %s\n%s, %d cores, Linux %s; median of %d, bars min..max"

@@ -1,4 +1,4 @@
-/* examples/cthreads_pingpong.c - papers/002 5.1's PingPong, written in C-Threads.
+/* examples/cthreads_pingpong.c - C-Threads §5.1's PingPong, written in C-Threads.
  *
  * Two C-Threads hand a turn back and forth through one condition variable. Like the
  * paper, it runs in one of three set-ups:

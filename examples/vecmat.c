@@ -1,5 +1,5 @@
 /* examples/vecmat.c - vector x matrix with one thread per column, without and with
- * affinity annotations (papers/001 4, Fig 7 and Fig 9).
+ * affinity annotations (Active Threads §4, Fig 7 and Fig 9).
  *
  *   r[c] = sum over i of v[i] * m[i][c]        (m row-major: a column is strided)
  *

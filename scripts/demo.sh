@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # demo.sh - weft's main job: build weft in Release (./build-release), run the benchmark
-# suite of /work/shared/BENCHMARKS.md beside the baselines (POSIX threads, Boost.Fiber, Go,
-# OpenMP tasks, oneTBB task_group), fit and project the papers/004 §5 queueing model (M1),
+# suite of bench/BENCHMARKS.md beside the baselines (POSIX threads, Boost.Fiber, Go,
+# OpenMP tasks, oneTBB task_group), fit and project the FastThreads §5 queueing model (M1),
 # and write a report with one figure per benchmark:
 #
 #   report/README.md        the report: machine, tables (median ± spread), figures, the

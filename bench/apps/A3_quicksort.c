@@ -1,9 +1,9 @@
-/* A3_quicksort.c - A3 (BENCHMARKS.md; papers/001 §8.1 Fig 25-27): quicksort of
+/* A3_quicksort.c - A3 (BENCHMARKS.md; Active Threads §8.1 Fig 25-27): quicksort of
  * 2,000,000 records with one thread per recursive call, switching to bubble sort at or
  * below the leaf size, over leaf sizes 5..150: run time, speedup over a true serial
  * version, and the number of threads created.
  *
- *   serial   the same recursion with direct calls and no synchronization (001's "true
+ *   serial   the same recursion with direct calls and no synchronization (Active Threads' "true
  *            serial version": thread creations replaced by calls)
  *   weft     every recursive call is a detached weft thread (the root included); nvps = P.
  *            Quicksort does its work before it splits (partition, then two children) and

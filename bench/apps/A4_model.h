@@ -1,4 +1,4 @@
-/* A4_model.h - the model code of A4 (papers/001 §8.2), shared by every version in
+/* A4_model.h - the model code of A4 (Active Threads §8.2), shared by every version in
  * A4_pdes.c: a conservative (Chandy-Misra-Bryant, null-message) parallel discrete-event
  * simulation of a production line.
  *

@@ -1,4 +1,4 @@
-/* A4_pdes.c - A4 (BENCHMARKS.md; papers/001 §8.2 Fig 29-30): a conservative parallel
+/* A4_pdes.c - A4 (BENCHMARKS.md; Active Threads §8.2 Fig 29-30): a conservative parallel
  * discrete-event simulation, the model code of A4_model.h run as
  *
  *   serial        the true sequential version: one event heap, no threads, no locks

@@ -1,9 +1,9 @@
-/* S6_contention.c - the contention benchmark of papers/002 5.2-5.3 (BENCHMARKS.md S6):
+/* S6_contention.c - the contention benchmark of C-Threads §5.2-5.3 (BENCHMARKS.md S6):
  * L locks, each with a pool of T threads; each thread does W units of simulated work,
  * takes its lock, increments the lock's counter, releases it, and repeats. The total
  * number of iterations (lock acquisitions) is fixed (--iters, default 100,000), split
  * evenly over the L*T threads. Timed: from creating the first thread until the last one
- * is joined (papers/002 includes thread creation and deletion in its times).
+ * is joined (C-Threads includes thread creation and deletion in its times).
  *
  * One unit of work is a chain of dependent multiply-adds, calibrated at start-up (its
  * ns is printed and written to the JSON). Every point checks that the counters add up
@@ -270,7 +270,7 @@ int main(int argc, char **argv) {
   bench_machine_read(&m);
   int cores = m.cores;
   double unit_ns = calibrate_unit_ns();
-  printf("S6 contention benchmark (papers/002 5.2-5.3)\n");
+  printf("S6 contention benchmark (C-Threads §5.2-5.3)\n");
   printf("machine: %s, %d cores, Linux %s\n", m.model, cores, m.kernel);
   printf("one unit of work = %d multiply-adds = %.1f ns; %ld iterations per point; %d repetitions;"
          " times in ms: median (min-max)\n", UNIT_LOOP, unit_ns, total_iters, reps);
@@ -367,7 +367,7 @@ int main(int argc, char **argv) {
     }
     printf("\n");
   }
-  printf("(percentages as papers/002 Fig 5-5: missed of total attempts; spinning, polling and "
+  printf("(percentages as C-Threads Fig 5-5: missed of total attempts; spinning, polling and "
          "blocked of misses; idled of blocked. \"C-Thread lost while Spin Polling\" has no weft "
          "counter.)\n");
 

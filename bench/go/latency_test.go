@@ -185,7 +185,7 @@ func BenchmarkL6SemPingPong(b *testing.B) {
 	close(s1)
 }
 
-// L7: PingPong of papers/002 5.1 with sync.Mutex + sync.Cond and a turn variable.
+// L7: PingPong of C-Threads §5.1 with sync.Mutex + sync.Cond and a turn variable.
 // One op = one round.
 func BenchmarkL7CondPingPong(b *testing.B) {
 	var m sync.Mutex

@@ -1,5 +1,5 @@
 // L1 - thread create: the cost to the creator of creating a thread that has not run yet.
-// (BENCHMARKS.md L1; papers/001 7 Table 5.)
+// (BENCHMARKS.md L1; Active Threads §7 Table 5.)
 #include <pthread.h>
 
 #include <vector>
@@ -16,7 +16,7 @@ constexpr int kPthreadBatch = 100;
 
 // Timed: n weft_create() calls of joinable threads, nvps=1, the creator never yields,
 // so none of them has run. Not timed: joining them (they run then). weft binds a stack
-// when a thread first runs (papers/004 2), so this creates control blocks only; the
+// when a thread first runs (FastThreads §2), so this creates control blocks only; the
 // "+bind_stack" row below adds the stack.
 void L1_weft(benchmark::State &state) {
   std::vector<weft_thread_t *> t(kWeftBatch);

@@ -1,5 +1,5 @@
 // L2 - null thread: create + run + finish of a thread with an empty body, control back
-// to the creator. (BENCHMARKS.md L2; papers/001 Table 5, Table 6.)
+// to the creator. (BENCHMARKS.md L2; Active Threads Table 5, Table 6.)
 #include <pthread.h>
 
 #include "latency.h"

@@ -1,5 +1,5 @@
 // L3 - context switch: two threads on one worker yield to each other; time per switch.
-// (BENCHMARKS.md L3; papers/001 Table 5, papers/003 Table 1.)
+// (BENCHMARKS.md L3; Active Threads Table 5, OpenThreads Table 1.)
 //
 // Each yield that hands the worker to the other thread is one switch. The benchmark
 // thread yields n/2 times per batch and the partner yields in between; the time is

@@ -1,5 +1,5 @@
 // L4 - uncontested mutex lock+unlock; uncontested semaphore wait+signal.
-// (BENCHMARKS.md L4; papers/001 Table 5.)
+// (BENCHMARKS.md L4; Active Threads Table 5.)
 //
 // One thread, nothing else runnable: every lock finds the mutex free, every wait finds
 // the unit the preceding signal left (the semaphore starts at 0; each operation is

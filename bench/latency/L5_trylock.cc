@@ -1,4 +1,4 @@
-// L5 - succeeding mutex trylock, semaphore trywait. (BENCHMARKS.md L5; papers/001 Table 5.)
+// L5 - succeeding mutex trylock, semaphore trywait. (BENCHMARKS.md L5; Active Threads Table 5.)
 //
 // One thread, no contention. Each operation is a trylock that succeeds plus the unlock
 // that makes the next one succeed (trywait that succeeds plus the signal that refills

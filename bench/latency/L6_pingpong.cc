@@ -1,5 +1,5 @@
 // L6 - mutex ping-pong and semaphore ping-pong: two threads on one worker synchronise
-// alternately; time per round (each thread passes once). (BENCHMARKS.md L6; papers/001
+// alternately; time per round (each thread passes once). (BENCHMARKS.md L6; Active Threads
 // Table 5, Table 6 "synchronization".)
 //
 // Mutex ping-pong: three mutexes handed over hand (pingpong.h MutexPingPong): a legal

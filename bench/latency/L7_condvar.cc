@@ -1,9 +1,9 @@
-// L7 - condition-variable ping-pong: PingPong of papers/002 5.1 (two threads, one
+// L7 - condition-variable ping-pong: PingPong of C-Threads §5.1 (two threads, one
 // mutex, one condition, a turn variable; each waits until it is its turn, flips the
 // turn, signals, unlocks). Time per round (each thread passes once).
-// (BENCHMARKS.md L7; papers/002 Figure 5-1.)
+// (BENCHMARKS.md L7; C-Threads Figure 5-1.)
 //
-// Set-ups (papers/002 ran "1 Thread", "2 Threads" and "Wired"):
+// Set-ups (C-Threads ran "1 Thread", "2 Threads" and "Wired"):
 //   L7_cond_pingpong/weft               1 kernel thread: nvps=1
 //   L7_cond_pingpong_2vp/weft           2 kernel threads: nvps=2, both threads free to
 //                                       run on either VP (A is the main weft thread)

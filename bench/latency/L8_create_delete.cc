@@ -1,5 +1,5 @@
 // L8 - create + delete a thread that is never started (Presto "create/delete",
-// BENCHMARKS.md L8; papers/000 3.3 Fig 3).
+// BENCHMARKS.md L8; Presto §3.3 Fig 3).
 //
 // weft cannot delete a thread that has not run (there is no cancel), and neither can
 // Boost.Fiber or pthreads. The honest nearest operation, used here and in T4: create a

@@ -1,5 +1,5 @@
 // X3 - the C++ layer (weft/weft.hpp) against the C interface on L1-L3 (and L4, the
-// lockable most C++ code goes through). papers/000 3.4: Presto's layers cost it; the
+// lockable most C++ code goes through). Presto §3.4: Presto's layers cost it; the
 // C++ layer should cost nothing or a few instructions. The C rows (L1_create/weft,
 // L2_null_thread/weft, L3_switch/weft, L4_mutex/weft) run in the same binary and run;
 // instruction counts: bench/icount.sh (weft_icount vs weft_icount_cpp).

@@ -13,7 +13,7 @@
  *   weft_icount l6m N  N rounds of mutex ping-pong (three mutexes hand over hand,
  *                      bench/latency/pingpong.h) against a partner thread
  *   weft_icount l6s N  N rounds of semaphore ping-pong
- *   weft_icount l7 N   N rounds of condition-variable ping-pong (papers/002 PingPong)
+ *   weft_icount l7 N   N rounds of condition-variable ping-pong (C-Threads PingPong)
  * (ping-pong: ops = rounds, a round = one pass of each thread; nvps=1.)
  * For l2 and l3 it also prints "ns_per_op=<t>", the loop's wall time per operation
  * (run natively for that; under callgrind it is meaningless).

@@ -240,7 +240,7 @@ struct SemPingPong {
   }
 };
 
-// ---- L7 condition-variable ping-pong (papers/002 5.1 PingPong) ----
+// ---- L7 condition-variable ping-pong (C-Threads §5.1 PingPong) ----
 // One mutex, one condition, a turn variable. Each pass: lock; wait while it is not my
 // turn; flip the turn; signal; unlock.
 // TrackVp (weft, nvps=2): each thread notes the VP of its pass (Ops::vp()); B counts

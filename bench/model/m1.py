@@ -1,4 +1,4 @@
-"""m1.py - the hierarchical queueing model of papers/004 §5 (M1 of BENCHMARKS.md).
+"""m1.py - the hierarchical queueing model of FastThreads §5 (M1 of BENCHMARKS.md).
 
 Processors are the customers of two closed networks, solved by mean-value analysis
 (mva.py) and iterated to convergence:
@@ -6,7 +6,7 @@ Processors are the customers of two closed networks, solved by mean-value analys
   high level (lock contention): a delay centre for the time a processor spends outside
     shared locks per cycle (thread management outside locks + user work), and one
     queueing centre per shared lock (its hold time per cycle). A processor waiting at a
-    lock spin-waits. Alternatives (004 §3): "central" - one ready-queue lock taken by
+    lock spin-waits. Alternatives (FastThreads §3): "central" - one ready-queue lock taken by
     every create and every dispatch; "local" - per-processor ready queues, whose locks
     are uncontended (modelled inside the delay centre).
   low level (memory/bus contention): a queueing centre for the memory system ("bus":
@@ -96,14 +96,14 @@ def solve(p, n, tol=1e-9, max_iter=500):
 
 def bus_slowdown(b, k):
     """Slowdown of k identical private copies (no shared software state) whose cycle
-    spends fraction b at the bus: the low-level model alone (004 §5.1)."""
+    spends fraction b at the bus: the low-level model alone (FastThreads §5.1)."""
     if b <= 0:
         return 1.0
     return mva([("bus", "queue", b), ("rest", "delay", 1 - b)], k)["R"]
 
 
 def fit_bus_fraction(slowdown, k):
-    """The bus fraction b whose k-copy slowdown matches the measured one (004 §5.1:
+    """The bus fraction b whose k-copy slowdown matches the measured one (FastThreads §5.1:
     "match a curve from our model of the bus to the measured curve"). Clamped to [0, 1]."""
     if slowdown <= 1 or k < 2:
         return 0.0

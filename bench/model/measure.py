@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""measure.py - the M1 model's hardware input, by the method of papers/004 §5.1: give
+"""measure.py - the M1 model's hardware input, by the method of FastThreads §5.1: give
 each processor its own copy of every data structure (here: K separate processes, each
 running weft's T1 and T2 on one virtual processor), run the copies in parallel, and
 compare with one copy alone. No software resource is shared, so any slowdown is
@@ -97,7 +97,7 @@ def main():
             per["share"][-1] if per["share"] else "-", per["valid"][-1]))
     tests = [t for t in per["alone"][0] if not t.endswith(" cpu")]
     alone = {t: median([a[t] for a in per["alone"]]) for t in tests}
-    result = {"method": "papers/004 §5.1: K private copies (separate processes, nvps=1) in "
+    result = {"method": "FastThreads §5.1: K private copies (separate processes, nvps=1) in "
                         "parallel vs one alone; slowdown = mean copy time / alone time; "
                         "medians over rounds (see the comment in measure.py)",
               "copies": k, "rounds": rounds, "machine": machine, "config": config,

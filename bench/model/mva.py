@@ -1,5 +1,5 @@
 """mva.py - mean-value analysis of closed product-form queueing networks (Lazowska et al.,
-"Quantitative System Performance", ch. 6-7), the solver of the M1 model (papers/004 §5).
+"Quantitative System Performance", ch. 6-7), the solver of the M1 model (FastThreads §5).
 
 A centre is (name, kind, demand): kind "queue" (load-independent queueing centre) or
 "delay" (infinite server); demand is the total service demand per customer cycle.

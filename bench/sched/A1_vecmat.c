@@ -1,9 +1,9 @@
-/* A1_vecmat.c - A1 of BENCHMARKS.md (papers/001 4, Fig 7-10): vector x matrix,
+/* A1_vecmat.c - A1 of BENCHMARKS.md (Active Threads §4, Fig 7-10): vector x matrix,
  * r[cols] = v[rows] x m[rows][cols] (row-major floats), one thread per column; each
  * thread walks its column with stride `cols`, so neighbouring columns share cache
  * lines. Variants (threads signal a semaphore; the creator waits for all):
  *   serial        the same loop, no threads (baseline)
- *   default       root bundle, no annotation (papers/001 Fig 7, AT_UNBOUND)
+ *   default       root bundle, no annotation (Active Threads Fig 7, AT_UNBOUND)
  *   fifo          weft/schedlib.h FIFO bundle, no annotation
  *   fifo_affinity FIFO + AFFINITY bundle, virtual processor col / 64: a group of 64
  *                 neighbouring columns per virtual processor (Fig 9)

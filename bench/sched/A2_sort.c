@@ -1,4 +1,4 @@
-/* A2_sort.c - A2 of BENCHMARKS.md (papers/001 8.1, Fig 20-24): parallel mergesort of
+/* A2_sort.c - A2 of BENCHMARKS.md (Active Threads §8.1, Fig 20-24): parallel mergesort of
  * a LINKED LIST of N records (insertion sort below LEAF) and quicksort of an ARRAY of N
  * records (bubble sort below LEAF), one thread per recursive call, under each of the
  * eight FIFO/LIFO x lazy/eager x affinity/none schedulers of weft/schedlib.h; the root
@@ -14,7 +14,7 @@
  *
  * Affinity hints name the data: a call on records [lo, hi) of N gets virtual
  * processor lo * 64 / N (64 groups), so the AFFINITY variants keep each 1/64 of the
- * data on one VP (papers/001 Fig 9 does the same with col / 64).
+ * data on one VP (Active Threads Fig 9 does the same with col / 64).
  *
  * usage: weft_bench_A2 [--n 100000] [--leaf 10] [--reps 5] [--procs 1,2]
  *                      [--json PATH] [--quick]

@@ -1,9 +1,9 @@
 /* sweep.c - thread management throughput as processors are added: T1, T4, T5
- * (BENCHMARKS.md; papers/004 Fig 3.1/3.2, papers/000 Fig 3), weft beside POSIX threads
+ * (BENCHMARKS.md; FastThreads Fig 3.1/3.2, Presto Fig 3), weft beside POSIX threads
  * and Boost.Fiber in one run.
  *
  *   T1  create, start and finish N null threads: each of P workers starts one chain in
- *       which every thread creates its successor (detached) and finishes (004 Table 3.2).
+ *       which every thread creates its successor (detached) and finishes (FastThreads Table 3.2).
  *       Timed: from creating the P chain heads until the last thread of the last chain
  *       has finished and woken the main thread.
  *   T4  create and delete N threads that are never started, shared by P workers. No
@@ -14,14 +14,14 @@
  *   T5  fork-join: the main thread creates N threads in batches of 1000 and joins each
  *       batch. Timed: all batches.
  *   T2  T1 where every thread first does user work drawn from a uniform distribution on
- *       [0, 2W) (004 Fig 3.3: W = 300 us on the Symmetry). W = --t2-us, default 1 us:
+ *       [0, 2W) (FastThreads Fig 3.3: W = 300 us on the Symmetry). W = --t2-us, default 1 us:
  *       the paper's 300 us scaled by 1/300 (its Table 3.1 lock pair took 5.6 us, a
  *       procedure call 3.6 us; today's take 5-10 ns and ~1 ns, so 1/300 is at the
  *       conservative end: user work stays ~10x a null thread here, as it was there).
  *       The work is a chain of dependent multiply-adds calibrated at start; each thread's
  *       amount comes from a hash of its place in the chain, so every run does the same
  *       total work. --t2-n threads (200,000); weft and pthreads (Boost.Fiber: not run).
- *   T3  latency per thread as a function of the number of runnable threads (004 Fig 3.4):
+ *   T3  latency per thread as a function of the number of runnable threads (FastThreads Fig 3.4):
  *       T1's chains, but K of them on P workers (K = the parallelism: threads runnable at
  *       once), K over --t3-k (1,2,4,...,1024), P over the --procs values (not the
  *       oversubscribed ones). --t3-n threads (200,000) in all, split over the K chains;
@@ -29,7 +29,7 @@
  *       (elapsed / threads) and the paper's latency per thread, elapsed x min(K, P) /
  *       threads: with K < P only K processors have work, and each chain steps once per
  *       latency; with K >= P every processor is busy and a thread costs P x elapsed /
- *       threads of processor time (004: "create + finish + start" once there is a
+ *       threads of processor time (FastThreads: "create + finish + start" once there is a
  *       backlog). weft only (a pthreads chain per K would measure the kernel's scheduler).
  *
  * Threads: --n (1,000,000) for weft and for Boost.Fiber T1; --slow-n (50,000) where a

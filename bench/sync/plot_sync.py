@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """plot_sync.py - figures from weft_bench_spin's JSON (S1.json ... S5.json), shaped like
 
-  S1  papers/004 Fig 4.1 / 000 Fig 1: elapsed time to increment a counter to N vs P
-  S2  000 Fig 1 (with the compute phase): elapsed time vs P
-  S3  004 Fig 4.2: relative processor speed T(1)/T(P) vs critical-section size, at the
+  S1  FastThreads Fig 4.1 / Presto Fig 1: elapsed time to increment a counter to N vs P
+  S2  Presto Fig 1 (with the compute phase): elapsed time vs P
+  S3  FastThreads Fig 4.2: relative processor speed T(1)/T(P) vs critical-section size, at the
       largest non-oversubscribed P
-  S4  004 Fig 4.3: time per processor to achieve the barrier vs P
-  S5  000 Fig 2: elapsed time to increment the atomic integer N times vs P
+  S4  FastThreads Fig 4.3: time per processor to achieve the barrier vs P
+  S5  Presto Fig 2: elapsed time to increment the atomic integer N times vs P
 
 usage: python3 bench/sync/plot_sync.py [RESULTS_DIR]   (default: bench-results; needs
 matplotlib). Writes RESULTS_DIR/S1.png ... S5.png. Error bars: min..max of the reps.
@@ -106,7 +106,7 @@ def plot_s3(d):
     ax.set_xscale("log")
     ax.set_xlabel("critical-section work W (shared read-modify-writes; W=0 drawn at 0.5)")
     ax.set_ylabel("relative processor speed T(1) / T(%d)" % p)
-    ax.set_title("S3: relative speed, %d processors to 1 (papers/004 Fig 4.2; %d cores)" % (p, cores),
+    ax.set_title("S3: relative speed, %d processors to 1 (FastThreads Fig 4.2; %d cores)" % (p, cores),
                  fontsize=10)
     ax.legend(fontsize=7, ncol=2)
     machine_note(fig, doc)
@@ -119,13 +119,13 @@ def plot_s3(d):
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "bench-results"
     plot_vs_p(d, "S1", "elapsed seconds", lambda r, s: s,
-              "S1: increment a shared counter to N under the lock (004 Fig 4.1, 000 Fig 1)")
+              "S1: increment a shared counter to N under the lock (FastThreads Fig 4.1, Presto Fig 1)")
     plot_vs_p(d, "S2", "elapsed seconds", lambda r, s: s,
-              "S2: S1 with a compute phase after each release (000 Fig 1)")
+              "S2: S1 with a compute phase after each release (Presto Fig 1)")
     plot_vs_p(d, "S4", "microseconds per processor", lambda r, s: s * 1e6 / r["ops"] / r["P"],
-              "S4: time per processor to achieve a barrier by lock (004 Fig 4.3)")
+              "S4: time per processor to achieve a barrier by lock (FastThreads Fig 4.3)")
     plot_vs_p(d, "S5", "elapsed seconds", lambda r, s: s,
-              "S5: increment an atomic integer N times (000 Fig 2)")
+              "S5: increment an atomic integer N times (Presto Fig 2)")
     plot_s3(d)
 
 

@@ -1,21 +1,21 @@
 /* spin_sweep.c - spin-waiting and atomic integers as processors are added: rows S1-S5 of
- * BENCHMARKS.md (papers/004 Fig 4.1-4.3, papers/000 Fig 1-2), every weft spinlock kind
+ * BENCHMARKS.md (FastThreads Fig 4.1-4.3, Presto Fig 1-2), every weft spinlock kind
  * beside pthread_spinlock_t and pthread_mutex_t, in one run.
  *
  *   S1  P threads, one per processor, increment a shared counter inside a critical
  *       section until it reaches --n (1,000,000): lock; if counter == n stop; counter++;
  *       unlock. Timed: from the start barrier (all P running) until the last finishes.
- *   S2  S1 with a compute phase of --s2-us microseconds (20, as papers/000) of private
+ *   S2  S1 with a compute phase of --s2-us microseconds (20, as Presto) of private
  *       work after each unlock, to --s2-n (20,000) increments (fewer than S1 so that a
  *       point takes under a second: ns per acquisition compares them).
  *   S3  S1 where the critical section also does W units of work on the data the lock
  *       protects (one unit: a read-modify-write of one of 64 shared longs, 8 cache
  *       lines), for W in --s3-work (0,10,100,1000), to --s3-n (100,000) increments.
- *       Reported: relative processor speed = time at P=1 / time at P (papers/004 Fig
+ *       Reported: relative processor speed = time at P=1 / time at P (FastThreads Fig
  *       4.2: 1 if spinning did not slow the holder, below 1 if it does).
  *   S4  barrier by lock: each of P threads takes the lock once, increments the counter,
  *       releases, then spins until the counter reaches P x round; --s4-rounds (20,000)
- *       rounds. Reported: time per round / P (papers/004 Fig 4.3, "per processor").
+ *       rounds. Reported: time per round / P (FastThreads Fig 4.3, "per processor").
  *   S5  an atomic integer incremented --s5-n (1,000,000) times in all by P threads (n/P
  *       each): weft_atomic_int_t (hardware), weft_locked_int_t (the header's Presto
  *       AtomicInt, default spinlock), and an integer locked by each kind.
@@ -201,7 +201,7 @@ static double run_once(run_t *r, int impl) {
 
 /* ---- one set of bodies per lock kind ------------------------------------------------------
  * KIND(name, type, init, lock, unlock, node) generates the bodies with the lock calls
- * inlined (an indirect call per operation would be measured too: papers/000 §3.2's
+ * inlined (an indirect call per operation would be measured too: Presto §3.2's
  * lesson). `l` is the lock, `nd` a per-call node for the node-taking MCS form. */
 
 #define LOCKP(T) ((T *)(void *)sh.lock)
@@ -450,11 +450,11 @@ static void run_point(int impl, int p, int over) {
 }
 
 static const char *const row_title[NROWS] = {
-    "S1: counter to N under the lock (papers/004 Fig 4.1); ns per acquisition",
-    "S2: S1 + compute phase outside the lock (papers/000 Fig 1); ns per acquisition",
-    "S3: critical section of W units of shared work; relative speed = T(1)/T(P) (004 Fig 4.2)",
-    "S4: barrier by lock (004 Fig 4.3); ns per round per processor",
-    "S5: atomic integer, N increments by P threads (000 Fig 2); ns per increment"};
+    "S1: counter to N under the lock (FastThreads Fig 4.1); ns per acquisition",
+    "S2: S1 + compute phase outside the lock (Presto Fig 1); ns per acquisition",
+    "S3: critical section of W units of shared work; relative speed = T(1)/T(P) (FastThreads Fig 4.2)",
+    "S4: barrier by lock (FastThreads Fig 4.3); ns per round per processor",
+    "S5: atomic integer, N increments by P threads (Presto Fig 2); ns per increment"};
 
 static void print_tables(const bench_machine_t *m) {
   printf("\nmachine: %s, %d cores, Linux %s; compute calibration %ld iterations/us\n", m->model,

@@ -38,7 +38,7 @@ import time
 ROWS = {"R1": "fib", "R2": "queens", "R3": "live"}
 TREE_LIBS = ["weft", "weft_workfirst", "openmp_tasks", "tbb_task_group", "go", "boost_fiber"]
 LIVE_LIBS = ["weft", "go", "boost_fiber", "pthreads"]
-# sizes the issue's rows ask for, and R3's smaller pthreads count (a kernel thread each)
+# the rows' default sizes, and R3's smaller pthreads count (a kernel thread each)
 DEFAULT_SIZE = {"pthreads:live": [10000]}
 
 

@@ -1,4 +1,4 @@
-/* weft/atomic_int.h - Presto's AtomicInt (papers/000 §3.2): a shared integer whose
+/* weft/atomic_int.h - Presto's AtomicInt (Presto §3.2): a shared integer whose
  * operations are indivisible, in two forms with the same operations.
  *
  *   weft_atomic_int_t  each operation is one hardware atomic instruction (or a
@@ -6,7 +6,7 @@
  *   weft_locked_int_t  each operation takes a spinlock (weft_spin_t, the default kind),
  *                      does the plain integer operation and releases: Presto's
  *                      original AtomicInt (and HP_AtomicInt with a queue lock). Kept to
- *                      measure the difference (bench row S5, papers/000 Fig 2).
+ *                      measure the difference (bench row S5, Presto Fig 2).
  *
  * Operations (X is atomic_int or locked_int): init, load, store, add and sub (return
  * the new value), fetch_add (returns the old value), inc and dec (return the new value),

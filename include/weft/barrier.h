@@ -1,4 +1,4 @@
-/* weft/barrier.h - barriers (papers/001 appendix, papers/004 Fig 4.3).
+/* weft/barrier.h - barriers (Active Threads appendix, FastThreads Fig 4.3).
  *
  * A barrier of size n releases its waiters each time the n-th thread arrives; it
  * is then ready for the next round at once. Exactly one caller per round (the

@@ -1,11 +1,11 @@
-/* weft/cond.h - condition variables (papers/002 2.1.3, 4.4; papers/001 appendix).
+/* weft/cond.h - condition variables (C-Threads §2.1.3, §4.4; Active Threads appendix).
  *
  * Mesa semantics: a woken waiter re-acquires the mutex and must re-check its
  * predicate; spurious wake-ups are allowed by the contract (weft produces them
  * only when a timed wait races with a signal). When the mutex is held at the time
  * of weft_cond_signal()/broadcast() (the usual case: the signaller holds it), a
  * blocked weft-thread waiter is moved straight onto the mutex's wait queue instead
- * of being woken only to block again on the mutex: papers/002 4.4's continuation
+ * of being woken only to block again on the mutex: C-Threads §4.4's continuation
  * recognition, today called wait morphing. It runs when the holder unlocks.
  *
  * Usable from weft threads and plain OS threads (which block in the kernel). An

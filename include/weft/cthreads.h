@@ -1,4 +1,4 @@
-/* weft/cthreads.h - the Mach C-Threads interface (papers/002 2.1, 3.2; Cooper and
+/* weft/cthreads.h - the Mach C-Threads interface (C-Threads §2.1, §3.2; Cooper and
  * Draves, CMU-CS-88-154) on weft. Library target weft_cthreads (link it besides weft):
  * plain weft users do not get names such as mutex_lock.
  *
@@ -26,7 +26,7 @@
  * (kernel threads that run C-Threads). Wired threads (cthread_wire) are extra kernel
  * threads, not counted in the limit, as in Mach.
  *
- * Filters (papers/002 3.2) are per-thread functions called at each manipulation of a
+ * Filters (C-Threads §3.2) are per-thread functions called at each manipulation of a
  * thread's continuation. weft builds continuations itself (weft/sched.h's block and
  * release), so a filter here observes those points, with the paper's operation names,
  * rather than performing them; they come from weft's meta interface (weft/hook.h):

@@ -1,4 +1,4 @@
-/* weft/hook.h - the meta interface's event callbacks (papers/003 3.1-3.2).
+/* weft/hook.h - the meta interface's event callbacks (OpenThreads §3.1-3.2).
  *
  * A callback can be installed on each thread event (entry, exit, save, restore,
  * blocked, unblocked) and system event (idle begin, idle spin, idle end). The

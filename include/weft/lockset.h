@@ -1,4 +1,4 @@
-/* weft/lockset.h - atomic acquisition of a set of locks (papers/001 3.5 and 6,
+/* weft/lockset.h - atomic acquisition of a set of locks (Active Threads §3.5 and §6,
  * "multi-object synchronization").
  *
  * weft_lockset_acquire() takes every lock of a set, each in its mode (mutex,

@@ -1,5 +1,5 @@
 /* weft/mutex.h - blocking mutual-exclusion locks: the two-phase mutex and the
- * hybrid lock (papers/001 appendix, papers/002 4.2-4.3).
+ * hybrid lock (Active Threads appendix, C-Threads §4.2-4.3).
  *
  * weft_mutex_t is two-phase: a thread that misses the lock spins for a bounded,
  * adaptive number of polls ("Busy Spinning"), and only then blocks. While it
@@ -14,7 +14,7 @@
  * under contention (no lock convoys); it is not FIFO-fair.
  *
  * weft_hybrid_t has the same semantics; its spin phase backs off exponentially
- * between polls (papers/001 appendix "Hybrid Implementation").
+ * between polls (Active Threads appendix "Hybrid Implementation").
  *
  * Both are usable from weft threads and from plain OS threads (which block in the
  * kernel). An all-zero object is a valid unlocked lock; WEFT_MUTEX_INIT and

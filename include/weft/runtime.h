@@ -32,7 +32,7 @@ typedef struct weft_config {
                             never memory. A frame larger than the guard can jump it:
                             compile code with big frames with -fstack-clash-protection
                             (docs/design.md "Stacks"). */
-  int freelist_local;    /* T of papers/004 3.3: a VP keeps at most 2T free control
+  int freelist_local;    /* T of FastThreads §3.3: a VP keeps at most 2T free control
                             blocks and 2T free stacks locally, moving T at a time to or
                             from the global pool; default 32. */
   int freelist_global;   /* most control blocks (and, separately, stacks) the global
@@ -40,7 +40,7 @@ typedef struct weft_config {
                             default 1024. */
   int spin_us;           /* how long an idle VP polls (lock-free) before it sleeps in
                             the kernel, in microseconds; default 50. */
-  /* Stack-allocation policy (papers/003 3.1.4); both NULL (the default): weft maps
+  /* Stack-allocation policy (OpenThreads §3.1.4); both NULL (the default): weft maps
    * stacks with a guard region and caches them per VP. Both set: every stack weft
    * binds to a thread (not caller-provided ones, weft_attr_t.stack_addr) comes from
    * stack_alloc(size, stack_arg), which returns the lowest address of `size` usable

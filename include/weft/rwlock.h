@@ -1,4 +1,4 @@
-/* weft/rwlock.h - reader/writer locks (papers/001 appendix).
+/* weft/rwlock.h - reader/writer locks (Active Threads appendix).
  *
  * Policy: arrivals are served in FIFO order once anyone waits. A reader that
  * arrives while the lock is read-held and nobody waits enters at once; once a

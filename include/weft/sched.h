@@ -1,4 +1,4 @@
-/* weft/sched.h - bundles and the public scheduler interface (papers/001 3.3-3.4, 5.2).
+/* weft/sched.h - bundles and the public scheduler interface (Active Threads §3.3-3.4, §5.2).
  *
  * Every thread belongs to a bundle; a bundle's scheduler is a table of eight event
  * handlers. The runtime (the "kernel") owns one dispatch queue per virtual
@@ -45,7 +45,7 @@
  *                            when every bundle's processor_idle returned NULL; see
  *                            weft_sched_notify() for waking it.
  *
- * Where events go (the bundle tree, papers/001 3.4). Thread events go to the
+ * Where events go (the bundle tree, Active Threads §3.4). Thread events go to the
  * thread's bundle; bundle_created/bundle_terminated go to the parent. An idle VP
  * raises processor_idle in this order, and stops at the first thread it gets:
  *   1. the focus bundle (weft_bundle_set_focus), if it is not the root. Its handler
@@ -154,11 +154,11 @@ WEFT_API int weft_bundle_set_focus(weft_bundle_t *b);
 WEFT_API weft_bundle_t *weft_bundle_focus(void);
 
 /* weft_bundle_stop() stops dispatching new threads from b and every bundle below it
- * (papers/001 appendix, at_stop): once it returns, processor_idle is not raised on
+ * (Active Threads appendix, at_stop): once it returns, processor_idle is not raised on
  * them (by idle VPs, by a yield of one of their threads, or through
  * weft_sched_idle_pass) until weft_bundle_continue(), so the threads their
  * schedulers keep to themselves are not dispatched. Not affected: threads running,
- * and threads already on a dispatch queue (papers/001 3.3: SCHEDULED). What is held
+ * and threads already on a dispatch queue (Active Threads §3.3: SCHEDULED). What is held
  * back thus follows where a scheduler keeps ready threads: weft/schedlib.h FIFO/LIFO
  * keep new threads (a woken thread goes to a dispatch queue and resumes), so no new
  * thread starts; PRIORITY keeps every ready thread, so a thread that blocks (or
@@ -281,7 +281,7 @@ WEFT_API uintptr_t *weft_sched_thread_data(weft_thread_t *t);
 /* weft_thread_block() blocks the calling weft thread. After its context is saved
  * and the VP has switched away, release(arg) runs (on the next thread's stack),
  * and only then may another thread see the caller: release typically publishes the
- * caller on a wait list and unlocks it (papers/002 3). Raises thread_blocked. Returns
+ * caller on a wait list and unlocks it (C-Threads §3). Raises thread_blocked. Returns
  * when some thread calls weft_thread_unblock() on the caller. Must be called from a
  * weft thread; release must not block. May switch (always does). */
 WEFT_API void weft_thread_block(void (*release)(void *arg), void *arg);

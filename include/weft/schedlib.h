@@ -1,5 +1,5 @@
 /* weft/schedlib.h - a library of bundle schedulers, each written only against the
- * public scheduler interface (weft/sched.h): papers/001 5.4 and 8.1.
+ * public scheduler interface (weft/sched.h): Active Threads §5.4 and §8.1.
  *
  * Kinds (docs/schedulers.md has each policy in full):
  *
@@ -54,7 +54,7 @@ extern "C" {
 #endif
 
 /* A scheduler kind: FIFO or LIFO, ORed with LAZY or EAGER and optionally AFFINITY
- * (the eight variants of papers/001 8.1), or PRIORITY alone, or WORK_FIRST alone. */
+ * (the eight variants of Active Threads §8.1), or PRIORITY alone, or WORK_FIRST alone. */
 typedef enum weft_schedlib_kind {
   WEFT_SCHED_FIFO = 0,
   WEFT_SCHED_LIFO = 1,

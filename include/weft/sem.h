@@ -1,4 +1,4 @@
-/* weft/sem.h - counting semaphores (papers/001 appendix).
+/* weft/sem.h - counting semaphores (Active Threads appendix).
  *
  * wait takes one unit, blocking while there is none; signal adds one and, if a
  * thread is blocked, hands that unit straight to the longest waiter. A thread that

@@ -4,9 +4,9 @@
  *
  *   tas      weft/spinlock/tas.h      test-and-set: spin on the exchange
  *   ttas     weft/spinlock/ttas.h     test-and-test-and-set: spin on a read
- *   backoff  weft/spinlock/backoff.h  ttas + Ethernet-style exponential backoff (004 §4)
+ *   backoff  weft/spinlock/backoff.h  ttas + Ethernet-style exponential backoff (FastThreads §4)
  *   ticket   weft/spinlock/ticket.h   ticket lock: FIFO, one fetch-and-add
- *   array    weft/spinlock/array.h    Anderson's array queue lock (004 Table 4.1): FIFO
+ *   array    weft/spinlock/array.h    Anderson's array queue lock (FastThreads Table 4.1): FIFO
  *   mcs      weft/spinlock/mcs.h      MCS list queue lock: FIFO; also a node-taking form
  *
  *   weft_spin_K_t    the lock; an all-zero object is an unlocked lock
@@ -78,7 +78,7 @@ extern "C" {
  * default is one of the first three. Between those the medians overlap run to run on
  * this 2-core machine (the VM's placement moves every P=2 figure by 2-3x); uncontended
  * they are the same single exchange. Backoff was never the worst of the three, was the
- * fastest in both S5 runs, and is the one papers/004 Fig 4.1 shows degrading least as
+ * fastest in both S5 runs, and is the one FastThreads Fig 4.1 shows degrading least as
  * processors are added (the regime 2 cores cannot show), so it is the default. */
 typedef weft_spin_backoff_t weft_spin_t;
 #define WEFT_SPIN_INIT WEFT_SPIN_BACKOFF_INIT

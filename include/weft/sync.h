@@ -5,7 +5,7 @@
  * processor, and block a plain OS thread in the kernel. A weft thread is published
  * on an object's wait queue only after its context is saved: the wait queue's
  * internal lock is released by the switch's continuation, on the next thread's
- * stack (papers/002 3; docs/memory-ordering.md "block and wake").
+ * stack (C-Threads §3; docs/memory-ordering.md "block and wake").
  *
  * Destroying an object that is held or has waiters returns WEFT_EBUSY in every
  * build and leaves the object as it was.
@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-/* Counters of papers/002 Fig 5-5, summed over every VP and plain OS threads. They
+/* Counters of C-Threads Fig 5-5, summed over every VP and plain OS threads. They
  * are always on: each is a plain add to a per-VP counter on a slow path (a missed
  * mutex, a block, an idle VP), so the uncontended lock and unlock paths carry no
  * counting at all. */

@@ -1,7 +1,7 @@
 /* weft/thread.h - user-level threads: create, join, detach, exit, yield, self.
  *
  * A thread is created with only its control block: its function and argument live
- * there, and its stack is bound when it first runs (papers/004 2, papers/001 5.6).
+ * there, and its stack is bound when it first runs (FastThreads §2, Active Threads §5.6).
  * "Callable from a weft thread" means code running on a thread created by weft or
  * on the main weft thread; "from a plain OS thread" means any other thread.
  */
@@ -47,7 +47,7 @@ typedef struct weft_attr {
                              it is ignored and the thread is created help-first. */
 } weft_attr_t;
 
-/* Context-switch modes (papers/003 3.1.3). INTEGER saves what the C ABI makes
+/* Context-switch modes (OpenThreads §3.1.3). INTEGER saves what the C ABI makes
  * callee-saved and nothing of the floating-point control state: a thread that
  * changes its rounding mode or exception masks (fesetround, MXCSR, x87 control
  * word, FPCR) may find them changed by another thread after any switch, and
@@ -141,7 +141,7 @@ WEFT_API weft_thread_t *weft_self(void);
  * never 0; the main weft thread of each weft_init() gets a fresh one. t NULL gives 0. */
 WEFT_API uint64_t weft_thread_id(const weft_thread_t *t);
 
-/* The one fast thread-specific pointer (papers/003 3.2.1): a word in the control
+/* The one fast thread-specific pointer (OpenThreads §3.2.1): a word in the control
  * block, read and written in a few instructions. From a plain OS thread (which
  * includes any thread while weft is not running), get returns NULL and set returns
  * WEFT_EPERM. */

@@ -1,5 +1,5 @@
 /* weft/threadlist.h - first-class thread lists with user-defined get and put
- * (papers/003 3.1.2, 3.2.2: otm_install_queue, ot_thread_yield_onto).
+ * (OpenThreads §3.1.2, §3.2.2: otm_install_queue, ot_thread_yield_onto).
  *
  * A thread list holds threads that are not running: ready threads of a scheduler
  * (a run list) or threads waiting for something (a wait list). Its policy is its
@@ -13,7 +13,7 @@
  * created, and asking for more than WEFT_THREADLIST_LINK_MAX is WEFT_EINVAL. The
  * space is not allocated per list or per put, so put and get never fail for lack
  * of memory. A thread is on at most one thread list at a time (the model of
- * papers/003: every thread not running is on exactly one list); putting a thread
+ * OpenThreads: every thread not running is on exactly one list); putting a thread
  * on a second list before it was taken off the first is undefined.
  *
  * Locking. Every list has its own spinlock, taken by weft around each call of put

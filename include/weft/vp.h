@@ -1,8 +1,8 @@
 /* weft/vp.h - virtual processors and affinity, do-when-idle functions
- * (papers/001 3.1 and appendix).
+ * (Active Threads §3.1 and appendix).
  *
  * Two kinds of processor: a VP is one of weft's kernel threads (0 .. weft_vp_count()-1,
- * the "physical" processors of papers/001); a virtual processor is a number of any
+ * the "physical" processors of Active Threads); a virtual processor is a number of any
  * size a thread carries as its affinity. The default scheduler maps virtual processor
  * v onto VP (v mod nvps); affinity schedulers (weft/schedlib.h) may map them in blocks.
  */

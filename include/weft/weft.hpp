@@ -1,6 +1,6 @@
 // weft/weft.hpp - the C++17 layer: header-only, a thin inline layer over the C
 // interface in the style of the standard library, and Presto's object-oriented
-// interface (papers/000 2, 3.2-3.4).
+// interface (Presto §2, §3.2-3.4).
 //
 //   weft::runtime                       weft_init/weft_shutdown as RAII
 //   weft::thread, weft::this_thread     std::thread's interface; thread::start(object,

@@ -1,5 +1,5 @@
 /* weft/wire.h - wiring: a weft thread on a kernel thread of its own
- * (papers/002 2.1.5, 2.2.2).
+ * (C-Threads §2.1.5, §2.2.2).
  *
  * A wired thread leaves the virtual processors: weft_wire() moves the calling thread
  * onto a new kernel thread that runs nothing else, so a system call that blocks it

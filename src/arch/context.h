@@ -3,7 +3,7 @@
  * A context is one saved stack pointer. Switching pushes the callee-saved registers
  * of the ABI onto the current stack, stores the stack pointer in *from, loads the
  * stack pointer of *to, optionally calls fn(arg) on that new stack ("switch, then
- * call": the continuation of papers/002 3), then pops the registers of *to and
+ * call": the continuation of C-Threads §3), then pops the registers of *to and
  * resumes it. Because fn runs after *from is completely saved, fn may publish the
  * switched-away thread (requeue it, unlock its wait list) and no other processor can
  * ever resume a half-saved context. fn runs on the same kernel thread, before the
@@ -31,7 +31,7 @@
  * next one (AArch64, which has no red zone for signal frames), or inside the
  * 128-byte red zone that signal delivery skips (x86-64), and read before fn runs.
  * Only integer state and the callee-saved vector halves are saved (the "integer"
- * switch mode of papers/003 3.2.3). The floating-point control words (MXCSR, x87
+ * switch mode of OpenThreads §3.2.3). The floating-point control words (MXCSR, x87
  * CW, FPCR) are not saved by the switch itself. The "all registers" mode adds them
  * without touching the switch: weft__ctx_fp_save() below rewrites a saved frame so
  * that its resume goes through weft__ctx_fp_resume, which reloads them. See

@@ -1,5 +1,5 @@
 /* src/core/alloc.c - control blocks and stacks: per-VP free lists balanced through
- * a locked global pool (papers/004 3.3).
+ * a locked global pool (FastThreads §3.3).
  *
  * Each VP keeps at most 2T free control blocks and 2T free default-size stacks
  * (T = cfg.freelist_local). When a list reaches 2T, T entries move to the global

@@ -142,7 +142,7 @@ struct __attribute__((aligned(64))) weft_thread {
   struct weft_thread *prev;    /* dispatch-queue back link (toward the front); valid
                                   on every queued thread but the front one: q.lock */
   weft_bundle_t *bundle;       /* set at create, then read-only */
-  weft_thread_fn fn;           /* arguments live in the control block (004 2) */
+  weft_thread_fn fn;           /* arguments live in the control block (FastThreads §2) */
   void *arg;
   void *result;                /* written by the thread, read by the reaper after
                                   the DONE exchange (acquire/release) */

@@ -1,5 +1,5 @@
 /* src/core/wire.c - wiring a weft thread to a kernel thread of its own
- * (weft/wire.h; papers/002 2.1.5 and 2.2.2).
+ * (weft/wire.h; C-Threads §2.1.5 and §2.2.2).
  *
  * A wired thread runs on a "wire" kernel thread that is not a VP: its TLS VP pointer
  * is NULL, so every part of weft that asks "am I on a VP?" (weft__vp()) treats the

@@ -1,4 +1,4 @@
-/* src/os/os.h - the small system interface (papers/003 3.3): kernel threads, futex
+/* src/os/os.h - the small system interface (OpenThreads §3.3): kernel threads, futex
  * parking, stack memory with guard regions, CPU count and pinning, clocks. */
 #ifndef WEFT_OS_H
 #define WEFT_OS_H

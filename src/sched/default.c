@@ -1,7 +1,7 @@
 /* src/sched/default.c - the default scheduler, written only against the public
  * scheduler interface (weft/sched.h), as every scheduler must be.
  *
- * Policy (papers/004 3, "per-processor ready queues", with the owner-LIFO,
+ * Policy (FastThreads §3, "per-processor ready queues", with the owner-LIFO,
  * thief-FIFO discipline of work stealing as in Cilk and MassiveThreads): a new
  * thread goes to the front of the dispatch queue of the VP that created it (or of
  * its affinity VP), so a VP runs the threads it created most recently first and a

@@ -5,7 +5,7 @@
  * (higher first) and then by the order threads became ready (FIFO among equals),
  * under one spinlock. Central on purpose: "the highest priority ready thread runs
  * next on any VP" needs one place that knows the maximum; the cost is one lock that
- * every VP of the bundle takes (papers/001 5.4: priority queues are the expensive
+ * every VP of the bundle takes (Active Threads §5.4: priority queues are the expensive
  * end of the library).
  *
  *   thread_created    priority: the one given to weft_schedlib_create_priority(),

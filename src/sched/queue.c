@@ -1,4 +1,4 @@
-/* src/sched/queue.c - the FIFO and LIFO schedulers of weft/schedlib.h (papers/001 5.4,
+/* src/sched/queue.c - the FIFO and LIFO schedulers of weft/schedlib.h (Active Threads §5.4,
  * 8.1), eager or lazy stack binding, with or without memory-conscious (affinity)
  * scheduling: eight variants, one set of handlers that reads the variant from the
  * bundle's state. Written only against weft/sched.h.

@@ -9,7 +9,7 @@
  *
  * Signal claims the oldest live waiter (WAITING -> SIGNALED, under qlock). A weft
  * thread is then moved onto its mutex's queue if the mutex is held (wait morphing,
- * papers/002 4.4): it runs when the holder unlocks, instead of waking only to
+ * C-Threads §4.4): it runs when the holder unlocks, instead of waking only to
  * block on the mutex. Its timer is cancelled first, so no timeout can fire while it
  * sits on the mutex queue.
  */

@@ -17,7 +17,7 @@
  *
  * Publishing: a weft thread links itself on the queue under the queue lock, then
  * blocks; the lock is released by the switch's continuation, after its context is
- * saved, so no waker can see it before it can be resumed (papers/002 3). Its timer
+ * saved, so no waker can see it before it can be resumed (C-Threads §3). Its timer
  * (if any) is armed in the same continuation, for the same reason.
  */
 #ifndef WEFT_SYNC_INTERNAL_H

@@ -3,7 +3,7 @@
 // threads mixed, 1/2/4 VPs), wait morphing (signal / broadcast while holding the
 // mutex with many waiters: each returns with the mutex held, exactly once), timed
 // waits (timeout re-acquires the mutex; timed waits racing with signals lose
-// nothing), papers/002 5.1's PingPong, initializers, destroy and EINVAL.
+// nothing), C-Threads §5.1's PingPong, initializers, destroy and EINVAL.
 #include <deque>
 
 #include "sync_test_util.h"
@@ -359,7 +359,7 @@ TEST_P(CondTest, TimedWaitSignalRaceSingleWaiter) {
   EXPECT_EQ(weft_cond_destroy(&c), 0) << "a waiter was left on the condition";
 }
 
-// papers/002 5.1 PingPong: two threads alternate through one mutex and one
+// C-Threads §5.1 PingPong: two threads alternate through one mutex and one
 // condition; the round count is exact and turns strictly alternate. Also with one
 // side a plain OS thread.
 void PingPong(bool one_os) {

@@ -1,5 +1,5 @@
-// tests/unit/stack_policy_test.cc - user stack-allocation policies (papers/003
-// 3.1.4): stacks the caller provides per thread (weft_attr_t.stack_addr), and a
+// tests/unit/stack_policy_test.cc - user stack-allocation policies (OpenThreads
+// §3.1.4): stacks the caller provides per thread (weft_attr_t.stack_addr), and a
 // runtime-wide allocate/free policy (weft_config_t.stack_alloc/stack_free) whose
 // free hook gets back every stack it handed out, exactly once.
 #include <alloca.h>

@@ -1,4 +1,4 @@
-// tests/unit/switch_mode_test.cc - context-switch modes (papers/003 3.1.3): a thread
+// tests/unit/switch_mode_test.cc - context-switch modes (OpenThreads §3.1.3): a thread
 // in WEFT_SWITCH_ALL keeps its own floating-point control state (rounding mode:
 // MXCSR and the x87 control word on x86-64, FPCR on AArch64) across every kind of
 // switch, next to threads that change theirs; a WEFT_SWITCH_INTEGER thread does not

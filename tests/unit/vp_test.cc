@@ -84,7 +84,7 @@ TEST_P(VpApiTest, IdleFunctionsRunWhileIdleAndStopAfterRemove) {
   EXPECT_EQ(idle_calls.load(), after);
 }
 
-// An idle function that makes a thread ready: the polling pattern of papers/001.
+// An idle function that makes a thread ready: the polling pattern of Active Threads.
 std::atomic<int> polled_ready;
 weft_sem_t poll_sem;
 void PollDevice(void *) {

@@ -58,7 +58,7 @@ void *Writer(void *p) {
   return P(write(r->fd[1], &c, 1));
 }
 
-// The test of the issue: ONE VP; the wired reader blocks in read(); the writer, a weft
+// The case wiring exists for: ONE VP; the wired reader blocks in read(); the writer, a weft
 // thread on that VP, still runs and writes. A watchdog OS thread turns a failure into
 // a failed assertion instead of a hang (it writes to the pipe after 30 s).
 TEST_F(WireTest, BlockingReadDoesNotStallTheOnlyVp) {

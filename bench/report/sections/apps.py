@@ -1,8 +1,8 @@
-"""A3: quicksort over leaf sizes (papers/001 Fig 25-27)."""
+"""A3: quicksort over leaf sizes (Active Threads Fig 25-27)."""
 from core import section, table, cell, fmt_s, plt
 
 
-@section("a3", "A3: quicksort of 2,000,000 records over leaf sizes (papers/001 Fig 25-27)",
+@section("a3", "A3: quicksort of 2,000,000 records over leaf sizes (Active Threads Fig 25-27)",
          inputs=("A3.json",), order=50)
 def a3(rep):
     doc = rep.load("A3.json")
@@ -18,7 +18,7 @@ def a3(rep):
 
     md = ("%d records of %d bytes, one thread (weft) or task (OpenMP†) per recursive call, %s at "
           "or below the leaf size, partition: %s. Speedup: the true serial version (direct calls, "
-          "no synchronization) over the parallel one, same leaf size (001 Fig 26). Every run's "
+          "no synchronization) over the parallel one, same leaf size (Active Threads Fig 26). Every run's "
           "output is checked. Cells: run time, median ± spread; (speedup).\n\n"
           % (cfg["records"], cfg["record_bytes"], cfg["leaf_sort"], cfg["partition"]))
     rows = []
@@ -39,7 +39,7 @@ def a3(rep):
     md += table(["leaf", "threads created (weft)", "serial"] +
                 ["%s P=%d%s" % ("weft" if l == "weft" else "OpenMP task†", p, " (oversub.)" if p > cores else "")
                  for l, p in series], rows)
-    md += ("\npapers/001 created 1,392,931 threads at leaf 5 (its partition and thread structure "
+    md += ("\nActive Threads created 1,392,931 threads at leaf 5 (its partition and thread structure "
            "are not given in full; ours: median of three, one thread per call, the root included).\n")
 
     p_ = plt()
@@ -53,7 +53,7 @@ def a3(rep):
                     marker="o", capsize=2, label="%s P=%d" % (lib, p))
     a1.set_xlabel("leaf size")
     a1.set_ylabel("run time (s)")
-    a1.set_title("run time vs leaf size (cf. 001 Fig 25 left)", fontsize=9)
+    a1.set_title("run time vs leaf size (cf. Active Threads Fig 25 left)", fontsize=9)
     for lib in sorted({l for l, _ in series}):
         ps = sorted({p for l, p in series if l == lib})
         for leaf in leaves:
@@ -67,7 +67,7 @@ def a3(rep):
     a2.set_xticks(allp)
     a2.set_xlabel("processors (P)")
     a2.set_ylabel("speedup over true serial")
-    a2.set_title("weft speedup per leaf size (cf. 001 Fig 26)", fontsize=9)
+    a2.set_title("weft speedup per leaf size (cf. Active Threads Fig 26)", fontsize=9)
     thr = [(l, (get("weft", 1, l) or {}).get("threads")) for l in leaves]
     thr = [(l, t) for l, t in thr if t]
     a3_.plot([l for l, _ in thr], [t for _, t in thr], "o-", color="tab:blue", label="threads created")
@@ -78,7 +78,7 @@ def a3(rep):
     q = [(l, get("weft", max(allp), l)) for l in leaves if get("weft", max(allp), l)]
     b.plot([l for l, _ in q], [r["median_s"] for _, r in q], "s--", color="tab:red")
     b.set_ylabel("weft run time at P=%d (s)" % max(allp), color="tab:red")
-    a3_.set_title("threads and run time (cf. 001 Fig 27)", fontsize=9)
+    a3_.set_title("threads and run time (cf. Active Threads Fig 27)", fontsize=9)
     for a in (a1, a2, a3_):
         a.grid(alpha=0.3)
     a1.legend(fontsize=7)
@@ -98,7 +98,7 @@ A4_LIBS = [("weft", "weft", "tab:blue"), ("pthreads", "pthreads", "tab:red"),
            ("openmp_tasks", "OpenMP task†", "tab:purple")]
 
 
-@section("a4", "A4: conservative parallel discrete-event simulation (papers/001 §8.2 Fig 29-30)",
+@section("a4", "A4: conservative parallel discrete-event simulation (Active Threads §8.2 Fig 29-30)",
          inputs=("A4.json",), order=60)
 def a4(rep):
     doc = rep.load("A4.json")
@@ -156,7 +156,7 @@ def a4(rep):
                         marker="o", color=col, capsize=2, label="%s P=%d" % (h, pmax))
         ax.set_xlabel("event-handling time (µs)")
         ax.set_ylabel("run time (s)")
-        ax.set_title("%d LPs per thread (cf. 001 Fig 29)" % lps, fontsize=9)
+        ax.set_title("%d LPs per thread (cf. Active Threads Fig 29)" % lps, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     ax = axes[0][-1]
@@ -172,7 +172,7 @@ def a4(rep):
     ax.set_xticks(ps)
     ax.set_xlabel("processors (P)")
     ax.set_ylabel("speedup vs the same version at P=1")
-    ax.set_title("scalability at %g µs per event (cf. 001 Fig 30)" % wmax, fontsize=9)
+    ax.set_title("scalability at %g µs per event (cf. Active Threads Fig 30)" % wmax, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6)
     fig.suptitle("A4 conservative PDES, %d LPs; %s; median, bars min..max" % (cfg["lps_total"], rep.machine_line()),

@@ -1,5 +1,5 @@
 """X2: a user-defined scheduler against the built-in default on L2, L3 (latency.json's X2
-rows) and T1 (weft_x2_t1's X2.json); papers/003, 001 §5.4."""
+rows) and T1 (weft_x2_t1's X2.json); OpenThreads, Active Threads §5.4."""
 from core import section, table, cell, fmt_ns, plt
 from latency import gbench
 
@@ -73,7 +73,7 @@ X1_COLS = (("hooks compiled in, none installed", "icount.json", "%s"),
            ("one counting callback on every event", "icount.json", "X1_%s_one_callback"))
 
 
-@section("x1", "X1: cost of the open interfaces (papers/003 §4.1 Table 1)",
+@section("x1", "X1: cost of the open interfaces (OpenThreads §4.1 Table 1)",
          inputs=("icount.json", "nohooks/icount.json"), order=65)
 def x1(rep):
     docs = {name: rep.load(name) for name in ("icount.json", "nohooks/icount.json")}
@@ -124,7 +124,7 @@ def x1(rep):
     ax.set_xticks([j + width * (len(cols) - 1) / 2 for j in range(2)])
     ax.set_xticklabels(["L2 null thread", "L3 switch"])
     ax.set_ylabel("instructions per operation (callgrind)")
-    ax.set_title("X1: cost of the event hooks, weft (cf. 003 Table 1) - %s" % rep.machine_line(), fontsize=8)
+    ax.set_title("X1: cost of the event hooks, weft (cf. OpenThreads Table 1) - %s" % rep.machine_line(), fontsize=8)
     ax.legend(fontsize=7)
     fig.tight_layout()
     md += "\n" + rep.save_fig(fig, "X1", "X1: instructions with hooks in, out, and one callback")

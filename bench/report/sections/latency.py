@@ -1,5 +1,5 @@
-"""L1-L8: latency of single operations on one worker (papers/001 Table 5, 002 Fig 5-1,
-000 Fig 3), weft beside pthreads, Boost.Fiber, Go and (L2) the task systems."""
+"""L1-L8: latency of single operations on one worker (Active Threads Table 5, C-Threads Fig 5-1,
+Presto Fig 3), weft beside pthreads, Boost.Fiber, Go and (L2) the task systems."""
 import re
 import statistics
 
@@ -94,7 +94,7 @@ def latency(rep):
     if missing:
         md += "\nNo measurement in this run for: %s (see the skipped baselines above).\n" % ", ".join(missing)
 
-    # Figure: grouped bars per row, log scale (papers/001 Table 5 as a picture).
+    # Figure: grouped bars per row, log scale (Active Threads Table 5 as a picture).
     p = plt()
     fig, ax = p.subplots(figsize=(12, 4.5))
     width = 0.8 / max(1, len(libs))
@@ -113,7 +113,7 @@ def latency(rep):
     ax.set_ylabel("time per operation (ns, log)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncol=4)
-    ax.set_title("L1-L8 latency, one worker (cf. papers/001 Table 5); %s; bars: median, "
+    ax.set_title("L1-L8 latency, one worker (cf. Active Threads Table 5); %s; bars: median, "
                  "whiskers: ±CV" % rep.machine_line(), fontsize=9)
     fig.tight_layout()
     md += "\n" + rep.save_fig(fig, "latency", "L1-L8 latency")

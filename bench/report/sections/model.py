@@ -1,4 +1,4 @@
-"""M1: the hierarchical queueing model of papers/004 §5 (bench/model/m1.py), fed with
+"""M1: the hierarchical queueing model of FastThreads §5 (bench/model/m1.py), fed with
 this run's measurements, validated at P = 1, 2 and projected to 256 processors."""
 import json
 import os
@@ -82,7 +82,7 @@ def speedup(p, n):
     return m1.solve(p, n)["X"] / m1.solve(p, 1)["X"]
 
 
-@section("model", "M1: the queueing model of papers/004 §5, validated here and projected to 256 processors",
+@section("model", "M1: the queueing model of FastThreads §5, validated here and projected to 256 processors",
          inputs=("M1_inputs.json",), order=90)
 def model(rep):
     m = build(rep)
@@ -97,7 +97,7 @@ def model(rep):
           "centre; the bus demand is the bus fraction of the work plus the line transfers at hand-offs "
           "and those caused by spinning processors. The levels iterate (damped) until the cycle time "
           "moves by less than 1e-9.\n\n")
-    md += ("**Inputs measured in this run** (004 §5.1's method: %d private copies - separate processes, "
+    md += ("**Inputs measured in this run** (FastThreads §5.1's method: %d private copies - separate processes, "
            "each running weft's T1/T2 on one VP, sharing no software state - in parallel vs one alone; "
            "the slowdown is fitted with the low-level model alone):\n\n" % m["copies"])
     md += table(["input", "value", "source"], [
@@ -210,7 +210,7 @@ def model(rep):
             if _weft(sw, "T2", p) and _weft(sw, "T2", 1)]
     if meas:
         f1.plot([p for p, _ in meas], [s for _, s in meas], "ko", label="measured, weft")
-    f1.set_title("T2 speedup vs processors (cf. 004 Fig 5.1)\nuser work %s per thread" % fmt_ns(m["user_work_ns"]), fontsize=9)
+    f1.set_title("T2 speedup vs processors (cf. FastThreads Fig 5.1)\nuser work %s per thread" % fmt_ns(m["user_work_ns"]), fontsize=9)
 
     works = [10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000, 300000, 1000000]
     for alt, st in (("local", "-"), ("central", "--")):
@@ -219,7 +219,7 @@ def model(rep):
         f2.plot([w / 1000 for w in works], sp, st, marker=".", label=alt)
     f2.set_xscale("log")
     f2.set_xlabel("user work per thread (µs)")
-    f2.set_title("speedup vs user work, 20 processors, bus load 5%\n(cf. 004 Fig 5.2)", fontsize=9)
+    f2.set_title("speedup vs user work, 20 processors, bus load 5%\n(cf. FastThreads Fig 5.2)", fontsize=9)
 
     loads = [0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]
     w53 = 200000 / 300.0
@@ -228,14 +228,14 @@ def model(rep):
         proj["fig53_" + alt] = dict(zip(loads, sp))
         f3.plot([100 * b for b in loads], sp, st, marker=".", label=alt)
     f3.set_xlabel("bus load per thread (%)")
-    f3.set_title("speedup vs bus load, user work %s (004's 200 µs / 300),\n20 processors (cf. 004 Fig 5.3)" % fmt_ns(w53), fontsize=9)
+    f3.set_title("speedup vs bus load, user work %s (FastThreads' 200 µs / 300),\n20 processors (cf. FastThreads Fig 5.3)" % fmt_ns(w53), fontsize=9)
 
     w54 = 2e6 / 300.0
     for alt, st in (("local", "-"), ("central", "--")):
         sp = [speedup(params(m, "T2", alt, z=w54), n) for n in PROJ]
         proj["fig54_" + alt] = dict(zip(PROJ, sp))
         f4.plot(PROJ, sp, st, marker=".", label=alt)
-    f4.set_title("speedup vs processors, user work %s (004's 2 ms / 300)\n(cf. 004 Fig 5.4)" % fmt_ns(w54), fontsize=9)
+    f4.set_title("speedup vs processors, user work %s (FastThreads' 2 ms / 300)\n(cf. FastThreads Fig 5.4)" % fmt_ns(w54), fontsize=9)
 
     for alt, st in (("local", "-"), ("central", "--")):
         el = [m1.solve(params(m, "T1", alt), n)["cycle_ns"] / n * 1e6 * 1e-9 for n in PROJ]
@@ -246,7 +246,7 @@ def model(rep):
         f5.plot([p for p, _ in meas], [s for _, s in meas], "ko", label="measured, weft")
     f5.set_yscale("log")
     f5.set_ylabel("elapsed for 1,000,000 threads (s)")
-    f5.set_title("T1 elapsed vs processors (cf. 004 Fig 3.1)", fontsize=9)
+    f5.set_title("T1 elapsed vs processors (cf. FastThreads Fig 3.1)", fontsize=9)
 
     for kind in ("ttas", "mcs"):
         one = _s1(s1, kind, 1)
@@ -259,7 +259,7 @@ def model(rep):
         f6.plot([p for p, _ in meas], [s for _, s in meas], "o", label="measured, " + kind)
     f6.set_yscale("log")
     f6.set_ylabel("elapsed for 1,000,000 acquisitions (s)")
-    f6.set_title("S1 vs processors (cf. 004 Fig 4.1)", fontsize=9)
+    f6.set_title("S1 vs processors (cf. FastThreads Fig 4.1)", fontsize=9)
     for ax in (f1, f4, f5, f6):
         ax.set_xscale("log", base=2)
         ax.set_xticks(PROJ)
@@ -271,7 +271,7 @@ def model(rep):
     for ax in axes.flat:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle("M1: papers/004 §5 model fed with this machine's measurements (%s); shaded: "
+    fig.suptitle("M1: FastThreads §5 model fed with this machine's measurements (%s); shaded: "
                  "projection past the %d measured processors" % (rep.machine_line(), cores), fontsize=9)
     fig.tight_layout()
     md += "\n### Projections to 256 processors\n\n"
@@ -279,7 +279,7 @@ def model(rep):
         md += ("*The fitted bus fractions are (close to) zero: %d private copies showed no slowdown beyond "
                "the CPU share other jobs took. So the per-processor-queue projection has nothing to "
                "saturate and grows linearly; %d copies cannot reveal memory contention that starts at "
-               "more processors. Figures 5.2 and 5.3 set the bus load explicitly, as 004 did.*\n\n"
+               "more processors. Figures 5.2 and 5.3 set the bus load explicitly, as FastThreads did.*\n\n"
                % (m["copies"], m["copies"]))
     md += rep.save_fig(fig, "M1", "M1 model: validation and projections")
 
@@ -295,7 +295,7 @@ def model(rep):
            "ready-queue lock held %s per thread (an enqueue and a dequeue), whose cache lines move "
            "between processors. The central queue saturates at 1 / (hold + line transfers) threads "
            "per ns, however many processors there are; the local queues are limited by the memory "
-           "system only. The model leaves out what 004 §5 also left out: the distribution of "
+           "system only. The model leaves out what FastThreads §5 also left out: the distribution of "
            "parallelism, and cache effects beyond the fitted bus demand.\n" % fmt_ns(m["central_hold_ns"]))
     n = 256
     rep.headlines.append("M1 projection, T2 at 256 processors: speedup %.0f with per-processor queues vs %.1f with a central queue"

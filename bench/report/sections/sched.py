@@ -1,5 +1,5 @@
-"""A1: vector x matrix with and without affinity (papers/001 §4 Fig 10); A2: sorts with
-one thread per recursive call under the eight schedlib variants (papers/001 §8.1 Fig
+"""A1: vector x matrix with and without affinity (Active Threads §4 Fig 10); A2: sorts with
+one thread per recursive call under the eight schedlib variants (Active Threads §8.1 Fig
 20-24). Input: weft_bench_A1 / weft_bench_A2 --json (bench/sched/, bench/README.md)."""
 from core import section, table, cell, shade_oversub, plt
 
@@ -21,7 +21,7 @@ def _cores(doc, rep):
     return (doc.get("machine") or {}).get("cores") or rep.machine.get("cores") or 2
 
 
-@section("a1", "A1: vector x matrix with and without affinity (papers/001 §4 Fig 10)",
+@section("a1", "A1: vector x matrix with and without affinity (Active Threads §4 Fig 10)",
          inputs=("A1.json",), order=45)
 def a1(rep):
     doc = rep.load("A1.json")
@@ -72,7 +72,7 @@ def a1(rep):
     ax.set_xlabel("processors (VPs)")
     ax.set_ylabel("speedup over the serial loop")
     ax.set_ylim(bottom=0)
-    ax.set_title("A1: vector x matrix %dx%d, one thread per column (cf. 001 Fig 10)\n%s"
+    ax.set_title("A1: vector x matrix %dx%d, one thread per column (cf. Active Threads Fig 10)\n%s"
                  % (doc.get("rows", 0), doc.get("cols", 0), _machine(doc, rep)), fontsize=9)
     shade_oversub(ax, cores, pmax)
     ax.legend(fontsize=8)
@@ -96,7 +96,7 @@ def _a2_get(recs, v, srt, q):
     return r[0] if r else None
 
 
-@section("a2", "A2: sorts with one thread per call under eight schedulers (papers/001 §8.1 Fig 20-24)",
+@section("a2", "A2: sorts with one thread per call under eight schedulers (Active Threads §8.1 Fig 20-24)",
          inputs=("A2.json",), order=46)
 def a2(rep):
     doc = rep.load("A2.json")
@@ -157,7 +157,7 @@ def a2(rep):
             fontsize=9)
         shade_oversub(ax, cores, max(ps))
     axes[-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle("A2: run time vs processors, one thread per recursive call (cf. 001 Fig 20-21) - "
+    fig.suptitle("A2: run time vs processors, one thread per recursive call (cf. Active Threads Fig 20-21) - "
                  + _machine(doc, rep), fontsize=9)
     fig.tight_layout()
     md += rep.save_fig(fig, "A2_time", "A2: run time vs processors per scheduler") + "\n"
@@ -185,7 +185,7 @@ def a2(rep):
             ax.set_ylabel(label)
             ax.set_title("%s: %s" % (srt, label.split(",")[0].split(" (")[0]), fontsize=9)
             ax.legend(fontsize=7)
-    fig.suptitle("A2: memory per scheduler (fresh process per run; medians; cf. 001 Fig 22-24) - "
+    fig.suptitle("A2: memory per scheduler (fresh process per run; medians; cf. Active Threads Fig 22-24) - "
                  + _machine(doc, rep), fontsize=9)
     fig.tight_layout()
     md += rep.save_fig(fig, "A2_memory", "A2: peak memory and minor faults per scheduler") + "\n"

@@ -1,11 +1,11 @@
-"""T1, T2, T3, T4, T5: thread-management throughput as processors are added (papers/004
-Fig 3.1-3.3, 000 Fig 3), weft beside pthreads, Boost.Fiber, Go and the task systems."""
+"""T1, T2, T3, T4, T5: thread-management throughput as processors are added (FastThreads
+Fig 3.1-3.3, Presto Fig 3), weft beside pthreads, Boost.Fiber, Go and the task systems."""
 from core import section, table, fmt_ns, cell, plt, shade_oversub
 from latency import go_bench
 
-TITLE = {"T1": "create, start and finish null threads (chains; 004 Fig 3.1, 3.2)",
-         "T2": "T1 with uniform user work per thread (004 Fig 3.3)",
-         "T4": "create + reclaim unstarted threads, P workers (000 Fig 3)",
+TITLE = {"T1": "create, start and finish null threads (chains; FastThreads Fig 3.1, 3.2)",
+         "T2": "T1 with uniform user work per thread (FastThreads Fig 3.3)",
+         "T4": "create + reclaim unstarted threads, P workers (Presto Fig 3)",
          "T5": "fork-join, batches of 1000"}
 LIBS = [("weft", "weft", "o", "tab:blue"), ("pthreads", "pthreads", "s", "tab:red"),
         ("boost_fiber", "Boost.Fiber", "^", "tab:green"), ("go", "Go", "D", "tab:cyan"),
@@ -46,7 +46,7 @@ def sweep(rep):
           "so in T5's batches of 1000 most of its 'tasks' are plain calls, especially at P = 1.\n")
     t2 = (sw.get("config") or {}).get("T2")
     if t2:
-        md += ("\nT2's user work: uniform on [0, %g µs), mean %g µs: papers/004's 300 µs scaled by "
+        md += ("\nT2's user work: uniform on [0, %g µs), mean %g µs: FastThreads' 300 µs scaled by "
                "1/%d (bench/sweep/sweep.c says why).\n" % (2 * t2["mean_work_us"], t2["mean_work_us"],
                                                          round(300 / t2["mean_work_us"])))
     for test in ("T1", "T2", "T4", "T5"):
@@ -117,7 +117,7 @@ def sweep(rep):
 
 
 def eq31(r, q):
-    """papers/004 Eq. 3.1: expected queues examined by an idle processor to find one of r
+    """FastThreads Eq. 3.1: expected queues examined by an idle processor to find one of r
     ready threads spread at random over q queues."""
     tot = q + sum(i * (q - i) ** (j - 1) * (q - i + 1) ** (r - j)
                   for j in range(1, r + 1) for i in range(1, q))
@@ -125,17 +125,17 @@ def eq31(r, q):
 
 
 def t3(rep, sw, cores):
-    """T3: latency per thread vs the number of runnable threads (004 Fig 3.4)."""
+    """T3: latency per thread vs the number of runnable threads (FastThreads Fig 3.4)."""
     rs = [r for r in sw.get("results", []) if r["test"] == "T3"]
     if not rs:
         return ""
     ps = sorted({r["P"] for r in rs})
     ks = sorted({r["K"] for r in rs})
     n = rs[0]["threads"]
-    md = ("\n### T3: latency per thread vs the number of runnable threads (004 Fig 3.4, Eq. 3.1)\n\n"
+    md = ("\n### T3: latency per thread vs the number of runnable threads (FastThreads Fig 3.4, Eq. 3.1)\n\n"
           "weft only. T1's chains (each thread creates its successor and finishes), K of them "
           "on P VPs, %d threads in all; K is the parallelism (threads runnable at once). "
-          "*Latency* is 004's thread cost: elapsed × min(K, P) / threads, the time one busy "
+          "*Latency* is FastThreads' thread cost: elapsed × min(K, P) / threads, the time one busy "
           "processor spends per thread (with K < P only K processors have work; with K ≥ P "
           "it is create + finish + start of the next). *ns/thread* is elapsed / threads. "
           "Median ± spread (min..max) of the runs. *E(K, P)*: Eq. 3.1, the queues an idle "
@@ -183,7 +183,7 @@ def t3(rep, sw, cores):
         a.set_ylim(bottom=0)
     a1.set_ylabel("thread latency (ns): elapsed x min(K,P) / threads")
     a2.set_ylabel("elapsed / threads (ns)")
-    a1.set_title("latency per thread (004 Fig 3.4); dotted: K = P", fontsize=8)
+    a1.set_title("latency per thread (FastThreads Fig 3.4); dotted: K = P", fontsize=8)
     a2.set_title("throughput cost per thread", fontsize=8)
     fig.suptitle("T3: weft thread latency vs parallelism, %d threads per point\n%s; median, "
                  "bars min..max" % (n, rep.machine_line()), fontsize=9)

@@ -1,5 +1,5 @@
-"""S1-S5 (spin-waiting, atomic integers; papers/004 Fig 4.1-4.3, 000 Fig 1-2) and S6
-(lock contention with statistics; papers/002 Fig 5-2..5-5)."""
+"""S1-S5 (spin-waiting, atomic integers; FastThreads Fig 4.1-4.3, Presto Fig 1-2) and S6
+(lock contention with statistics; C-Threads Fig 5-2..5-5)."""
 import glob
 import importlib.util
 import os
@@ -9,11 +9,11 @@ import sys
 from core import section, table, cell, plt, shade_oversub
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROWS = {"S1": "P threads increment a shared counter to N under each lock (004 Fig 4.1, 000 Fig 1)",
-        "S2": "S1 plus a compute phase outside the lock (000 Fig 1)",
-        "S3": "relative processor speed T(1)/T(P) as the critical section grows (004 Fig 4.2)",
-        "S4": "barrier by lock, time per round per processor (004 Fig 4.3)",
-        "S5": "atomic integer incremented N times by P threads (000 Fig 2)"}
+ROWS = {"S1": "P threads increment a shared counter to N under each lock (FastThreads Fig 4.1, Presto Fig 1)",
+        "S2": "S1 plus a compute phase outside the lock (Presto Fig 1)",
+        "S3": "relative processor speed T(1)/T(P) as the critical section grows (FastThreads Fig 4.2)",
+        "S4": "barrier by lock, time per round per processor (FastThreads Fig 4.3)",
+        "S5": "atomic integer incremented N times by P threads (Presto Fig 2)"}
 
 
 def _sync_figures(rep):
@@ -83,7 +83,7 @@ def sync(rep):
     return md
 
 
-@section("contention", "S6: lock contention with statistics (papers/002 §5.2-5.3)",
+@section("contention", "S6: lock contention with statistics (C-Threads §5.2-5.3)",
          inputs=("S6.json",), order=40)
 def contention(rep):
     doc = rep.load("S6.json")
@@ -116,7 +116,7 @@ def contention(rep):
         for l in libs:
             q = sorted((x for x in rs if x["lib"] == l), key=lambda x: x["W"])
             ax.plot([x["W"] for x in q], [x["ns_per_iteration"] for x in q], marker="o", label=l)
-        ax.set_title("%s, P=%d (cf. 002 Fig 5-2..5-4)" % (st, p), fontsize=9)
+        ax.set_title("%s, P=%d (cf. C-Threads Fig 5-2..5-4)" % (st, p), fontsize=9)
         ax.set_xlabel("work units W")
         ax.set_ylabel("ns per acquisition")
         ax.grid(alpha=0.3)
@@ -145,7 +145,7 @@ def contention(rep):
                 rows.append([r["lib"], r["W"], "%d%s" % (r["P"], " (oversub.)" if r["P"] > cores else ""),
                              s["attempts"], s["mutex_missed"], s["acquired_spinning"], s["acquired_polling"],
                              s["blocked"], s["idled"]])
-            md += "\n### Processor sweep, 1x40, with papers/002 Fig 5-5's statistics\n\n"
+            md += "\n### Processor sweep, 1x40, with C-Threads Fig 5-5's statistics\n\n"
             md += table(["variant", "W", "P", "attempts", "missed", "acq. spinning", "acq. polling",
                          "blocked", "VPs idled"], rows)
     fig.suptitle("S6 contention; %s" % rep.machine_line(), fontsize=9)

@@ -1,5 +1,5 @@
-"""X3 (the C++ layer, weft/weft.hpp, against the C interface on L1-L4; papers/000 3.4) and
-L7's set-ups (papers/002 5.1 PingPong: 1 kernel thread, 2 kernel threads, wired, beside
+"""X3 (the C++ layer, weft/weft.hpp, against the C interface on L1-L4; Presto §3.4) and
+L7's set-ups (C-Threads §5.1 PingPong: 1 kernel thread, 2 kernel threads, wired, beside
 pthreads and Boost.Fiber). Both read the rows weft_bench_latency writes into latency.json
 (bench/latency/X3_cpp.cc, L7_condvar.cc) and, for instruction counts, icount.json
 (bench/icount.sh: weft_icount vs weft_icount_cpp). Formerly bench/plot_x3_l7.py."""
@@ -78,7 +78,7 @@ def x3(rep):
            "user mode, per operation (bench/icount.sh: weft_icount vs weft_icount_cpp, N vs 2N). "
            "The heap-closure row is `weft::thread` with a lambda capturing two words: the closure "
            "does not fit the argument word and is allocated (std::thread allocates for every "
-           "thread); it has no instruction count. papers/000 §3.4: Presto's C++ layers cost it; "
+           "thread); it has no instruction count. Presto §3.4: Presto's C++ layers cost it; "
            "weft's layer should cost nothing or a few instructions.\n")
     if not plotted:
         return md
@@ -113,7 +113,7 @@ def x3(rep):
     return md
 
 
-@section("l7", "L7: condition-variable PingPong in papers/002's set-ups (1 thread, 2 threads, wired)",
+@section("l7", "L7: condition-variable PingPong in C-Threads' set-ups (1 thread, 2 threads, wired)",
          inputs=("latency.json", "icount.json"), order=12)
 def l7(rep):
     r = runs(rep.load("latency.json"))
@@ -130,7 +130,7 @@ def l7(rep):
     md = table(["set-up", "ns per round"] + list(COUNTERS), rows)
     ins = icounts(rep).get(("L7_cond_pingpong", "weft"))
     md += ("\nOne round: each of the two threads waits for its turn, flips it, signals and unlocks "
-           "once (papers/002 Fig 5-1 ran \"1 Thread\", \"2 Threads\" and \"Wired\"). Median ± CV "
+           "once (C-Threads Fig 5-1 ran \"1 Thread\", \"2 Threads\" and \"Wired\"). Median ± CV "
            "over the Google Benchmark repetitions. Counters (medians, per round): "
            "partner_per_round, the partner's passes (1 = strict alternation); b_on_other_vp, "
            "rounds where B ran on the other VP; idled_per_round, VP idlings; "
@@ -155,7 +155,7 @@ def l7(rep):
     ax.set_xticklabels([short for _, short, _ in have], fontsize=8)
     ax.set_ylabel("ns per round (median, whiskers ±CV), log")
     ax.grid(axis="y", alpha=0.3)
-    ax.set_title("L7: condition-variable PingPong (papers/002 Fig 5-1 set-ups)\n%s"
+    ax.set_title("L7: condition-variable PingPong (C-Threads Fig 5-1 set-ups)\n%s"
                  % rep.machine_line(), fontsize=9)
     fig.tight_layout()
     md += "\n" + rep.save_fig(fig, "L7", "L7 PingPong set-ups")

@@ -1,4 +1,4 @@
-// weft/cpp/atomic_int.hpp - Presto's AtomicInt (papers/000 3.2) over weft/atomic_int.h.
+// weft/cpp/atomic_int.hpp - Presto's AtomicInt (Presto §3.2) over weft/atomic_int.h.
 #ifndef WEFT_CPP_ATOMIC_INT_HPP
 #define WEFT_CPP_ATOMIC_INT_HPP
 

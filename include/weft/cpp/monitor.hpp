@@ -1,4 +1,4 @@
-// weft/cpp/monitor.hpp - Hoare monitors, as Presto had them (papers/000 2).
+// weft/cpp/monitor.hpp - Hoare monitors, as Presto had them (Presto §2).
 //
 // A monitor admits one thread at a time. Its conditions have Hoare semantics: signal()
 // hands the monitor straight to the waiter it wakes, which runs at once with the

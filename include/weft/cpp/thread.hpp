@@ -126,7 +126,7 @@ class thread {
     start_with(&attr, std::forward<F>(f), std::forward<Args>(args)...);
   }
 
-  // Presto's start (papers/000 3.2): run object.operation(args...) in a new thread.
+  // Presto's start (Presto §3.2): run object.operation(args...) in a new thread.
   // `object` may be a pointer or an lvalue (run in place: it must outlive the
   // thread, as in Presto) or an rvalue (moved into the thread).
   template <class Obj, class Op, class... Args>

@@ -1,4 +1,4 @@
-/* weft/spinlock/array.h - Anderson's array-based queue lock (papers/004 Table 4.1):
+/* weft/spinlock/array.h - Anderson's array-based queue lock (FastThreads Table 4.1):
  * each locker takes a sequence number with one fetch-and-add ("ReadAndIncrement(
  * queueLast)") and spins on its own slot, slots[myPlace mod N], each slot on its own
  * cache line; the holder releases by writing the next slot only. FIFO, one atomic

@@ -1,5 +1,5 @@
 /* weft/spinlock/backoff.h - test-and-test-and-set with Ethernet-style exponential
- * backoff (papers/004 §4.2). A waiter spins reading the word; when it reads "free" it
+ * backoff (FastThreads §4.2). A waiter spins reading the word; when it reads "free" it
  * does not rush to the exchange but first waits a random delay drawn from [0, limit)
  * and tries only if the word still reads free. Every failed try doubles `limit` (up to
  * WEFT_SPIN_BACKOFF_MAX), so the more a waiter has collided, the longer it stays away,

@@ -1,5 +1,5 @@
 /* weft/spinlock/mcs.h - MCS list-based queue lock (Mellor-Crummey and Scott 1991;
- * the "implicit queue" of papers/000 §3.1). Each locker appends a queue node with one
+ * the "implicit queue" of Presto §3.1). Each locker appends a queue node with one
  * exchange on the tail and spins on a flag in its own node; the holder hands the lock
  * to its successor by clearing that flag. FIFO; a release touches one waiter's line;
  * the lock is two pointers however many lock it.

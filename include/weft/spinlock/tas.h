@@ -1,6 +1,6 @@
 /* weft/spinlock/tas.h - test-and-set spinlock: every waiter spins on the atomic
- * exchange itself (papers/004 §4 "spinning on the xchgb instruction", Presto's original
- * Spinlock of papers/000 §3.1). The smallest and, uncontended, the fastest lock; under
+ * exchange itself (FastThreads §4 "spinning on the xchgb instruction", Presto's original
+ * Spinlock of Presto §3.1). The smallest and, uncontended, the fastest lock; under
  * contention each failed exchange takes the line exclusive and slows the holder.
  *
  * Rules for every spinlock kind are in weft/spinlock.h: short critical sections that

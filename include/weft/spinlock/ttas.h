@@ -1,5 +1,5 @@
 /* weft/spinlock/ttas.h - test-and-test-and-set spinlock: a waiter spins reading the
- * word in its own cache and tries the exchange only when it reads "free" (papers/004 §4
+ * word in its own cache and tries the exchange only when it reads "free" (FastThreads §4
  * "spinning on a read"). Quiet while the lock is held; every release still sends all
  * waiters to the exchange at once.
  *
