@@ -357,6 +357,7 @@ static int create_os_gated(weft_thread_t **out, const weft_attr_t *attr, weft_th
 /* ---- start and finish -------------------------------------------------------------- */
 
 static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *result);
+static void thread_finish_fast(weft_thread_t *t, void *result);
 
 /* The general paths of the events, out of line and cold so that the inlined
  * paths around them keep their shape (measured: inline, they cost L2 12
@@ -419,7 +420,7 @@ void weft__thread_entry(void *p) {
   uint32_t f = weft__tflags(t);
   if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) entry_slow(t, f);
   void *r = t->fn(t->arg);
-  thread_finish(weft__vp(), t, r);
+  thread_finish_fast(t, r);
 }
 
 /* Runs on the next context's stack once the finished thread t is off its own
@@ -470,8 +471,7 @@ static void finish_cont(void *p) {
  * (now vp->current): a word that names a weft joiner is changed by the finisher
  * alone (a detach or another join only changes 0 or DONE), so a release store of
  * DONE does what the CAS loop would, and nobody is to be made ready. */
-static void finish_handoff_cont(void *p) {
-  weft_thread_t *t = p;
+static __attribute__((noinline)) void finish_handoff_slow(weft_thread_t *t) {
   weft_vp_t *vp = weft__vp();
 #if defined(WEFT_TSAN)
   __tsan_destroy_fiber(t->ctx.tsan_fiber);
@@ -484,6 +484,31 @@ static void finish_handoff_cont(void *p) {
   /* release: result and the thread's writes to the joiner's acquire load; the
    * joiner's saved context came to us with the acquire load in thread_finish */
   atomic_store_explicit(&t->join, WEFT__JW_DONE, memory_order_release);
+}
+
+/* Its common case as a leaf (no call but the tail call to the general path, so no
+ * registers to save): the same steps. */
+static void finish_handoff_cont(void *p) {
+  weft_thread_t *t = p;
+  weft_vp_t *vp = weft__vp();
+  if (WEFT__UNLIKELY((weft__tflags(t) & WEFT__TF_SLOW) || !weft__stack_release_can_fast(vp, t))) {
+    finish_handoff_slow(t);
+    return;
+  }
+  weft__stack_release_fast(vp, t);
+  weft__stat_inc_release(&vp->n_finished);  /* release: as in finish_handoff_slow */
+  /* release: as in finish_handoff_slow */
+  atomic_store_explicit(&t->join, WEFT__JW_DONE, memory_order_release);
+}
+
+/* The finished thread t leaves its stack for next (just taken off vp's queue; NULL:
+ * the idle loop); finish_cont runs there. */
+static __attribute__((noinline)) _Noreturn void finish_switch(weft_vp_t *vp, weft_thread_t *t,
+                                                              weft_thread_t *next) {
+  if (next) weft__prepare(vp, &next);
+  vp->current = next;
+  weft__switch_dying(&t->ctx, next ? &next->ctx : &vp->idle_ctx, finish_cont, t);
+  __builtin_unreachable();
 }
 
 static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *result) {
@@ -504,11 +529,33 @@ static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *resul
       __builtin_unreachable();
     }
   }
+  finish_switch(vp, t, weft__dequeue(vp));
+}
+
+/* thread_finish's common case for a thread that returns from its function: no key
+ * destructors to run, no callbacks, and a weft joiner of the default scheduler
+ * waiting, to which the VP goes straight. Written with nothing live across a call
+ * (the switch is a tail call: it never returns), so it saves no registers. */
+static void thread_finish_fast(weft_thread_t *t, void *result) {
+  weft_vp_t *vp = weft__vp();
+  /* acquire: as in thread_finish (the joiner's saved context) */
+  uintptr_t w = atomic_load_explicit(&t->join, memory_order_acquire);
+  weft_thread_t *j = WEFT__JW_PTR(w);
+  if (WEFT__UNLIKELY(t->tsd || (weft__tflags(t) & WEFT__TF_SLOW))) thread_finish(vp, t, result);
+  t->result = result;
+  if (WEFT__JW_TAG(w) == WEFT__JW_WEFT && !(weft__tflags(j) & WEFT__TF_CUSTOM)) {
+    vp->current = j;
+    weft__switch_dying(&t->ctx, &j->ctx, finish_handoff_cont, t);
+    return;  /* not reached */
+  }
+  /* no joiner waiting: the next ready thread, as thread_finish */
   weft_thread_t *next = weft__dequeue(vp);
-  if (next) weft__prepare(vp, &next);
-  vp->current = next;
-  weft__switch_dying(&t->ctx, next ? &next->ctx : &vp->idle_ctx, finish_cont, t);
-  __builtin_unreachable();
+  if (WEFT__LIKELY(next && next->ctx.sp)) {
+    vp->current = next;
+    weft__switch_dying(&t->ctx, &next->ctx, finish_cont, t);
+    return;  /* not reached */
+  }
+  finish_switch(vp, t, next);
 }
 
 int weft_exit(void *result) {
