@@ -153,6 +153,7 @@ struct __attribute__((aligned(64))) weft_thread {
   void *local;                 /* weft_local_get/set: the thread itself only */
   void **tsd;                  /* key values, allocated on first weft_key_set */
   void *blocked_on;            /* what the thread waits for (joinee); diagnostic */
+  void **join_out;             /* weft_join's result pointer while it waits */
   weft_ctx_fn cont_fn;         /* weft_thread_block's release, for its continuation */
   void *cont_arg;
   uintptr_t sched_data;        /* weft_sched_thread_data(): the scheduler's word */

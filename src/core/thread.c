@@ -589,7 +589,7 @@ static void join_cont(void *p) {
     weft__unblock(weft__vp(), self);
 }
 
-static int join_os(weft_thread_t *t, void **result);
+static __attribute__((noinline)) int join_os(weft_thread_t *t, void **result);
 
 /* The end of a join that found (or waited for) join word w: reclaims t if w is
  * DONE and this caller wins DONE -> JOINED (a detacher or another joiner may race
@@ -610,6 +610,28 @@ static int join_reap(weft_vp_t *vp, weft_thread_t *t, uintptr_t w, void **result
   return 0;
 }
 
+/* The general blocking join (out of line, as join_front_failed). */
+static __attribute__((noinline)) void join_block(weft_vp_t *vp, weft_thread_t *self) {
+  weft__block(vp, self, join_cont, self);
+}
+
+/* join_run_front's exit when t, taken off the queue, cannot be run now: back to the
+ * front of the queue, and the general blocking join. */
+static __attribute__((noinline)) void join_front_failed(weft_vp_t *vp, weft_thread_t *self,
+                                                        weft_thread_t *t) {
+  weft__push(vp, t);
+  join_block(vp, self);
+}
+
+/* Binds t's stack if that needs no call (the VP's free list; sanitizer builds: any
+ * way): 1 if bound. */
+static inline __attribute__((always_inline)) int join_bind_now(weft_vp_t *vp, weft_thread_t *t) {
+#if !defined(WEFT_ASAN) && !defined(WEFT_TSAN)
+  if (WEFT__UNLIKELY(!vp->stk_free || t->stack_size)) return 0;
+#endif
+  return weft__stack_bind(vp, t) == 0;
+}
+
 /* A join of t that finds t at the front of the caller's own dispatch queue (the
  * un-stolen child of a depth-first unfolding: Cilk and MassiveThreads run it in the
  * joiner's place): t would be the next thread this VP dispatches anyway, so take it
@@ -617,9 +639,10 @@ static int join_reap(weft_vp_t *vp, weft_thread_t *t, uintptr_t w, void **result
  * word, with no continuation. Publishing before the joiner is saved is safe because
  * t, the only one who reads a published weft joiner to resume it, cannot run
  * before this switch: it is off every queue, taken under the lock. Returns 1 if it
- * switched (the caller is resumed by t's finish), 0 if t is not at the front, was
- * detached meanwhile, can get no stack now, or the caller needs the general block
- * (callbacks, switch mode ALL, custom bundle, due timers). */
+ * switched (the caller is resumed by t's finish) or, when t was taken off the queue
+ * but was detached meanwhile or can get no stack now, blocked in the general way;
+ * 0 if t is not at the front or the caller needs the general block (callbacks,
+ * switch mode ALL, custom bundle, due timers). */
 static inline __attribute__((always_inline)) int join_run_front(weft_vp_t *vp,
                                                                 weft_thread_t *self,
                                                                 weft_thread_t *t) {
@@ -639,22 +662,33 @@ static inline __attribute__((always_inline)) int join_run_front(weft_vp_t *vp,
   if (!n) vp->q.tail = NULL;
   weft__spin_unlock(&vp->q.lock);
   /* t is ours now. Its stack before the joiner is published: a thread whose stack
-   * cannot be bound goes back to the front, and the general block handles it. The
-   * CAS is relaxed: nothing reaches t's finisher through it that the switch below
-   * and the queue locks t passes through later do not already order; it only has
-   * to lose to a racing detach (which never reads the joiner: then the general
-   * block finds the word changed too). */
+   * cannot be bound goes back to the front, and the general block handles it (out
+   * of line: nothing stays live across a call here, so weft_join saves no
+   * registers). The CAS is relaxed: nothing reaches t's finisher through it that
+   * the switch below and the queue locks t passes through later do not already
+   * order; it only has to lose to a racing detach (which never reads the joiner:
+   * the general block then finds the word changed too). */
   uintptr_t expect = 0;
-  if (WEFT__UNLIKELY((!t->ctx.sp && weft__stack_bind(vp, t) != 0) ||
+  if (WEFT__UNLIKELY((!t->ctx.sp && !join_bind_now(vp, t)) ||
                      !atomic_compare_exchange_strong_explicit(
                          &t->join, &expect, (uintptr_t)self | WEFT__JW_WEFT,
                          memory_order_relaxed, memory_order_relaxed))) {
-    weft__push(vp, t);
-    return 0;
+    join_front_failed(vp, self, t);
+    return 1;
   }
   vp->current = t;
   weft__switch(&self->ctx, &t->ctx, NULL, NULL);
   return 1;
+}
+
+/* The end of a join that waited, once the joiner is resumed (possibly on another VP). */
+static inline __attribute__((always_inline)) int join_resumed(void) {
+  weft_vp_t *vp = weft__vp();
+  weft_thread_t *self = vp->current;
+  weft_thread_t *t = self->blocked_on;
+  /* acquire: pairs with the finisher's release (result visible) */
+  uintptr_t w = atomic_load_explicit(&t->join, memory_order_acquire);
+  return join_reap(vp, t, w, self->join_out);
 }
 
 int weft_join(weft_thread_t *t, void **result) {
@@ -666,12 +700,12 @@ int weft_join(weft_thread_t *t, void **result) {
   /* acquire: pairs with the finisher's release exchange (result visible) */
   uintptr_t w = atomic_load_explicit(&t->join, memory_order_acquire);
   if (w == 0) {
-    if (!join_run_front(vp, self, t)) {
-      self->blocked_on = t;
-      weft__block(vp, self, join_cont, self);
-    }
-    vp = weft__vp();
-    w = atomic_load_explicit(&t->join, memory_order_acquire);
+    /* kept in the control block, not in registers across the switch (so that
+     * weft_join saves none): read back by join_resumed */
+    self->blocked_on = t;
+    self->join_out = result;
+    if (!join_run_front(vp, self, t)) join_block(vp, self);
+    return join_resumed();
   }
   return join_reap(vp, t, w, result);
 }
