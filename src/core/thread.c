@@ -532,6 +532,15 @@ static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *resul
   finish_switch(vp, t, weft__dequeue(vp));
 }
 
+/* Binds t's stack if that needs no call (the VP's free list; sanitizer builds: any
+ * way): 1 if bound. */
+static inline __attribute__((always_inline)) int bind_now(weft_vp_t *vp, weft_thread_t *t) {
+#if !defined(WEFT_ASAN) && !defined(WEFT_TSAN)
+  if (WEFT__UNLIKELY(!vp->stk_free || t->stack_size)) return 0;
+#endif
+  return weft__stack_bind(vp, t) == 0;
+}
+
 /* thread_finish's common case for a thread that returns from its function: no key
  * destructors to run, no callbacks, and a weft joiner of the default scheduler
  * waiting, to which the VP goes straight. Written with nothing live across a call
@@ -550,7 +559,7 @@ static void thread_finish_fast(weft_thread_t *t, void *result) {
   }
   /* no joiner waiting: the next ready thread, as thread_finish */
   weft_thread_t *next = weft__dequeue(vp);
-  if (WEFT__LIKELY(next && next->ctx.sp)) {
+  if (WEFT__LIKELY(next && (next->ctx.sp || bind_now(vp, next)))) {
     vp->current = next;
     weft__switch_dying(&t->ctx, &next->ctx, finish_cont, t);
     return;  /* not reached */
@@ -623,15 +632,6 @@ static __attribute__((noinline)) void join_front_failed(weft_vp_t *vp, weft_thre
   join_block(vp, self);
 }
 
-/* Binds t's stack if that needs no call (the VP's free list; sanitizer builds: any
- * way): 1 if bound. */
-static inline __attribute__((always_inline)) int join_bind_now(weft_vp_t *vp, weft_thread_t *t) {
-#if !defined(WEFT_ASAN) && !defined(WEFT_TSAN)
-  if (WEFT__UNLIKELY(!vp->stk_free || t->stack_size)) return 0;
-#endif
-  return weft__stack_bind(vp, t) == 0;
-}
-
 /* A join of t that finds t at the front of the caller's own dispatch queue (the
  * un-stolen child of a depth-first unfolding: Cilk and MassiveThreads run it in the
  * joiner's place): t would be the next thread this VP dispatches anyway, so take it
@@ -669,7 +669,7 @@ static inline __attribute__((always_inline)) int join_run_front(weft_vp_t *vp,
    * order; it only has to lose to a racing detach (which never reads the joiner:
    * the general block then finds the word changed too). */
   uintptr_t expect = 0;
-  if (WEFT__UNLIKELY((!t->ctx.sp && !join_bind_now(vp, t)) ||
+  if (WEFT__UNLIKELY((!t->ctx.sp && !bind_now(vp, t)) ||
                      !atomic_compare_exchange_strong_explicit(
                          &t->join, &expect, (uintptr_t)self | WEFT__JW_WEFT,
                          memory_order_relaxed, memory_order_relaxed))) {
