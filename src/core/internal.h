@@ -153,6 +153,7 @@ struct __attribute__((aligned(64))) weft_thread {
   void *local;                 /* weft_local_get/set: the thread itself only */
   void **tsd;                  /* key values, allocated on first weft_key_set */
   void *blocked_on;            /* what the thread waits for (joinee); diagnostic */
+  void **join_out;             /* weft_join's result pointer while it waits */
   weft_ctx_fn cont_fn;         /* weft_thread_block's release, for its continuation */
   void *cont_arg;
   uintptr_t sched_data;        /* weft_sched_thread_data(): the scheduler's word */
@@ -554,22 +555,38 @@ static inline int weft__stack_bind(weft_vp_t *vp, weft_thread_t *t) {
 
 /* Takes t's stack back (t is off it): to the VP's free list if it has the default
  * size and there is room, else the slow path balances with the pool. */
-static inline void weft__stack_release(weft_vp_t *vp, weft_thread_t *t) {
+/* 1 if weft__stack_release_fast may take t's stack back (the test of the fast path
+ * below, for callers that keep their slow paths out of line). */
+static inline int weft__stack_release_can_fast(weft_vp_t *vp, const weft_thread_t *t) {
 #if !defined(WEFT_ASAN) && !defined(WEFT_TSAN)
-  if (WEFT__LIKELY(t->stack_size == 0 && atomic_load_explicit(&vp->nstk, memory_order_relaxed) < vp->free_limit)) {
-#ifdef WEFT_CHECKED
-    weft__stack_canary_check(t);
+  return t->stack_size == 0 &&
+         atomic_load_explicit(&vp->nstk, memory_order_relaxed) < vp->free_limit;
+#else
+  (void)vp;
+  (void)t;
+  return 0;
 #endif
-    weft__stack_rec_t *r =
-        (weft__stack_rec_t *)((char *)t->stack + vp->def_stack - WEFT__STACK_RESERVE);
-    t->stack = NULL;
-    t->ctx.sp = NULL;
-    r->next = vp->stk_free;
-    vp->stk_free = r;
-    weft__own_add(&vp->nstk, 1);
+}
+
+/* weft__stack_release's fast path: only where weft__stack_release_can_fast said so. */
+static inline void weft__stack_release_fast(weft_vp_t *vp, weft_thread_t *t) {
+#ifdef WEFT_CHECKED
+  weft__stack_canary_check(t);
+#endif
+  weft__stack_rec_t *r =
+      (weft__stack_rec_t *)((char *)t->stack + vp->def_stack - WEFT__STACK_RESERVE);
+  t->stack = NULL;
+  t->ctx.sp = NULL;
+  r->next = vp->stk_free;
+  vp->stk_free = r;
+  weft__own_add(&vp->nstk, 1);
+}
+
+static inline void weft__stack_release(weft_vp_t *vp, weft_thread_t *t) {
+  if (WEFT__LIKELY(weft__stack_release_can_fast(vp, t))) {
+    weft__stack_release_fast(vp, t);
     return;
   }
-#endif
   weft__stack_release_slow(vp, t);
 }
 

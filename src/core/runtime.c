@@ -1124,6 +1124,15 @@ int weft_shutdown(void) {
       quiet_rounds = 0;
       continue;
     }
+    /* A thread waiting for a stack is retried by a VP's idle loop, which this VP runs
+     * only when its queue is empty: this loop never lets that happen (the caller is
+     * queued at every yield), and the other VPs may all sleep. Retry it here. */
+    weft_thread_t *waiting = nostack_retry(vp);
+    if (waiting) {
+      weft__push(vp, waiting);
+      quiet_rounds = 0;
+      continue;
+    }
     weft__timers_poll_all();  /* our own VP's timers fire only if someone polls */
     uint32_t idle = atomic_load(&rt->idle);
     int idle_vps = (int)(idle & 0xffff) + (int)(idle >> 16);

@@ -335,6 +335,77 @@ TEST_F(UnfoldOneVpTest, WorkFirstGeneralPaths) {
   g_attr = nullptr;
 }
 
+// ---- joining the un-stolen child -----------------------------------------------------
+
+// A join whose joinee is still at the front of the joiner's own queue switches straight
+// to it (docs/design.md, "Joining the un-stolen child"). Each variant must give the
+// child's result, run the child as itself, and resume the joiner only once the child
+// finished: a child never run (stack from the free list), a child with a stack size of
+// its own (the join falls back to the general block), a child that already ran and
+// blocked, then was woken, and one that blocks again inside that join.
+weft_thread_t *g_expect_self;
+std::atomic<int> g_child_done{0};
+
+void *SelfCheck(void *arg) {
+  EXPECT_EQ(weft_self(), g_expect_self) << "the joinee runs as itself";
+  weft_yield();  // the joiner is not ready: nothing else to run, back here
+  g_child_done.fetch_add(1);
+  return arg;
+}
+
+TEST_F(UnfoldOneVpTest, JoinRunsUnstolenChild) {
+  for (int i = 0; i < 100; ++i) {
+    g_child_done = 0;
+    weft_thread_t *t = Spawn(SelfCheck, P(i));
+    g_expect_self = t;
+    EXPECT_EQ(I(Join(t)), i);
+    EXPECT_EQ(g_child_done.load(), 1);
+  }
+
+  // a stack size of its own: not from the VP's free list
+  weft_attr_t big;
+  weft_attr_init(&big);
+  big.stack_size = 256 * 1024;
+  for (int i = 0; i < 10; ++i) {
+    g_child_done = 0;
+    weft_thread_t *t = Spawn(SelfCheck, P(1000 + i), &big);
+    g_expect_self = t;
+    EXPECT_EQ(I(Join(t)), 1000 + i);
+    EXPECT_EQ(g_child_done.load(), 1);
+  }
+
+  // a joinee that already ran and is at the front again: c and w2 block, w1 wakes c
+  // then w2 (both go to the back: c, w2), and the join finds c at the front; c blocks
+  // once more inside that join, w2 wakes it
+  static Event first, go2, second;
+  for (Event *e : {&first, &go2, &second}) {
+    e->~Event();
+    new (e) Event();
+  }
+  g_child_done = 0;
+  weft_thread_t *c = Spawn(+[](void *) -> void * {
+    first.Wait();
+    second.Wait();
+    g_child_done.fetch_add(1);
+    return P(7);
+  });
+  weft_thread_t *w2 = Spawn(+[](void *) -> void * {
+    go2.Wait();
+    second.Set();
+    return nullptr;
+  });
+  weft_yield();  // w2 and c run and block
+  weft_thread_t *w1 = Spawn(+[](void *) -> void * {
+    first.Set();
+    go2.Set();
+    return nullptr;
+  });
+  Join(w1);
+  EXPECT_EQ(I(Join(c)), 7);
+  EXPECT_EQ(g_child_done.load(), 1);
+  Join(w2);
+}
+
 // ---- fairness at one VP ----------------------------------------------------------------
 
 std::atomic<bool> g_stop{false};
