@@ -109,9 +109,10 @@ WEFT_API int weft_create(weft_thread_t **out, const weft_attr_t *attr,
  * its join, by weft_detach, or by itself after a detach) its handle dangles: its
  * control block goes to a free list and the next weft_create (often the very next
  * one on the same VP) may reuse it. Until it is reused, joining or detaching the
- * handle of a thread that was detached returns WEFT_ESRCH and changes nothing; a
- * second join of a joined thread (or a detach after a join) is undefined, and
- * checked builds (WEFT_CHECKED) abort with a message. After reuse, every call on
+ * handle of a thread that was detached, and detaching the handle of a thread that
+ * was joined (a detach racing a join: exactly one of them reclaims the thread),
+ * return WEFT_ESRCH and change nothing; a second join of a joined thread is
+ * undefined, and checked builds (WEFT_CHECKED) abort with a message. After reuse, every call on
  * the old handle is undefined: it names the new thread (nothing can tell them
  * apart), or memory given back to the system if the free lists overflowed. */
 WEFT_API int weft_join(weft_thread_t *t, void **result);

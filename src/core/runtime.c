@@ -1138,14 +1138,6 @@ int weft_shutdown(void) {
     int idle_vps = (int)(idle & 0xffff) + (int)(idle >> 16);
     if (idle_vps == rt->nvps - 1 && !any_queued_locked_look() &&
         weft__timers_earliest() == UINT64_MAX && weft_wired_count() == 0) {
-      /* threads waiting for a stack (rt.nostack) are retried by idle VPs, and this VP
-       * is not idle while it waits here: retry the oldest now (it runs once bound) */
-      weft_thread_t *t = nostack_retry(vp);
-      if (t) {
-        weft__enqueue(vp, t);
-        quiet_rounds = 0;
-        continue;
-      }
       if (++quiet_rounds >= 3) {
         gate_set(2);
         return WEFT_EBUSY;

@@ -767,7 +767,6 @@ static int detach_gated(weft_thread_t *t) {
   /* Finished and not joined: reclaim it, if no racing detach or join wins first
    * (acquire: as above). Reclaimed already (FREED, JOINED): WEFT_ESRCH, freeing
    * nothing - valid only until the block is reused (weft/thread.h). */
-  WEFT__ASSERT(expect != WEFT__JW_JOINED, "weft_detach of a thread that was already joined");
   if (expect == WEFT__JW_DONE &&
       atomic_compare_exchange_strong_explicit(&t->join, &expect, WEFT__JW_FREED,
                                               memory_order_acquire, memory_order_relaxed)) {
