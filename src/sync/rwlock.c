@@ -10,10 +10,9 @@
  *   write unlock clear W by CAS, release; with Q set: slow
  *   read unlock  -8 fetch_sub, release; the last reader with Q set (old == 8|Q,
  *                C aside) takes the slow path
- * While Q is set the only changes made outside qlock are a reader's -8 and a
- * writer's clearing of W with Q clear (so not then), so the slow paths, under
- * qlock, decide who gets the lock: grant() serves the queue from its head, a
- * writer alone or every reader up to the next writer.
+ * While Q is set the only change made outside qlock is a reader's -8, so the
+ * slow paths, under qlock, decide who gets the lock: grant() serves the queue
+ * from its head, a writer alone or every reader up to the next writer.
  *
  * Hand-off and competition. A weft waiter, or any waiter that runs grant itself,
  * is handed the lock: grant sets the word for it before waking it. A plain OS
