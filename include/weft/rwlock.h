@@ -5,11 +5,14 @@
  * writer waits, later readers queue behind it, so writers do not starve. When a
  * writer leaves, the queue is served from its head: a writer alone, or every
  * reader up to the next queued writer together, so readers do not starve either.
- * The lock is handed to the threads it wakes (they never retry). Try variants
- * fail rather than jump the queue. The price of this order: under contention every
- * acquisition waits for the woken thread to run (a convoy), which is slow when the
- * woken thread is a plain OS thread asleep in the kernel; the mutex, which lets
- * arrivals barge, keeps more throughput. Usable from weft threads and plain OS threads.
+ * A weft thread is handed the lock as it is woken (it never retries). A plain OS
+ * thread at the head is instead woken to compete, so that the lock does not sit
+ * idle while the kernel schedules it: until it runs again, arrivals may take the
+ * lock if it is free for them; if one holds it then, the OS thread keeps its
+ * place at the head, and after a few (8) such losses it is handed the lock. So
+ * every waiter is overtaken only a bounded number of times, and starvation-
+ * freedom holds for both modes. Try variants fail rather than jump the queue.
+ * Usable from weft threads and plain OS threads.
  * An all-zero object is a valid unlocked lock; WEFT_RWLOCK_INIT is the static
  * initializer. Unlocking a mode the caller does not hold is undefined.
  */
@@ -25,7 +28,8 @@ extern "C" {
 #endif
 
 typedef struct weft_rwlock {
-  uint32_t word_;      /* bit 0 writer, bit 1 waiters queued, bits 2.. readers */
+  uint32_t word_;      /* bit 0 writer, bit 1 waiters queued, bit 2 competitor
+                          woken, bits 3.. readers */
   uint32_t qlock_;
   void *head_, *tail_;
 } weft_rwlock_t;
@@ -42,7 +46,7 @@ WEFT_API int weft_rwlock_destroy(weft_rwlock_t *l);
 /* Read mode: shared with other readers. rdlock may switch; tryrdlock never does
  * and fails with WEFT_EBUSY if a writer holds the lock or anyone waits;
  * timedrdlock gives up at `deadline` (weft_time_now() clock) with WEFT_ETIMEDOUT,
- * leaving the lock consistent. Errors also: WEFT_EINVAL, WEFT_EAGAIN (2^29
+ * leaving the lock consistent. Errors also: WEFT_EINVAL, WEFT_EAGAIN (2^28
  * readers), WEFT_ENOMEM (timed forms: a weft thread that must block finds no memory
  * for its timer; it gives up as on a timeout). */
 WEFT_API int weft_rwlock_rdlock(weft_rwlock_t *l);

@@ -33,7 +33,8 @@ typedef struct weft__waiter {
   weft_thread_t *t;                 /* the weft thread; NULL: a plain OS thread */
   _Atomic uint32_t state;           /* above; OS waiters futex-wait on it */
   uint32_t linked;                  /* queue lock */
-  uint32_t mode;                    /* rwlock: 1 reader, 2 writer */
+  uint32_t mode;                    /* rwlock: 1 reader, 2 writer, | 4 woken to compete */
+  uint32_t passes;                  /* rwlock: competitions this waiter has lost */
   uint32_t morphed;                 /* cond: moved onto the mutex queue */
   weft_mutex_t *mutex;              /* cond: the waiter's mutex */
   /* timer (weft threads with a deadline) */
@@ -54,6 +55,16 @@ static inline void weft__wq_push(weft__wq_t *q, weft__waiter_t *w) {
   if (q->tail) q->tail->next = w;
   else q->head = w;
   q->tail = w;
+  w->linked = 1;
+}
+
+/* Links w at the head of q (a waiter that keeps its place after a lost retry). */
+static inline void weft__wq_push_front(weft__wq_t *q, weft__waiter_t *w) {
+  w->prev = NULL;
+  w->next = q->head;
+  if (q->head) q->head->prev = w;
+  else q->tail = w;
+  q->head = w;
   w->linked = 1;
 }
 

@@ -5,7 +5,14 @@
 // (bounded by counted entries with one VP; with several, only a watchdog that
 // turns starvation into a failure), try variants, timed read/write locks
 // that time out (including a timed-out writer at the head of the queue letting
-// the readers queued behind it in), EPERM, initializers, destroy busy.
+// the readers queued behind it in), a plain OS waiter woken to compete is
+// overtaken a bounded number of times, EPERM, initializers, destroy busy.
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+
 #include "sync_test_util.h"
 
 using namespace weft_sync_test;
@@ -442,6 +449,103 @@ TEST_P(RwLockTest, TimedLocksRaceWithUnlock) {
   EXPECT_EQ(counter, wins.load());
   EXPECT_EQ(weft_rwlock_trywrlock(&l), 0) << "lock not free after the race";
   EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+  EXPECT_EQ(weft_rwlock_destroy(&l), 0);
+}
+
+// A plain OS waiter is woken to compete, and arrivals may take the lock before it
+// runs, but only a bounded number of times per wait (rwlock.h: it is handed the
+// lock after 8 losses). Two adversaries, a weft thread and an OS thread, take
+// turns: the holder keeps a read lock until the OS writer is queued (a second
+// tryrdlock fails only while someone waits) and asleep in the kernel (its /proc
+// state is S; not waited for if unreadable), then leaves, waking the writer,
+// while the other spins on tryrdlock, which succeeds only while the woken writer
+// has not come back: it then holds the lock until the writer has queued again,
+// and so on. They count how often they got in ahead of one wrlock call. If the
+// writer starved, the watchdog (kStarvedAfter) stops them and the count fails.
+TEST_P(RwLockTest, BargersDoNotStarveOsWaiter) {
+  weft_rwlock_t l = WEFT_RWLOCK_INIT;
+  const int rounds = 3;
+  const auto stop = std::chrono::steady_clock::now() + kStarvedAfter;
+  std::atomic<long> writer_entries{0}, writer_tid{0}, seen{-1};
+  std::atomic<bool> writer_done{false}, started{false};
+  std::atomic<int> holder{0};  // the adversary holding the read lock; -1 while handing over
+  std::atomic<int> ready{-1};  // the adversary waiting to barge
+  std::atomic<long> last{-1}, run{0}, max_run{0};
+  auto done = [&] { return writer_done.load() || std::chrono::steady_clock::now() >= stop; };
+  auto pause = [] {
+    if (weft_self() != nullptr) weft_yield();
+    else std::this_thread::yield();
+  };
+  // Whether the writer's kernel thread sleeps, or its state cannot be read.
+  auto writer_asleep = [&] {
+    std::ifstream f("/proc/self/task/" + std::to_string(writer_tid.load()) + "/stat");
+    std::string stat;
+    if (!std::getline(f, stat)) return true;
+    size_t p = stat.rfind(')');
+    return p == std::string::npos || p + 2 >= stat.size() || stat[p + 2] == 'S';
+  };
+  RunMixed(1, 2, [&](int i) {
+    if (i == 2) {  // the plain OS writer
+      writer_tid = static_cast<long>(syscall(SYS_gettid));
+      WaitFor([&] { return started.load(); });
+      for (int r = 0; r < rounds; ++r) {
+        EXPECT_EQ(weft_rwlock_wrlock(&l), 0);
+        writer_entries.fetch_add(1);
+        EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+      }
+      writer_done = true;
+      return;
+    }
+    // the adversaries: 0 (weft) holds first, 1 (OS)
+    bool holding = i == 0;
+    if (holding) {
+      EXPECT_EQ(weft_rwlock_rdlock(&l), 0);
+      started = true;
+    }
+    while (!done()) {
+      if (holding) {
+        if (weft_rwlock_tryrdlock(&l) == 0) {  // nobody waits yet
+          EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+          pause();
+          continue;
+        }
+        if (ready.load() != 1 - i || !writer_asleep()) {
+          pause();
+          continue;
+        }
+        seen = writer_entries.load();
+        holder = -1;
+        holding = false;
+        EXPECT_EQ(weft_rwlock_unlock(&l), 0);  // the last reader: the writer is woken
+        continue;
+      }
+      ready = i;
+      while (holder.load() != -1 && !done()) pause();
+      if (holder.load() != -1) break;
+      ready = -1;
+      long s = seen.load();
+      for (;;) {  // barge
+        if (weft_rwlock_tryrdlock(&l) == 0) {
+          if (writer_entries.load() == s) {  // got in ahead of the waiting writer
+            run = s == last.load() ? run.load() + 1 : 1;
+            last = s;
+            max_run = std::max(max_run.load(), run.load());
+          }
+          break;
+        }
+        if (writer_entries.load() != s || done()) {  // the writer got in first
+          EXPECT_EQ(weft_rwlock_rdlock(&l), 0);
+          break;
+        }
+        pause();
+      }
+      holding = true;
+      holder = i;
+    }
+    if (holding) EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+  });
+  EXPECT_TRUE(writer_done.load());
+  EXPECT_LE(max_run.load(), 8) << "an OS waiter was overtaken " << max_run.load() << " times in one wait";
   EXPECT_EQ(weft_rwlock_destroy(&l), 0);
 }
 
