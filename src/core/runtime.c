@@ -1137,7 +1137,8 @@ int weft_shutdown(void) {
     uint32_t idle = atomic_load(&rt->idle);
     int idle_vps = (int)(idle & 0xffff) + (int)(idle >> 16);
     if (idle_vps == rt->nvps - 1 && !any_queued_locked_look() &&
-        weft__timers_earliest() == UINT64_MAX && weft_wired_count() == 0) {
+        weft__timers_earliest() == UINT64_MAX && weft_wired_count() == 0 &&
+        weft__wire_returning() == 0) {
       if (++quiet_rounds >= 3) {
         gate_set(2);
         return WEFT_EBUSY;
