@@ -542,7 +542,9 @@ TEST_P(RwLockTest, BargersDoNotStarveOsWaiter) {
       holding = true;
       holder = i;
     }
-    if (holding) EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+    if (holding) {
+      EXPECT_EQ(weft_rwlock_unlock(&l), 0);
+    }
   });
   EXPECT_TRUE(writer_done.load());
   EXPECT_LE(max_run.load(), 8) << "an OS waiter was overtaken " << max_run.load() << " times in one wait";
