@@ -68,7 +68,9 @@ typedef void (*cthread_filter_t)(cthread_t t, cthread_filter_op_t op, void *arg)
 /* cthread_fork() creates a C-Thread running func(arg) and returns it. Starts weft if
  * needed. Never switches the caller. Returns NULL when out of memory (its record or
  * weft's control block; nothing is left allocated and nothing runs); aborts with a
- * message for a NULL func or if weft cannot be started. */
+ * message for a NULL func or if weft cannot be started. The new thread records
+ * itself (a weft key) when it starts; if memory runs out there, it yields and retries
+ * up to 1000 times, then aborts with a message (Mach gives it no error path). */
 WEFT_API cthread_t cthread_fork(cthread_fn_t func, void *arg);
 /* cthread_exit() finishes the calling C-Thread with `status` (a wired thread is
  * unwired first). Called by the main C-Thread it waits for every other thread that

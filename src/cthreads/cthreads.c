@@ -263,7 +263,13 @@ static void epilogue(struct cthread *c) {
 
 static void *trampoline(void *p) {
   struct cthread *c = p;
-  int rc = weft_key_set(self_key, c);
+  /* The first key set of a thread allocates its key table. cthread_fork has already
+   * returned this thread's handle, so there is no caller to tell: out of memory, let
+   * other threads run and give memory back, and try again (a bounded number of
+   * times) before stopping with a message, as cthread_self does. */
+  int rc;
+  for (int tries = 0; (rc = weft_key_set(self_key, c)) == WEFT_ENOMEM && tries < 1000; tries++)
+    weft_yield();
   if (rc) die("cthread_fork (weft_key_set)", rc);
   void *r = c->fn(c->arg);
   epilogue(c);
