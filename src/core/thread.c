@@ -423,12 +423,10 @@ void weft__thread_entry(void *p) {
   thread_finish_fast(t, r);
 }
 
-/* Runs on the next context's stack once the finished thread t is off its own
- * stack: release the stack, then publish DONE. After the exchange t belongs to its
- * joiner (or, detached, to us) and is not touched again. */
-static void finish_cont(void *p) {
-  weft_thread_t *t = p;
-  weft_vp_t *vp = weft__vp();
+/* The part of a finish continuation that both forms share: t is off its stack;
+ * release the stack, raise the slow-path events, count the finish. Inlined into
+ * each (the finish paths are counted in instructions). */
+static inline __attribute__((always_inline)) void finish_release(weft_vp_t *vp, weft_thread_t *t) {
 #if defined(WEFT_TSAN)
   __tsan_destroy_fiber(t->ctx.tsan_fiber);
   t->ctx.tsan_fiber = NULL;
@@ -437,6 +435,15 @@ static void finish_cont(void *p) {
   uint32_t f = weft__tflags(t);
   if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) finished_slow(vp, t, f);
   weft__stat_inc_release(&vp->n_finished);  /* release: the exact live count */
+}
+
+/* Runs on the next context's stack once the finished thread t is off its own
+ * stack: release the stack, then publish DONE. After the exchange t belongs to its
+ * joiner (or, detached, to us) and is not touched again. */
+static void finish_cont(void *p) {
+  weft_thread_t *t = p;
+  weft_vp_t *vp = weft__vp();
+  finish_release(vp, t);
   /* DETACHED -> FREED (we reclaim it), anything else -> DONE. acq_rel on success:
    * release publishes result (and the thread's writes) to the joiner's or
    * detacher's acquire; acquire pairs with the joiner's release CAS that published
@@ -473,14 +480,7 @@ static void finish_cont(void *p) {
  * DONE does what the CAS loop would, and nobody is to be made ready. */
 static __attribute__((noinline)) void finish_handoff_slow(weft_thread_t *t) {
   weft_vp_t *vp = weft__vp();
-#if defined(WEFT_TSAN)
-  __tsan_destroy_fiber(t->ctx.tsan_fiber);
-  t->ctx.tsan_fiber = NULL;
-#endif
-  weft__stack_release(vp, t);
-  uint32_t f = weft__tflags(t);
-  if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) finished_slow(vp, t, f);
-  weft__stat_inc_release(&vp->n_finished);  /* release: the exact live count */
+  finish_release(vp, t);
   /* release: result and the thread's writes to the joiner's acquire load; the
    * joiner's saved context came to us with the acquire load in thread_finish */
   atomic_store_explicit(&t->join, WEFT__JW_DONE, memory_order_release);
