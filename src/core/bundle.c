@@ -1,7 +1,7 @@
 /* src/core/bundle.c - bundles, the bundle tree and the focus bundle, stopping and
  * continuing a bundle, the routing of processor-idle events (docs/schedulers.md,
- * "The bundle tree, the focus and idle events"), and the kernel services schedulers
- * call.
+ * "The bundle tree, the focus and idle events"), and the accessors schedulers call
+ * (the dispatch-queue services are in dispatch.c).
  *
  * Locking. rt.bundle_lock guards the registry, the tree links, the focus and the
  * stopped flags, and is held around every processor_idle the kernel raises (idle
@@ -15,8 +15,6 @@
 
 #include "core/internal.h"
 #include "weft/hook.h"
-
-#define WEFT__STEAL_MAX 64 /* most threads one steal moves */
 
 static __thread int idle_held;   /* this kernel thread holds bundle_lock for idle events */
 static __thread int pass_depth;  /* nesting of weft_sched_idle_pass on this kernel thread */
@@ -243,102 +241,6 @@ weft_thread_t *weft_sched_idle_pass(weft_bundle_t *to, weft_vp_t *vp) {
 }
 
 /* ---- kernel services ---------------------------------------------------------------- */
-
-void weft_sched_enqueue(weft_vp_t *vp, weft_thread_t *t) { weft__enqueue(vp, t); }
-
-void weft_sched_push(weft_vp_t *vp, weft_thread_t *t) { weft__push(vp, t); }
-
-/* Counts a steal of n threads from victim, first among them, on the caller's VP and
- * raises STEAL (cold: one relaxed load when no callback is installed). */
-static void steal_note(weft_vp_t *me, weft_vp_t *victim, int n, weft_thread_t *first) {
-  weft__stat_inc(&me->n_steals);
-#ifdef WEFT_HOOKS
-  if (WEFT__UNLIKELY(atomic_load_explicit(&weft__hooks_on, memory_order_relaxed))) {
-    weft_hook_steal_t s = {victim->index, n};
-    weft__hook_raise(WEFT_HOOK_STEAL, first, &s);
-  }
-#else
-  (void)victim;
-  (void)n;
-  (void)first;
-#endif
-}
-
-void weft_sched_steal_note(weft_vp_t *victim, int n, weft_thread_t *first) {
-  weft_vp_t *me = weft__vp();
-  if (!me || !victim || victim == me || n <= 0) return;
-  steal_note(me, victim, n, first);
-}
-
-weft_thread_t *weft_sched_steal(weft_vp_t *vp) {
-  weft_thread_t *t = weft__dequeue(vp);
-  if (t) {
-    weft_vp_t *me = weft__vp();
-    if (me && me != vp) steal_note(me, vp, 1, t);
-  }
-  return t;
-}
-
-weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to) {
-  if (!victim || !to) return NULL;
-  if (victim == to) return weft__dequeue(to);
-  if (!atomic_load_explicit(&victim->q.head, memory_order_relaxed)) return NULL;
-  /* take the back half (at most WEFT__STEAL_MAX: the walk happens under the
-   * victim's lock), back thread first: the work the victim would reach last, i.e.
-   * the oldest threads it created (the biggest subtrees of a depth-first unfolding)
-   * and the threads it made ready again */
-  weft__spin_lock(&victim->q.lock);
-  weft_thread_t *last = victim->q.tail;  /* the back: runs first on the thief */
-  if (!last) {
-    weft__spin_unlock(&victim->q.lock);
-    return NULL;
-  }
-  /* Find the middle without a count: grow the stolen run [first, last] one thread
-   * toward the front and the kept run [head, keep] one thread toward the back, in
-   * turn, until they meet (k = ceil(n / 2)) or k reaches the cap. Every thread but
-   * the front one has a valid prev. */
-  /* relaxed: under the victim's lock, which orders q.head (the atomic serves the
-   * unlocked hint reads) */
-  weft_thread_t *head = atomic_load_explicit(&victim->q.head, memory_order_relaxed);
-  weft_thread_t *first = last, *keep = NULL;
-  long k = 1;
-  while (k < WEFT__STEAL_MAX) {
-    weft_thread_t *kn = keep ? keep->next : head;
-    if (kn == first) break;
-    keep = kn;
-    if (first->prev == keep) break;
-    first = first->prev;
-    k++;
-  }
-  if (!keep) {                           /* everything is stolen */
-    atomic_store_explicit(&victim->q.head, NULL, memory_order_relaxed);
-    victim->q.tail = NULL;
-  } else {
-    weft_thread_t *back = first->prev;   /* the new back (keep, unless capped) */
-    back->next = NULL;
-    victim->q.tail = back;
-  }
-  weft__spin_unlock(&victim->q.lock);
-  /* run the back one (last); the others [first, last) keep their order and go to
-   * the back of `to`'s queue */
-  if (first != last) {
-    weft_thread_t *before = last->prev;  /* the new back of the moved run */
-    before->next = NULL;
-    weft__spin_lock(&to->q.lock);
-    weft_thread_t *back = to->q.tail;
-    first->prev = back;
-    if (back) back->next = first;
-    else atomic_store_explicit(&to->q.head, first, memory_order_relaxed);
-    to->q.tail = before;
-    uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
-    weft__spin_unlock(&to->q.lock);
-    weft__enqueue_wake(idle);
-  }
-  last->next = NULL;
-  weft_vp_t *me = weft__vp();
-  if (me) steal_note(me, victim, (int)k, last);
-  return last;
-}
 
 int weft_sched_bind_stack(weft_thread_t *t) {
   if (!t) return WEFT_EINVAL;

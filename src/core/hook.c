@@ -29,7 +29,7 @@ static struct {
 } hooks;
 
 static void set_flag(weft_thread_t *t, void *on) {
-  /* relaxed RMW on the plain flags word (internal.h, weft__tflags, says why) */
+  /* relaxed RMW on the plain flags word (core/tcb.h, weft__tflags, says why) */
   if (on) __atomic_fetch_or(&t->flags, WEFT__TF_HOOK, __ATOMIC_RELAXED);
   else __atomic_fetch_and(&t->flags, ~(uint32_t)WEFT__TF_HOOK, __ATOMIC_RELAXED);
 }

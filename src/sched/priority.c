@@ -48,7 +48,7 @@ typedef struct prio_sched {
   /* n, stored under the lock, read without it so that processor_idle on an empty
    * heap takes no lock. Relaxed: a hint; a push is not missed by a VP's last look
    * before sleeping because weft_sched_notify()'s seq_cst fence (after the event)
-   * pairs with the sleeper's (src/core/runtime.c, vp_sleep). */
+   * pairs with the sleeper's (src/core/idle.c, vp_sleep). */
   _Atomic size_t hint;
 } prio_sched_t;
 

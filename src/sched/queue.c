@@ -45,7 +45,7 @@ typedef struct runlist {
    * hint, the list is read again under its lock. A push cannot be missed by a VP's
    * last look before sleeping: the pusher's store comes before the seq_cst fence of
    * weft_sched_notify() (the kernel calls it after thread_created), the sleeper's
-   * load after its own seq_cst fence (src/core/runtime.c, vp_sleep). */
+   * load after its own seq_cst fence (src/core/idle.c, vp_sleep). */
   _Atomic size_t hint;
 } __attribute__((aligned(64))) runlist_t;
 

@@ -1,5 +1,5 @@
 /* src/sync/sync.h - the one wait-queue, block and wake path that every blocking
- * object uses, the private views of the public objects, and the timers.
+ * object uses, and the private views of the public objects (timers: sync/timer.h).
  *
  * A waiter lives on the waiting thread's stack for the length of one wait:
  *
@@ -24,6 +24,7 @@
 #define WEFT_SYNC_INTERNAL_H
 
 #include "core/internal.h"
+#include "sync/timer.h"
 #include "weft/sync.h"
 
 enum { WEFT__W_WAITING = 0, WEFT__W_SIGNALED = 1, WEFT__W_TIMEDOUT = 2 };
@@ -190,21 +191,7 @@ static inline void weft__wakeset_run(weft__wakeset_t *s) {
  * After TIMEDOUT the caller re-takes qlock and unlinks w if still linked. */
 uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg);
 
-/* Removes w's timer from its heap if it is still armed (idempotent). */
-void weft__timer_cancel(weft__waiter_t *w);
-
-/* ---- timers (timer.c): the per-VP heap is in core/internal.h --------------------- */
-/* Makes room for one more timer in the caller's VP heap: 0 or WEFT_ENOMEM. Called
- * before the wait queue's lock is taken; the entry is armed in the continuation. */
-int weft__timer_reserve(weft_vp_t *vp);
-/* Arms w's timer in vp's heap (continuation of the blocking thread, vp's kernel
- * thread). May fire at once on a later poll. */
-void weft__timer_arm(weft_vp_t *vp, weft__waiter_t *w);
-/* Fires the expired timers of every VP; returns how many threads it woke. */
-int weft__timers_poll_all(void);
-/* The earliest armed deadline of any VP, or WEFT_FOREVER. */
-uint64_t weft__timers_earliest(void);
-void weft__timers_free(weft_vp_t *vp);
+/* The timers (timer.c: reserve, arm, cancel, poll) are declared in sync/timer.h. */
 
 /* Counts one slow-path event (weft/sync.h counters): a plain add to the VP's own
  * counter, or a relaxed atomic add for plain OS threads (counts only). */

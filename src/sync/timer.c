@@ -5,7 +5,7 @@
  * once still finds it blocked). The scheduler of that VP checks the heap whenever
  * it switches (weft__block, weft_yield: one relaxed load when the heap is empty);
  * an idle VP checks every heap while it polls, and sleeps in the kernel no longer
- * than the earliest deadline of any heap (runtime.c vp_sleep).
+ * than the earliest deadline of any heap (core/idle.c vp_sleep).
  *
  * Firing: under the heap lock, pop an expired waiter and try WAITING -> TIMEDOUT;
  * the CAS is made under the heap lock so that a waiter which was signalled and

@@ -1,0 +1,46 @@
+/* src/core/bundle.h - bundles and the routing of processor-idle events (bundle.c). */
+#ifndef WEFT_CORE_BUNDLE_H
+#define WEFT_CORE_BUNDLE_H
+
+#include <stdatomic.h>
+
+#include "weft/sched.h"
+#include "core/tcb.h"
+
+/* ---- bundle ----------------------------------------------------------------------- */
+struct weft_bundle {
+  weft_sched_ops_t ops;          /* copied at creation; read-only */
+  const weft_sched_ops_t *ops_id;/* &weft_sched_default for the inlined fast path */
+  void *data;
+  weft_bundle_t *parent;
+  _Atomic long nthreads;         /* live threads; not counted for the root bundle */
+  _Atomic long nchildren;
+  weft_bundle_t *list_next, *list_prev; /* registry of bundles: rt.bundle_lock */
+  /* the bundle tree (weft_bundle_first_child/next_sibling): rt.bundle_lock */
+  weft_bundle_t *first_child, *sib_next, *sib_prev;
+  /* weft_bundle_stop(): 1 while stopped. Written under rt.bundle_lock, read under it
+   * by the idle paths (relaxed: the lock orders it; weft_bundle_continue's
+   * weft_sched_notify() fence covers sleepers, see bundle.c) */
+  _Atomic int stopped;
+};
+
+/* ---- idle-event routing (bundle.c; docs/schedulers.md) --------------------------- */
+/* processor_idle on the focus bundle if it is not the root (NULL otherwise). */
+weft_thread_t *weft__bundle_idle_focus(weft_vp_t *vp);
+/* processor_idle on every non-root bundle that is not stopped, until one gives a
+ * thread: the sweep that guarantees no ready thread is stranded while VPs sleep. */
+weft_thread_t *weft__bundle_idle_sweep(weft_vp_t *vp);
+/* processor_idle on b for a yield of one of its threads (NULL if b is stopped). */
+weft_thread_t *weft__bundle_yield_idle(weft_bundle_t *b, weft_vp_t *vp);
+/* 1 if b or a bundle above it is stopped. */
+int weft__bundle_stopped(const weft_bundle_t *b);
+
+/* The root bundle (weft_init), freed by teardown. */
+weft_bundle_t *weft__bundle_new_root(void);
+void weft__bundle_free_root(weft_bundle_t *b);
+
+static inline int weft__is_default(const weft_bundle_t *b) {
+  return b->ops_id == &weft_sched_default;
+}
+
+#endif

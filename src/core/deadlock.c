@@ -1,0 +1,190 @@
+/* src/core/deadlock.c - when nothing can move any more: the deadlock and
+ * out-of-stacks reports, checked by the last VP to go to sleep (idle.c). */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "weft/wire.h"
+
+/* ---- when nothing can move any more: the deadlock and out-of-stacks reports ------
+ * Checked by a VP that has just counted itself asleep and found nothing in its last
+ * look, only when every VP is asleep: the paths that run threads pay nothing.
+ * "Nothing can wake any thread" is the conjunction of quiet() and "no kernel thread
+ * besides weft's": a weft thread can only be made ready by a running weft thread
+ * (none: every VP sleeps), a timer (none armed), a wired thread, a do-when-idle
+ * function, a custom scheduler's own machinery, or a kernel thread weft does not
+ * run (a plain OS thread, inside weft or about to call it). quiet() is read, then
+ * the thread count, then quiet() again: a kernel thread that made something ready
+ * and exited between the two reads of quiet() did it before its exit, which the
+ * count observes, so the second quiet() sees its work (or the wake-up it caused:
+ * park is 0 or the idle word changed). */
+
+static void fatal_write(const char *s, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(2, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= (size_t)w;
+  }
+}
+
+static void fatal_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fatal_printf(const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  fatal_write(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* Kernel threads in this process (field 20 of /proc/self/stat), or -1. */
+long weft__count_kthreads(void) {
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');  /* the command name may hold spaces and parentheses */
+  if (!p) return -1;
+  int field = 2;
+  for (; *p; p++)
+    if (*p == ' ' && ++field == 20) return strtol(p + 1, NULL, 10);
+  return -1;
+}
+
+/* Every VP asleep (vp, the caller, among them and not woken since), no thread in a
+ * dispatch queue, and none of the other sources of wake-ups in place. */
+static int quiet(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  uint32_t idle = atomic_load_explicit(&rt->idle, memory_order_seq_cst);
+  return (idle & 0xffff) == 0 && (int)(idle >> 16) == rt->nvps &&
+         atomic_load_explicit(&vp->park, memory_order_acquire) == 1 &&
+         !atomic_load(&rt->stopping) && !weft__any_queued_locked() &&
+         weft__timers_earliest() == UINT64_MAX &&
+         atomic_load_explicit(&rt->nidlef, memory_order_acquire) == 0 &&
+         weft_wired_count() == 0 && weft__wire_returning() == 0 &&
+         atomic_load_explicit(&rt->nbundles, memory_order_acquire) == 0 &&
+         weft__os_gate_empty();
+}
+
+int weft__nothing_can_wake(weft_vp_t *vp) {
+  if (weft__rt.kthreads_expected < 0 || !quiet(vp)) return 0;
+  long k = weft__count_kthreads();
+  return k >= 0 && k <= weft__rt.kthreads_expected && quiet(vp);
+}
+
+/* The deadlock report: blocked threads are the control blocks whose thread has run
+ * (a saved context) and not finished (join word not DONE); with every VP asleep and
+ * every queue empty they are all blocked. Up to MAXLINES are named; a joiner is
+ * found from its joinee's join word (never through a possibly stale pointer). */
+#define WEFT__REPORT_LINES 64
+struct blocked_scan {
+  weft_thread_t *t[WEFT__REPORT_LINES];
+  weft_thread_t *joins[WEFT__REPORT_LINES];
+  int n;
+  long total;
+};
+
+static int is_blocked(weft_thread_t *t) {
+  return t->ctx.sp != NULL &&
+         atomic_load_explicit(&t->join, memory_order_acquire) != WEFT__JW_DONE;
+}
+
+static void scan_blocked(weft_thread_t *t, void *arg) {
+  struct blocked_scan *s = arg;
+  if (!is_blocked(t)) return;
+  s->total++;
+  if (s->n < WEFT__REPORT_LINES) {
+    s->joins[s->n] = NULL;
+    s->t[s->n++] = t;
+  }
+}
+
+static void scan_joins(weft_thread_t *j, void *arg) {
+  struct blocked_scan *s = arg;
+  uintptr_t w = atomic_load_explicit(&j->join, memory_order_acquire);
+  if (WEFT__JW_TAG(w) != WEFT__JW_WEFT || !is_blocked(j)) return;
+  for (int i = 0; i < s->n; i++)
+    if (s->t[i] == WEFT__JW_PTR(w)) s->joins[i] = j;
+}
+
+_Noreturn void weft__deadlock_report(void) {
+  weft__rt_t *rt = &weft__rt;
+  static struct blocked_scan s;  /* the process ends here: one report at most */
+  s.n = 0;
+  s.total = 0;
+  scan_blocked(rt->main, &s);
+  weft__tcb_foreach(scan_blocked, &s);
+  scan_joins(rt->main, &s);
+  weft__tcb_foreach(scan_joins, &s);
+  fatal_printf("weft: fatal error: all threads are asleep - deadlock!\n");
+  for (int i = 0; i < s.n; i++) {
+    weft_thread_t *t = s.t[i];
+    const char *main_tag = t == rt->main ? " (main)" : "";
+    if (s.joins[i])
+      fatal_printf("weft: thread %llu%s: blocked in weft_join on thread %llu\n",
+                   (unsigned long long)t->id, main_tag, (unsigned long long)s.joins[i]->id);
+    else
+      fatal_printf("weft: thread %llu%s: blocked on a synchronization object, a thread "
+                   "list or weft_thread_block\n", (unsigned long long)t->id, main_tag);
+  }
+  if (s.total > s.n) fatal_printf("weft: ... and %ld more blocked threads\n", s.total - s.n);
+  fatal_printf("weft: (WEFT_DEADLOCK=0 or weft_config_t.deadlock_report = "
+               "WEFT_DEADLOCK_IGNORE turns this report off)\n");
+  signal(SIGABRT, SIG_DFL);
+  abort();
+}
+
+static unsigned long read_ulong_file(const char *path) {
+  char buf[64];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  return strtoul(buf, NULL, 10);
+}
+
+/* No thread can finish and give a stack back, and the oldest thread waiting for one
+ * still cannot get it: name the limit and stop. */
+_Noreturn void weft__out_of_stacks(weft_thread_t *t) {
+  weft__rt_t *rt = &weft__rt;
+  size_t size = t->stack_size ? t->stack_size : rt->cfg.stack_size;
+  fatal_printf("weft: fatal error: out of stacks: thread %llu needs a stack of %zu bytes and "
+               "none can be had, and no other thread can run or finish to give one back\n",
+               (unsigned long long)t->id, size);
+  if (rt->cfg.stack_alloc) {
+    fatal_printf("weft: the stack_alloc policy (weft_config_t) returned NULL\n");
+  } else {
+    /* why the last stack mapping failed, as alloc.c recorded it (the limit named) */
+    char why[512];
+    if (weft__stack_describe_failure(why, sizeof why) > 0)
+      fatal_printf("weft: %s\n", why);
+    else
+      fatal_printf("weft: no stack mapping failed: the failure was injected "
+                   "(weft_debug_fail_alloc) or came from the control-block allocator\n");
+  }
+  struct rlimit rl;
+  char as[32] = "unlimited";
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    snprintf(as, sizeof as, "%llu bytes", (unsigned long long)rl.rlim_cur);
+  fatal_printf("weft: %ld live threads (max_threads %ld), %ld waiting for a stack, %ld system "
+               "blocks held by weft (stacks among them); vm.max_map_count %lu, RLIMIT_AS %s\n",
+               weft__live_threads(), rt->cfg.max_threads,
+               (long)atomic_load_explicit(&rt->nnostack, memory_order_relaxed),
+               weft_debug_live_blocks(), read_ulong_file("/proc/sys/vm/max_map_count"), as);
+  fatal_printf("weft: lower weft_config_t.max_threads or stack_size, or raise the limit\n");
+  signal(SIGABRT, SIG_DFL);
+  abort();
+}

@@ -1,0 +1,334 @@
+/* src/core/idle.c - the idle loop of a VP, parking and waking VPs, and the threads
+ * waiting for a stack.
+ *
+ * Idle loop of one VP (one diagram, docs/design.md has the long form):
+ *
+ *     +--> local dispatch queue --found--> run it (switch idle_ctx -> thread) --+
+ *     |        | empty                                                         |
+ *     |    processor_idle: focus, root (steal), others --found--> run it ------+
+ *     |        (stopped bundles are skipped)
+ *     |        | nothing
+ *     |    retry the oldest thread waiting for a stack --bound--> run it ------+
+ *     |        | none, or still no stack
+ *     |    spin (lock-free polls of every queue head) for cfg.spin_us
+ *     |        | nothing
+ *     +--- sleep on vp->park (futex) until an enqueuer wakes us (the last VP to
+ *          sleep first checks that some thread can still run: check_stuck, with
+ *          the reports of deadlock.c)
+ */
+#include <sched.h>
+#include <stdlib.h>
+
+#include "core/internal.h"
+#include "weft/hook.h"
+
+/* Idle-loop events (cold: one relaxed load when none is installed). */
+static inline void idle_event(int ev, weft_thread_t *t) {
+#ifdef WEFT_HOOKS
+  if (WEFT__UNLIKELY(atomic_load_explicit(&weft__hooks_on, memory_order_relaxed)))
+    weft__hook_raise(ev, t, NULL);
+#else
+  (void)ev;
+  (void)t;
+#endif
+}
+
+/* ---- parking and waking --------------------------------------------------------------
+ * A VP in the idle loop counts itself in rt.idle as spinning; before it sleeps it
+ * moves itself to the sleeping count (seq_cst RMW), pushes itself on the sleeper
+ * stack, and then takes every dispatch queue's lock to look once more. An enqueuer
+ * reads rt.idle inside the queue lock. So either the sleeper's look comes after the
+ * enqueue (it sees the thread), or the enqueuer's read comes after the sleeper's
+ * RMW (it sees a sleeper and, if nobody spins, wakes one). Threads a custom
+ * scheduler keeps to itself are covered by weft_sched_notify(), whose seq_cst
+ * fence pairs with the same RMW, and by the sleeper's last processor_idle look. */
+
+static void idle_add(int32_t delta) {
+  atomic_fetch_add_explicit(&weft__rt.idle, (uint32_t)delta, memory_order_seq_cst);
+}
+
+/* Takes a sleeping VP off the sleeper stack (only if no VP spins, unless `always`),
+ * counts it as spinning so that other enqueuers need not wake more, and wakes it.
+ * Returns 0 if there was none to wake. */
+static int wake_sleeper(int always) {
+  weft__rt_t *rt = &weft__rt;
+  weft_vp_t *vp = NULL;
+  weft__spin_lock(&rt->idle_lock);
+  uint32_t idle = atomic_load_explicit(&rt->idle, memory_order_relaxed);
+  if (rt->nsleepers > 0 && (always || (idle & 0xffff) == 0)) {
+    vp = rt->sleepers[--rt->nsleepers];
+    idle_add((int32_t)WEFT__IDLE_SPIN - (int32_t)WEFT__IDLE_SLEEP);
+    /* release: pairs with the acquire load in vp_sleep's wait loop */
+    atomic_store_explicit(&vp->park, 0, memory_order_release);
+  }
+  weft__spin_unlock(&rt->idle_lock);
+  if (!vp) return 0;
+  weft__os_futex_wake(&vp->park, 1);
+  return 1;
+}
+
+void weft__wake_one(void) { wake_sleeper(0); }
+
+void weft__wake_all(void) {
+  while (wake_sleeper(1)) {
+  }
+}
+
+/* Returns 1 if some dispatch queue holds a thread; takes each lock (see above). */
+int weft__any_queued_locked(void) {
+  for (int i = 0; i < weft__rt.nvps; i++) {
+    weft_vp_t *v = weft__rt.vps[i];
+    weft__spin_lock(&v->q.lock);
+    int busy = atomic_load_explicit(&v->q.head, memory_order_relaxed) != NULL;
+    weft__spin_unlock(&v->q.lock);
+    if (busy) return 1;
+  }
+  return 0;
+}
+
+static int any_queued_hint(void) {
+  for (int i = 0; i < weft__rt.nvps; i++)
+    if (atomic_load_explicit(&weft__rt.vps[i]->q.head, memory_order_relaxed)) return 1;
+  return 0;
+}
+
+/* processor_idle on every non-root bundle that is not stopped, until one gives a
+ * thread (bundle.c). */
+static weft_thread_t *custom_idle(weft_vp_t *vp) { return weft__bundle_idle_sweep(vp); }
+
+/* processor_idle: the focus bundle first (when it is not the root; its handler may
+ * pass the event up or down the tree), then the root bundle (the default scheduler:
+ * steal), then every other bundle (docs/schedulers.md, "idle events"). */
+static weft_thread_t *raise_idle(weft_vp_t *vp) {
+  weft_thread_t *t = weft__bundle_idle_focus(vp);
+  if (t) return t;
+  weft_bundle_t *root = weft__rt.root;
+  t = root->ops.processor_idle ? root->ops.processor_idle(root, vp) : NULL;
+  return t ? t : custom_idle(vp);
+}
+
+/* ---- threads waiting for a stack ------------------------------------------------
+ * A thread whose stack cannot be bound at its first dispatch (weft__prepare) goes on
+ * rt.nostack, not back on a dispatch queue: the queues keep moving, and idle VPs
+ * retry the oldest waiter after they have found nothing else to run (a finishing
+ * thread gives its stack back to a VP's cache, where the retry finds it). When no
+ * other thread can finish any more, vp_sleep stops the process (out_of_stacks). */
+
+void weft__bind_failed(weft_vp_t *vp, weft_thread_t *t) {
+  (void)vp;
+  weft__rt_t *rt = &weft__rt;
+  weft__spin_lock(&rt->nostack_lock);
+  t->next = NULL;
+  if (rt->nostack_tail) rt->nostack_tail->next = t;
+  else rt->nostack_head = t;
+  rt->nostack_tail = t;
+  atomic_store_explicit(&rt->nnostack, atomic_load_explicit(&rt->nnostack, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  weft__spin_unlock(&rt->nostack_lock);
+}
+
+/* The oldest thread waiting for a stack, with its stack now bound; NULL if there is
+ * none or binding still fails (then it stays first in line). */
+weft_thread_t *weft__nostack_retry(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  if (WEFT__LIKELY(atomic_load_explicit(&rt->nnostack, memory_order_relaxed) == 0)) return NULL;
+  weft__spin_lock(&rt->nostack_lock);
+  weft_thread_t *t = rt->nostack_head;
+  if (t) {
+    rt->nostack_head = t->next;
+    if (!t->next) rt->nostack_tail = NULL;
+    atomic_store_explicit(&rt->nnostack, atomic_load_explicit(&rt->nnostack, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+  }
+  weft__spin_unlock(&rt->nostack_lock);
+  if (!t) return NULL;
+  if (weft__stack_bind(vp, t) == 0) return t;
+  weft__spin_lock(&rt->nostack_lock);  /* back at the head: it keeps its turn */
+  t->next = rt->nostack_head;
+  rt->nostack_head = t;
+  if (!rt->nostack_tail) rt->nostack_tail = t;
+  atomic_store_explicit(&rt->nnostack, atomic_load_explicit(&rt->nnostack, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  weft__spin_unlock(&rt->nostack_lock);
+  return NULL;
+}
+
+static weft_thread_t *find_work(weft_vp_t *vp) {
+  weft__timers_poll_all();  /* expired timers of every VP: their threads come here */
+  weft_thread_t *t = weft__dequeue(vp);
+  if (!t) t = raise_idle(vp);
+  return t ? t : weft__nostack_retry(vp);
+}
+
+/* Called by a VP that is about to sleep: reports and aborts if no weft thread can
+ * ever run again, or hands back a thread that waited for a stack and now has one
+ * (queued on vp: the enqueue wakes a VP). */
+static void check_stuck(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  uint32_t idle = atomic_load_explicit(&rt->idle, memory_order_relaxed);
+  if ((idle & 0xffff) != 0 || (int)(idle >> 16) != rt->nvps) return;  /* not the last */
+  int nostack = atomic_load_explicit(&rt->nnostack, memory_order_relaxed) != 0;
+  if (!nostack && !rt->deadlock_report) return;
+  if (!weft__nothing_can_wake(vp)) return;
+  if (nostack) {
+    weft_thread_t *t = weft__nostack_retry(vp);
+    if (t) {
+      weft__enqueue(vp, t);
+      return;
+    }
+    weft__spin_lock(&rt->nostack_lock);
+    t = rt->nostack_head;
+    weft__spin_unlock(&rt->nostack_lock);
+    if (t) weft__out_of_stacks(t);
+    return;
+  }
+  weft__deadlock_report();
+}
+
+/* Takes vp off the sleeper stack and counts it as spinning again, unless a waker
+ * already did (then vp->park is 0 already): a VP that decided not to sleep after
+ * all, or whose sleep ended at a timer's deadline. */
+static void sleep_cancel(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  weft__spin_lock(&rt->idle_lock);
+  if (atomic_load_explicit(&vp->park, memory_order_relaxed)) {
+    for (int i = 0; i < rt->nsleepers; i++)
+      if (rt->sleepers[i] == vp) {
+        rt->sleepers[i] = rt->sleepers[--rt->nsleepers];
+        break;
+      }
+    idle_add((int32_t)WEFT__IDLE_SPIN - (int32_t)WEFT__IDLE_SLEEP);
+    atomic_store_explicit(&vp->park, 0, memory_order_relaxed);
+  }
+  weft__spin_unlock(&rt->idle_lock);
+}
+
+/* Sleeps until woken; returns with the VP counted as spinning again, and with a
+ * thread if the last look before sleeping found one in a custom scheduler. */
+static weft_thread_t *vp_sleep(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  weft__spin_lock(&rt->idle_lock);
+  atomic_store_explicit(&vp->park, 1, memory_order_relaxed);
+  rt->sleepers[rt->nsleepers++] = vp;
+  idle_add((int32_t)WEFT__IDLE_SLEEP - (int32_t)WEFT__IDLE_SPIN);
+  weft__spin_unlock(&rt->idle_lock);
+
+  /* the last look: every dispatch queue under its lock, and every custom
+   * scheduler. The seq_cst fence pairs with the one in weft_sched_notify: either
+   * its caller's thread is visible to processor_idle below, or its load of rt.idle
+   * sees us asleep (store-buffering; the RMW alone does not order our later loads
+   * on every architecture). */
+  atomic_thread_fence(memory_order_seq_cst);
+  weft_thread_t *t = NULL;
+  int work = weft__any_queued_locked() || atomic_load(&rt->stopping) ||
+             (t = custom_idle(vp)) != NULL;
+  if (work) {
+    sleep_cancel(vp);
+    return t;
+  }
+  weft__stat_inc(&vp->n_sleeps);
+  check_stuck(vp);  /* the last VP to sleep: can anything still run? */
+  /* Sleep no longer than the earliest timer of any VP (read after the last look:
+   * a timer armed later belongs to a VP that is awake, and bounds its own sleep). */
+  uint64_t until = weft__timers_earliest();
+  /* with do-when-idle functions registered, or threads waiting for a stack, wake
+   * every millisecond to call them or retry */
+  if (atomic_load_explicit(&rt->nidlef, memory_order_relaxed) ||
+      atomic_load_explicit(&rt->nnostack, memory_order_relaxed)) {
+    uint64_t soon = weft__os_now_ns() + 1000000u;
+    if (soon < until) until = soon;
+  }
+  /* acquire: pairs with the release store of 0 in weft__wake_one */
+  while (atomic_load_explicit(&vp->park, memory_order_acquire)) {
+    weft__os_futex_wait_until(&vp->park, 1, until);
+    if (until != UINT64_MAX && weft__os_now_ns() >= until) {
+      sleep_cancel(vp);  /* a timer is due: stop sleeping */
+      break;
+    }
+  }
+  return NULL;
+}
+
+/* Polls without locks for cfg.spin_us, then sleeps. Returns a thread found in a
+ * custom scheduler, or NULL: then the caller looks again (something was seen in a
+ * dispatch queue, or the VP slept and was woken). */
+static weft_thread_t *idle_wait(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  uint64_t until = weft__os_now_ns() + (uint64_t)rt->cfg.spin_us * 1000u;
+  do {
+    idle_event(WEFT_HOOK_IDLE_SPIN, NULL);
+    weft__idle_funcs_run();  /* do-when-idle functions (weft/vp.h) */
+    for (int i = 0; i < 64; i++) weft__os_relax();
+    /* let a ready kernel thread on this CPU run first: plain OS threads woken by a
+     * sync object would otherwise wait for a CPU until every VP stops polling */
+    sched_yield();
+    if (any_queued_hint() || atomic_load_explicit(&rt->stopping, memory_order_relaxed) ||
+        weft__timers_poll_all())
+      return NULL;
+    weft_thread_t *t = custom_idle(vp);
+    if (t) return t;
+  } while (weft__os_now_ns() < until);
+  return vp_sleep(vp);
+}
+
+void weft_sched_notify(void) {
+  /* seq_cst fence: pairs with the sleeper's seq_cst update of rt.idle; the
+   * scheduler's store of the thread comes before it (see vp_sleep) */
+  atomic_thread_fence(memory_order_seq_cst);
+  uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+  if (idle != 0 && (idle & 0xffff) == 0) weft__wake_one();
+}
+
+static void run_from_idle(weft_vp_t *vp, weft_thread_t *t) {
+  weft__prepare(vp, &t);
+  if (!t) return;  /* no stack could be bound: it waits on rt.nostack */
+  vp->current = t;
+#ifdef WEFT_HOOKS
+  if (WEFT__UNLIKELY(weft__tflags(t) & WEFT__TF_HOOK)) weft__hook_raise(WEFT_HOOK_RESTORE, t, NULL);
+#endif
+  weft__switch(&vp->idle_ctx, &t->ctx, NULL, NULL);
+  vp->current = NULL;
+}
+
+/* The idle loop (diagram at the top). VP 0 never leaves it: at shutdown the main
+ * thread switches back to its own stack and this context is dropped. */
+void weft__idle_loop(weft_vp_t *vp) {
+  weft__rt_t *rt = &weft__rt;
+  idle_add((int32_t)WEFT__IDLE_SPIN);
+  int idle = 0;  /* between IDLE_BEGIN and IDLE_END */
+  for (;;) {
+    /* at shutdown only the main thread is left, and it is on its way to VP 0 */
+    if (vp->index != 0 && atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
+      idle_add(-(int32_t)WEFT__IDLE_SPIN);
+      return;
+    }
+    weft_thread_t *t = find_work(vp);
+    if (!t) {
+      if (!idle) idle_event(WEFT_HOOK_IDLE_BEGIN, NULL);
+      idle = 1;
+      t = idle_wait(vp);
+      if (!t) continue;
+    }
+    if (idle) idle_event(WEFT_HOOK_IDLE_END, t);
+    idle = 0;
+    /* leaving the spinning state; the last spinner to find work wakes another VP
+     * so that work left behind is never stranded while a VP sleeps */
+    uint32_t old = atomic_fetch_sub_explicit(&rt->idle, WEFT__IDLE_SPIN, memory_order_seq_cst);
+    if ((old & 0xffff) == 1 && (old >> 16) != 0 &&
+        (any_queued_hint() || atomic_load_explicit(&rt->nbundles, memory_order_relaxed)))
+      weft__wake_one();
+    do {
+      run_from_idle(vp, t);
+      /* this VP's due timers (relaxed hint, re-checked under the heap lock): the
+       * loop may go round for a long time without passing find_work */
+      if (atomic_load_explicit(&vp->tm.n, memory_order_relaxed)) weft__timers_check(vp);
+      t = weft__dequeue(vp);
+    } while (t);
+    idle_add((int32_t)WEFT__IDLE_SPIN);
+  }
+}
+
+void weft__idle_entry(void *p) {
+  weft__idle_loop((weft_vp_t *)p);
+  abort();
+}

@@ -1,0 +1,39 @@
+/* src/core/idle.h - the idle loop of a VP, parking and waking VPs, threads waiting
+ * for a stack (idle.c), and the reports made when nothing can run any more
+ * (deadlock.c). */
+#ifndef WEFT_CORE_IDLE_H
+#define WEFT_CORE_IDLE_H
+
+#include "weft/sched.h"
+
+/* ---- the idle loop and parking (idle.c) ------------------------------------------- */
+/* The idle loop of vp (VPs other than 0 return from it at shutdown); the entry of VP
+ * 0's idle context, which runs it on a stack of its own. */
+void weft__idle_loop(weft_vp_t *vp);
+void weft__idle_entry(void *vp);
+/* Wakes one sleeping VP if none spins (an enqueue saw a sleeper, the idle word). */
+void weft__wake_one(void);
+/* Wakes every sleeping VP (shutdown, a failed init). */
+void weft__wake_all(void);
+/* 1 if some dispatch queue holds a thread; takes each queue's lock in turn. */
+int weft__any_queued_locked(void);
+/* A thread whose stack could not be bound at its first dispatch: it waits on the
+ * runtime's list of threads without a stack, which idle VPs retry. */
+void weft__bind_failed(weft_vp_t *vp, weft_thread_t *t);
+/* The oldest thread waiting for a stack, with its stack now bound on vp; NULL if
+ * there is none or binding still fails (then it keeps its turn). */
+weft_thread_t *weft__nostack_retry(weft_vp_t *vp);
+
+/* ---- when nothing can move any more (deadlock.c) ------------------------------------ */
+/* Kernel threads in this process (field 20 of /proc/self/stat), or -1. */
+long weft__count_kthreads(void);
+/* 1 if no weft thread can ever be made ready again: every VP (vp among them) asleep,
+ * nothing queued, no timer, wired thread, idle function, bundle or plain OS thread
+ * inside weft, and no kernel thread but weft's own. */
+int weft__nothing_can_wake(weft_vp_t *vp);
+/* The deadlock report (every thread blocked, named with what it waits for); aborts. */
+_Noreturn void weft__deadlock_report(void);
+/* The out-of-stacks report for t, the oldest thread waiting for a stack; aborts. */
+_Noreturn void weft__out_of_stacks(weft_thread_t *t);
+
+#endif

@@ -1,0 +1,93 @@
+/* src/core/runtime.h - the runtime's global state (weft__rt), the plain OS threads'
+ * entry gate, the live-thread count (runtime.c, stats.c), and wired threads (wire.c). */
+#ifndef WEFT_CORE_RUNTIME_H
+#define WEFT_CORE_RUNTIME_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "weft/runtime.h"
+#include "core/alloc.h"
+#include "core/spin.h"
+#include "core/vp.h"
+
+/* idle word: low 16 bits = VPs spinning in the idle loop, high 16 bits = VPs
+ * asleep in the kernel. Read (relaxed) by enqueuers inside the queue lock; changed
+ * by seq_cst read-modify-writes. See docs/memory-ordering.md "park and unpark". */
+#define WEFT__IDLE_SPIN 1u
+#define WEFT__IDLE_SLEEP (1u << 16)
+
+typedef struct weft__rt {
+  _Atomic int state;             /* 0 off, 1 running (release at init end) */
+  int nvps;
+  weft_config_t cfg;
+  size_t page;
+  weft_vp_t **vps;
+  weft_bundle_t *root;
+  weft_thread_t *main;           /* the main weft thread */
+  weft__pool_t pool WEFT__ALIGNED;
+  _Atomic uint32_t idle WEFT__ALIGNED;
+  weft__spin_t idle_lock;
+  weft_vp_t **sleepers;          /* stack of sleeping VPs: idle_lock */
+  int nsleepers;
+  _Atomic int stopping;
+  _Atomic uint64_t os_created;   /* threads created by plain OS threads (RMW) */
+  /* threads whose stack could not be bound at their first dispatch (linked through
+   * t->next, FIFO): nostack_lock; the count is written under it and read relaxed by
+   * idle VPs as a hint */
+  weft__spin_t nostack_lock;
+  weft_thread_t *nostack_head, *nostack_tail;
+  _Atomic long nnostack;
+  int deadlock_report;           /* cfg.deadlock_report after WEFT_DEADLOCK: 1 on */
+  long kthreads_expected;        /* kernel threads of the process when only weft's own
+                                    run (VPs, sanitizer helpers): -1 unknown */
+  _Atomic unsigned rr;           /* round robin for OS-thread creations */
+  weft__spin_t bundle_lock;
+  weft_bundle_t *bundles;        /* non-root bundles: bundle_lock */
+  _Atomic int nbundles;          /* their count: written under bundle_lock, read
+                                    relaxed by idle pollers as a hint */
+  /* the focus bundle (weft_bundle_set_focus): written under bundle_lock, read
+   * relaxed by idle VPs as a hint (re-read under bundle_lock before use) */
+  _Atomic(weft_bundle_t *) focus;
+  _Atomic int nstopped;          /* stopped bundles: bundle_lock; relaxed hint */
+  /* do-when-idle functions (vp.c): slots below nidlef are valid (release/acquire) */
+  weft__spin_t idlef_lock;
+  struct { _Atomic(void (*)(void *)) fn; _Atomic(void *) arg; } idlef[8];
+  _Atomic int nidlef;
+} weft__rt_t;
+
+int weft__idle_funcs_run(void);        /* vp.c: returns how many are registered */
+
+/* Hidden, as every symbol of the library not in the public API: declared so here (not
+ * only at the definition, runtime.c) so that every file addresses them directly, as
+ * the file that defines them does, instead of through the GOT (one instruction more
+ * on every dispatch-queue operation outside runtime.c). */
+extern weft__rt_t weft__rt __attribute__((visibility("hidden")));
+extern _Atomic uint64_t weft__next_id_block __attribute__((visibility("hidden")));
+
+/* Plain OS threads' entry gate (runtime.c): every call from a thread with no VP
+ * that touches runtime state (create, join, wake-ups) runs between enter and leave,
+ * so that weft_shutdown() never frees what it uses. enter returns 0, or
+ * WEFT_ENOTINIT when the runtime is not running or is shutting down (creations are
+ * refused from the start of weft_shutdown(), the rest once every thread finished).
+ * docs/memory-ordering.md "The OS-thread gate". */
+enum { WEFT__GATE_CREATE = 2, WEFT__GATE_OTHER = 1 };
+int weft__os_enter(int kind);
+void weft__os_leave(int kind);
+/* 1 if no plain OS thread is inside the gate (seq_cst loads: deadlock.c). */
+int weft__os_gate_empty(void);
+
+/* Live threads other than the main one, never below the true count (docs/memory-
+ * ordering.md "Counters"); O(nvps). */
+long weft__live_threads(void);
+/* weft_create's check of cfg.max_threads, once per batch: how many more threads this
+ * VP may create before it checks again (>= 1), or 0 when the limit is reached. */
+long weft__create_limit(weft_vp_t *vp);
+
+/* ---- wired threads (wire.c, weft/wire.h) -------------------------------------------
+ * On a wire kernel thread weft__vp() is NULL; the wired weft thread running there is
+ * this (NULL elsewhere). Out of line: only the cold "no VP" branches call it. */
+weft_thread_t *weft__wired_self(void);
+int weft__wire_returning(void);          /* wire kernel threads still handing a thread back */
+
+#endif
