@@ -6,26 +6,37 @@
 #include "core/internal.h"
 #include "weft/hook.h"
 
-/* Makes t ready through its scheduler (default scheduler: inlined enqueue on the
- * caller's VP); raises no callback (yield uses it directly). */
-static void ready_os(weft_thread_t *t);
+/* Makes t ready through its scheduler: the default scheduler's placement, inlined
+ * for the root bundle, or the bundle's thread_unblocked. vp: the caller's, NULL on a
+ * plain OS thread (inside the gate). */
+static inline __attribute__((always_inline)) void ready_on(weft_vp_t *vp, weft_thread_t *t) {
+  if (WEFT__LIKELY(!(weft__tflags(t) & WEFT__TF_CUSTOM))) {
+    weft__enqueue(weft__place(WEFT__PLACE_READY, vp, t), t);
+    return;
+  }
+  weft_bundle_t *b = t->bundle;
+  /* read before the handler: once t is queued it may run, finish, and its bundle
+   * be destroyed */
+  unsigned f = b->ops.flags;
+  b->ops.thread_unblocked(b, t);
+  /* the scheduler may have kept t in its own structure, unless it never does */
+  if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
+}
 
+/* weft__ready from a thread with no VP: the gated general path. */
+static __attribute__((noinline, cold)) void ready_os(weft_thread_t *t) {
+  if (weft__os_enter(WEFT__GATE_OTHER)) return;
+  ready_on(NULL, t);
+  weft__os_leave(WEFT__GATE_OTHER);
+}
+
+/* Makes t ready through its scheduler; raises no callback (yield uses it directly). */
 void weft__ready(weft_vp_t *vp, weft_thread_t *t) {
   if (WEFT__UNLIKELY(!vp)) {
     ready_os(t);
     return;
   }
-  weft_bundle_t *b = t->bundle;
-  if (WEFT__LIKELY(!(weft__tflags(t) & WEFT__TF_CUSTOM))) {
-    weft__enqueue(vp, t);
-  } else {
-    /* read before the handler: once t is queued it may run, finish, and its bundle
-     * be destroyed */
-    unsigned f = b->ops.flags;
-    b->ops.thread_unblocked(b, t);
-    /* the scheduler may have kept t in its own structure, unless it never does */
-    if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
-  }
+  ready_on(vp, t);
 }
 
 /* The general path of weft__unblock: callbacks, then the scheduler (cold and out of
@@ -54,31 +65,16 @@ void weft__unblock(weft_vp_t *vp, weft_thread_t *t) {
     return;
   }
   if (WEFT__LIKELY(!(weft__tflags(t) & WEFT__TF_SLOW))) {
-    weft__enqueue(vp, t);
+    weft__enqueue(weft__place(WEFT__PLACE_READY, vp, t), t);  /* vp itself */
     return;
   }
   unblock_slow(vp, t);
 }
 
-/* The VP a plain OS thread hands a thread to: round robin. Only called inside the
- * gate, where nvps and vps are those of the running runtime. */
+/* Round robin (core/dispatch.h). */
 weft_vp_t *weft__os_target_vp(void) {
   unsigned i = atomic_fetch_add_explicit(&weft__rt.rr, 1, memory_order_relaxed);
   return weft__rt.vps[i % (unsigned)weft__rt.nvps];
-}
-
-/* weft__ready from a thread with no VP: the gated general path. */
-static __attribute__((noinline, cold)) void ready_os(weft_thread_t *t) {
-  if (weft__os_enter(WEFT__GATE_OTHER)) return;
-  weft_bundle_t *b = t->bundle;
-  if (!(weft__tflags(t) & WEFT__TF_CUSTOM)) {
-    weft__enqueue(weft__os_target_vp(), t);
-  } else {
-    unsigned f = b->ops.flags;  /* before the handler, as in weft__ready */
-    b->ops.thread_unblocked(b, t);
-    if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
-  }
-  weft__os_leave(WEFT__GATE_OTHER);
 }
 
 /* ---- dispatch-queue services of weft/sched.h ----------------------------------------- */

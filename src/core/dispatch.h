@@ -21,7 +21,31 @@
 /* ---- making threads ready (dispatch.c) ---------------------------------------------- */
 void weft__unblock(weft_vp_t *vp, weft_thread_t *t);   /* raises UNBLOCKED */
 void weft__ready(weft_vp_t *vp, weft_thread_t *t);     /* the scheduler part only */
+/* The VP a plain OS thread hands a thread without affinity to: round robin. Only
+ * inside the OS-thread gate, where nvps and vps are those of the running runtime. */
 weft_vp_t *weft__os_target_vp(void);
+
+/* ---- placement: the default scheduler's one policy ----------------------------------
+ * Where the default scheduler puts a thread. The root bundle's inlined paths
+ * (thread.c, dispatch.c) and the table of src/sched/default.c both decide here, so the
+ * two cannot drift apart (tests/unit/sched_conformance_test.cc, SchedPlacement):
+ *   created (WEFT__PLACE_CREATED; the caller pushes it at the front): its affinity VP
+ *     (affinity mod nvps) if it has one, else the creator's VP, else (created by a
+ *     plain OS thread) round robin over the VPs;
+ *   made ready again (WEFT__PLACE_READY: unblocked; the caller enqueues it at the
+ *     back): the waker's VP, affinity or not (FIFO behind what that VP has ready); made
+ *     ready by a plain OS thread: its affinity VP, else round robin, as created.
+ * vp: the caller's VP, NULL on a plain OS thread (then inside the OS-thread gate).
+ * Inlined: where vp is known not to be NULL the root's paths keep their shape (a
+ * wake-up is the waker's VP with no test at all). */
+enum { WEFT__PLACE_CREATED, WEFT__PLACE_READY };
+static inline __attribute__((always_inline)) weft_vp_t *weft__place(int why, weft_vp_t *vp,
+                                                                    const weft_thread_t *t) {
+  if (why == WEFT__PLACE_READY && WEFT__LIKELY(vp != NULL)) return vp;
+  if (t->affinity >= 0) return weft__rt.vps[(unsigned)t->affinity % (unsigned)weft__rt.nvps];
+  if (WEFT__LIKELY(vp != NULL)) return vp;
+  return weft__os_target_vp();
+}
 
 /* Wakes a VP after an enqueue if one sleeps and none spins (idle: rt.idle as read
  * inside the queue lock). */

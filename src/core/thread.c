@@ -115,11 +115,6 @@ static inline void attr_stack_round(weft_thread_t *t) {
   }
 }
 
-static inline weft_vp_t *placement(weft_vp_t *vp, const weft_thread_t *t) {
-  if (t->affinity >= 0) return weft__rt.vps[(unsigned)t->affinity % (unsigned)weft__rt.nvps];
-  return vp;
-}
-
 /* create_args' result beyond 0 and the error codes (which are negative). */
 #define CREATE_ARGS_WORK_FIRST 1
 
@@ -218,7 +213,7 @@ static inline __attribute__((always_inline)) void run_first(weft_vp_t *vp, weft_
  * as usual (its stack is then bound when it first runs). */
 static inline __attribute__((always_inline)) void create_work_first(weft_vp_t *vp,
                                                                     weft_thread_t *t) {
-  weft_vp_t *to = placement(vp, t);
+  weft_vp_t *to = weft__place(WEFT__PLACE_CREATED, vp, t);
   if (to != vp || weft__stack_bind(vp, t) != 0) {
     weft__push(to, t);
     return;
@@ -286,7 +281,7 @@ static __attribute__((noinline)) int create_general(weft_thread_t **out,
   int custom;
   weft_thread_t *t = create_tcb(vp, out, attr, fn, arg, b, &custom);
   if (WEFT__UNLIKELY(!t)) return custom;
-  if (WEFT__LIKELY(!custom)) weft__push(placement(vp, t), t);
+  if (WEFT__LIKELY(!custom)) weft__push(weft__place(WEFT__PLACE_CREATED, vp, t), t);
   else raise_created(b, t);
   return 0;
 }
@@ -349,7 +344,7 @@ static int create_os_gated(weft_thread_t **out, const weft_attr_t *attr, weft_th
   t->id = blk << 10;  /* a whole id block for one thread: OS-thread creation is rare */
   atomic_fetch_add_explicit(&weft__rt.os_created, 1, memory_order_relaxed);
   if (out) *out = t;
-  if (!custom) weft__push(t->affinity >= 0 ? placement(NULL, t) : weft__os_target_vp(), t);
+  if (!custom) weft__push(weft__place(WEFT__PLACE_CREATED, NULL, t), t);
   else raise_created(b, t);
   return 0;
 }

@@ -1,16 +1,21 @@
-/* src/sched/default.c - the default scheduler, written only against the public
- * scheduler interface (weft/sched.h), as every scheduler must be.
+/* src/sched/default.c - the default scheduler, written against the public scheduler
+ * interface (weft/sched.h) like every scheduler, except for one thing: where it puts a
+ * thread is decided by the kernel's placement function (weft__place, core/dispatch.h),
+ * which the root bundle's inlined copy of these handlers calls too, so that the two
+ * copies of the policy cannot drift apart.
  *
  * Policy (FastThreads §3, "per-processor ready queues", with the owner-LIFO,
  * thief-FIFO discipline of work stealing as in Cilk and MassiveThreads): a new
- * thread goes to the front of the dispatch queue of the VP that created it (or of
- * its affinity VP), so a VP runs the threads it created most recently first and a
- * recursive computation unfolds depth first; an unblocked thread goes to the back
- * of the queue of the VP that woke it (FIFO among woken and yielding threads: none
- * of them can starve another); an idle VP looks at its own queue (the kernel does
- * that) and then steals the back half of another VP's queue (at most 64: the oldest
- * threads it created, the biggest pieces of work), starting from a random victim:
- * one steal then feeds the thief for a while, instead of one remote lock per thread.
+ * thread goes to the front of the dispatch queue of its affinity VP, or of the VP
+ * that created it (round robin when a plain OS thread creates it), so a VP runs the
+ * threads it created most recently first and a recursive computation unfolds depth
+ * first; an unblocked thread goes to the back of the queue of the VP that woke it
+ * (FIFO among woken and yielding threads: none of them can starve another), or,
+ * woken by a plain OS thread, of its affinity VP (round robin without one); an idle
+ * VP looks at its own queue (the kernel does that) and then steals the back half of
+ * another VP's queue (at most 64: the oldest threads it created, the biggest pieces
+ * of work), starting from a random victim: one steal then feeds the thief for a
+ * while, instead of one remote lock per thread.
  *
  * The runtime inlines exactly these handlers for the root bundle (one pointer
  * comparison); a bundle given a copy of this table runs them through the table.
@@ -21,32 +26,19 @@
  */
 #include "weft/sched.h"
 
+#include "core/dispatch.h"
 #include "sched/schedlib.h"
-
-#include <stdatomic.h>
 
 #include "weft/runtime.h"
 
-static weft_vp_t *target(weft_thread_t *t) {
-  int n = weft_vp_count();
-  int a = weft_sched_thread_affinity(t);
-  if (a >= 0) return weft_sched_vp(a % n);
-  weft_vp_t *vp = weft_sched_vp_self();
-  if (vp) return vp;
-  static _Atomic unsigned rr; /* plain OS thread: spread round robin */
-  return weft_sched_vp((int)(atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) % (unsigned)n));
-}
-
 static void on_created(weft_bundle_t *b, weft_thread_t *t) {
   (void)b;
-  weft_sched_push(target(t), t);
+  weft_sched_push(weft__place(WEFT__PLACE_CREATED, weft_sched_vp_self(), t), t);
 }
 
 static void on_unblocked(weft_bundle_t *b, weft_thread_t *t) {
   (void)b;
-  weft_vp_t *vp = weft_sched_vp_self();
-  if (!vp) vp = target(t);
-  weft_sched_enqueue(vp, t);
+  weft_sched_enqueue(weft__place(WEFT__PLACE_READY, weft_sched_vp_self(), t), t);
 }
 
 /* xorshift, per calling thread; only picks a starting victim */
@@ -89,8 +81,9 @@ const weft_sched_ops_t weft_sched_default = {
  * or cannot run here now (created by a plain OS thread, no stack to be had). */
 static void wf_created(weft_bundle_t *b, weft_thread_t *t) {
   (void)b;
-  weft_vp_t *to = target(t);
-  if (to == weft_sched_vp_self() && weft_sched_run_first(t) == 0) return;
+  weft_vp_t *self = weft_sched_vp_self();
+  weft_vp_t *to = weft__place(WEFT__PLACE_CREATED, self, t);
+  if (to == self && weft_sched_run_first(t) == 0) return;
   weft_sched_push(to, t);
 }
 

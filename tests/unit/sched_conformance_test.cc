@@ -4,7 +4,8 @@
 // weft/schedlib.h, the example custom FIFO scheduler (examples/custom_sched.c,
 // compiled in below), and weft_sched_threadlist over a FIFO and a LIFO thread list
 // (weft/threadlist.h); each for 1, 2 and 4 (oversubscribed) VPs. Then checks of what
-// each policy promises where one VP makes it deterministic.
+// each policy promises where one VP makes it deterministic, and the default
+// scheduler's placement decisions, the same through the root and through a bundle.
 //
 // Bundles other than the root are created with a wrapper table that counts events and
 // forwards each to the scheduler under test (same bundle, same data).
@@ -615,6 +616,189 @@ TEST_P(SchedConformance, AffinityOwnListBeforeStealing) {
       EXPECT_FALSE(seen_other) << "an affinity-1 thread was stolen while VP 0 had its own";
     }
   }
+}
+
+// ---- placement: one policy, inlined for the root and called by sched/default.c ------
+// The default scheduler's placement decisions are made by one function, which the root
+// bundle's inlined paths and the table of src/sched/default.c (run here by a bundle
+// given a copy of weft_sched_default) both call; these cases fail if the two drift
+// apart. Each decision is observed with every VP busy: VP i runs a "holder" (a root
+// thread that never blocks) that only yields while a probe thread is due to run, so no
+// VP is idle and nothing is stolen, and a probe queued on VP k runs on VP k. Each case
+// runs 2 * nvps rounds, so a round-robin decision where the policy says "affinity
+// VP" (or the reverse) lands on another VP at least once.
+struct PlaceRig {
+  int n = 0;
+  std::atomic<int> on_vp{0};  // holders that reached their VP
+  std::atomic<int> phase{0};  // 0 hold; 1 yield (a probe is due); 2 finish
+  std::atomic<int> cmd{0};    // for holder 0: 1 create a probe, 2 wake the probe
+  weft_attr_t attr{};         // the probe's attributes (bundle under test, affinity)
+  std::atomic<weft_thread_t *> probe{nullptr};
+  std::atomic<int> ran_on{-1};   // the VP the probe ran on, this round
+  std::atomic<int> blocked{0};   // 1 once the waking probe is saved (release callback)
+  std::atomic<bool> quit{false};
+  std::vector<weft_thread_t *> created;  // probes to join: holder 0 and the driver
+  SpinLock created_lock;
+};
+PlaceRig *g_rig = nullptr;
+
+void *PlaceCreatedProbe(void *) {
+  g_rig->ran_on.store(weft_vp_self());
+  return nullptr;
+}
+void *PlaceWakeProbe(void *) {
+  for (;;) {
+    weft_thread_block(+[](void *) { g_rig->blocked.store(1); }, nullptr);
+    if (g_rig->quit.load()) return nullptr;
+    g_rig->ran_on.store(weft_vp_self());
+  }
+}
+void PlaceCreate(PlaceRig *r) {
+  weft_thread_t *t = nullptr;
+  ASSERT_EQ(weft_create(&t, &r->attr, PlaceCreatedProbe, nullptr), 0);
+  r->created_lock.lock();
+  r->created.push_back(t);
+  r->created_lock.unlock();
+}
+void *PlaceHolder(void *p) {
+  PlaceRig *r = g_rig;
+  const int i = static_cast<int>(I(p));
+  while (weft_vp_self() != i && r->phase.load() != 2) weft_set_affinity(i);
+  r->on_vp.fetch_add(1);
+  for (;;) {
+    int ph = r->phase.load();
+    if (ph == 2) break;
+    if (ph == 1) {
+      weft_yield();
+      continue;
+    }
+    if (i == 0) {
+      if (int c = r->cmd.load()) {
+        if (c == 1) PlaceCreate(r);
+        else weft_thread_unblock(r->probe.load());
+        r->cmd.store(0);
+      }
+    }
+    sched_yield();  // the kernel thread only: 4 VPs share 2 cores
+  }
+  return nullptr;
+}
+template <class Pred>
+bool OsWait(Pred pred) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return pred();
+    sched_yield();
+  }
+  return true;
+}
+
+enum class PlaceEvent { kCreateFromOs, kCreateFromVp, kWakeFromOs, kWakeFromVp };
+
+class SchedPlacement : public SchedConformance {
+ protected:
+  // The VP each of 2 * nvps rounds of `ev` ran the probe on (empty on a failure,
+  // with the failure reported). affinity: the probe's (-1 none).
+  std::vector<int> Observe(PlaceEvent ev, int affinity) {
+    PlaceRig rig;
+    g_rig = &rig;
+    rig.n = nvps();
+    rig.attr = Attr(affinity);
+    const bool wake = ev == PlaceEvent::kWakeFromOs || ev == PlaceEvent::kWakeFromVp;
+    const bool from_vp = ev == PlaceEvent::kCreateFromVp || ev == PlaceEvent::kWakeFromVp;
+    weft_thread_t *probe = nullptr;
+    if (wake) {  // blocked before the holders take the VPs
+      probe = Spawn(PlaceWakeProbe, nullptr, &rig.attr);
+      rig.probe.store(probe);
+      EXPECT_TRUE(YieldUntil([&] { return rig.blocked.load() == 1; }));
+    }
+    std::vector<weft_thread_t *> holders;
+    for (int i = 0; i < rig.n; ++i) holders.push_back(Spawn(PlaceHolder, P(i)));
+    std::vector<int> seen;
+    bool ok = true;
+    Event done;
+    std::thread driver([&] {
+      ok = OsWait([&] { return rig.on_vp.load() == rig.n; });
+      for (int round = 0; ok && round < 2 * rig.n; ++round) {
+        rig.ran_on.store(-1);
+        if (wake) rig.blocked.store(0);
+        if (from_vp) {
+          rig.cmd.store(wake ? 2 : 1);
+          ok = OsWait([&] { return rig.cmd.load() == 0; });
+        } else if (wake) {
+          weft_thread_unblock(probe);
+        } else {
+          PlaceCreate(&rig);
+        }
+        rig.phase.store(1);
+        ok = ok && OsWait([&] { return rig.ran_on.load() >= 0; });
+        if (wake) ok = ok && OsWait([&] { return rig.blocked.load() == 1; });
+        rig.phase.store(0);
+        if (ok) seen.push_back(rig.ran_on.load());
+      }
+      rig.phase.store(2);
+      done.Set();
+    });
+    done.Wait();  // the main thread off the VPs while the rounds run
+    driver.join();
+    EXPECT_TRUE(ok) << "a placement round did not finish (watchdog)";
+    for (weft_thread_t *h : holders) Join(h);
+    if (wake) {
+      rig.quit.store(true);
+      EXPECT_TRUE(YieldUntil([&] { return rig.blocked.load() == 1; }));
+      weft_thread_unblock(probe);
+      Join(probe);
+    }
+    for (weft_thread_t *t : rig.created) Join(t);
+    g_rig = nullptr;
+    return ok ? seen : std::vector<int>();
+  }
+  void SetUp() override {
+    SchedConformance::SetUp();
+    if (Param().family != kRoot && Param().family != kDefaultCopy)
+      GTEST_SKIP() << "the default scheduler's placement";
+    if (nvps() < 2) GTEST_SKIP() << "placement needs two VPs or more";
+  }
+  // An affinity hint past nvps: it names VP (hint mod nvps) = the last VP.
+  int Hint() const { return 2 * nvps() - 1; }
+};
+
+std::vector<SchedParam> PlacementParams() {
+  std::vector<SchedParam> v;
+  for (int n : {2, 4}) {
+    v.push_back({kRoot, 0, n});
+    v.push_back({kDefaultCopy, 0, n});
+  }
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Default, SchedPlacement, ::testing::ValuesIn(PlacementParams()),
+                         [](const ::testing::TestParamInfo<SchedParam> &i) { return i.param.Name(); });
+
+// Woken by a plain OS thread, a thread with affinity goes to its affinity VP.
+TEST_P(SchedPlacement, WakeFromOsThreadHonoursAffinity) {
+  for (int vp : Observe(PlaceEvent::kWakeFromOs, Hint())) EXPECT_EQ(vp, nvps() - 1);
+}
+
+// Woken by a weft thread, a thread goes to the back of the waker's VP, affinity or not.
+TEST_P(SchedPlacement, WakeFromVpGoesToTheWakersVp) {
+  for (int vp : Observe(PlaceEvent::kWakeFromVp, Hint())) EXPECT_EQ(vp, 0);
+}
+
+// Created by a plain OS thread: its affinity VP, or round robin without one (each VP
+// exactly twice in 2 * nvps creations in a row).
+TEST_P(SchedPlacement, CreateFromOsThread) {
+  for (int vp : Observe(PlaceEvent::kCreateFromOs, Hint())) EXPECT_EQ(vp, nvps() - 1);
+  std::vector<int> per(nvps());
+  std::vector<int> seen = Observe(PlaceEvent::kCreateFromOs, -1);
+  ASSERT_EQ(seen.size(), static_cast<size_t>(2 * nvps()));
+  for (int vp : seen) per.at(vp)++;
+  for (int i = 0; i < nvps(); ++i) EXPECT_EQ(per[i], 2) << "VP " << i;
+}
+
+// Created by a weft thread: its affinity VP, or the creator's VP without one.
+TEST_P(SchedPlacement, CreateFromVp) {
+  for (int vp : Observe(PlaceEvent::kCreateFromVp, Hint())) EXPECT_EQ(vp, nvps() - 1);
+  for (int vp : Observe(PlaceEvent::kCreateFromVp, -1)) EXPECT_EQ(vp, 0);
 }
 
 // ---- the library's own entry points ------------------------------------------------
