@@ -23,9 +23,17 @@ static inline __attribute__((always_inline)) void ready_on(weft_vp_t *vp, weft_t
   if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
 }
 
-/* weft__ready from a thread with no VP: the gated general path. */
-static __attribute__((noinline, cold)) void ready_os(weft_thread_t *t) {
+/* A wake-up from a plain OS thread (or a wire kernel thread), with the UNBLOCKED
+ * callbacks if `raise`: inside the gate, so that shutdown never frees the queues and
+ * the sleeper stack under it. A closed gate means no weft thread is alive, so there
+ * is nothing to wake (misuse). */
+static __attribute__((noinline, cold)) void ready_os(weft_thread_t *t, int raise) {
   if (weft__os_enter(WEFT__GATE_OTHER)) return;
+#ifdef WEFT_HOOKS
+  if (raise && (weft__tflags(t) & WEFT__TF_HOOK)) weft__hook_raise(WEFT_HOOK_UNBLOCKED, t, NULL);
+#else
+  (void)raise;
+#endif
   ready_on(NULL, t);
   weft__os_leave(WEFT__GATE_OTHER);
 }
@@ -33,30 +41,26 @@ static __attribute__((noinline, cold)) void ready_os(weft_thread_t *t) {
 /* Makes t ready through its scheduler; raises no callback (yield uses it directly). */
 void weft__ready(weft_vp_t *vp, weft_thread_t *t) {
   if (WEFT__UNLIKELY(!vp)) {
-    ready_os(t);
+    ready_os(t, 0);
     return;
   }
   ready_on(vp, t);
 }
 
-/* The general path of weft__unblock: callbacks, then the scheduler (cold and out of
- * line, so the inlined path keeps its registers: measured 6 instructions a wake). */
+/* The general path of weft__unblock on a VP: callbacks, then the scheduler (cold and
+ * out of line, so the inlined path keeps its registers: measured 6 instructions a
+ * wake). */
 static __attribute__((noinline, cold)) void unblock_slow(weft_vp_t *vp, weft_thread_t *t) {
 #ifdef WEFT_HOOKS
-  if (weft__tflags(t) & WEFT__TF_HOOK)
-    weft__hook_raise(WEFT_HOOK_UNBLOCKED, t, vp ? (void *)vp->current : NULL);
+  if (weft__tflags(t) & WEFT__TF_HOOK) weft__hook_raise(WEFT_HOOK_UNBLOCKED, t, vp->current);
 #endif
-  weft__ready(vp, t);
+  ready_on(vp, t);
 }
 
-/* A wake-up from a plain OS thread (or a wire kernel thread): inside the gate, so
- * that shutdown never frees the queues and the sleeper stack under it. A closed gate
- * means no weft thread is alive, so there is nothing to wake (misuse). */
-static __attribute__((noinline, cold)) void unblock_os(weft_thread_t *t) {
-  if (weft__os_enter(WEFT__GATE_OTHER)) return;
-  unblock_slow(NULL, t);
-  weft__os_leave(WEFT__GATE_OTHER);
-}
+/* weft__unblock's call of ready_os, with t still its first argument: called from
+ * weft__unblock directly, ready_os(t, 1) moved t to another register on the inlined
+ * path (1 instruction a wake). */
+static __attribute__((noinline, cold)) void unblock_os(weft_thread_t *t) { ready_os(t, 1); }
 
 /* Raises thread_unblocked (and the UNBLOCKED callbacks). */
 void weft__unblock(weft_vp_t *vp, weft_thread_t *t) {
@@ -160,14 +164,8 @@ weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to) {
    * the back of `to`'s queue */
   if (first != last) {
     weft_thread_t *before = last->prev;  /* the new back of the moved run */
-    before->next = NULL;
     weft__spin_lock(&to->q.lock);
-    weft_thread_t *back = to->q.tail;
-    first->prev = back;
-    if (back) back->next = first;
-    else atomic_store_explicit(&to->q.head, first, memory_order_relaxed);
-    to->q.tail = before;
-    uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+    uint32_t idle = weft__append_locked(to, first, before);
     weft__spin_unlock(&to->q.lock);
     weft__enqueue_wake(idle);
   }

@@ -53,6 +53,22 @@ static inline void weft__enqueue_wake(uint32_t idle) {
   if (WEFT__UNLIKELY(idle != 0 && (idle & 0xffff) == 0)) weft__wake_one();
 }
 
+/* The back append under vp's queue lock (held by the caller): the run first..last,
+ * linked through next from first to last and through prev from last to first, goes
+ * behind every thread queued on vp, in its order. Returns rt.idle read inside the
+ * lock (see weft__enqueue). */
+static inline uint32_t weft__append_locked(weft_vp_t *vp, weft_thread_t *first,
+                                           weft_thread_t *last) {
+  weft_thread_t *back = vp->q.tail;
+  last->next = NULL;
+  first->prev = back;
+  if (back) back->next = first;
+  else atomic_store_explicit(&vp->q.head, first, memory_order_relaxed);
+  vp->q.tail = last;
+  /* relaxed: ordered after the sleeper's seq_cst update by the queue lock */
+  return atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+}
+
 /* Puts t at the back of vp's dispatch queue (it runs after every thread queued now:
  * FIFO among threads made ready this way); wakes a VP if one sleeps and none spins.
  * The idle word is read inside the queue lock: a VP going to sleep bumps the idle
@@ -60,14 +76,7 @@ static inline void weft__enqueue_wake(uint32_t idle) {
  * asleep (docs/memory-ordering.md). */
 static inline void weft__enqueue(weft_vp_t *vp, weft_thread_t *t) {
   weft__spin_lock(&vp->q.lock);
-  weft_thread_t *back = vp->q.tail;
-  t->next = NULL;
-  t->prev = back;
-  if (back) back->next = t;
-  else atomic_store_explicit(&vp->q.head, t, memory_order_relaxed);
-  vp->q.tail = t;
-  /* relaxed: ordered after the sleeper's seq_cst update by the queue lock */
-  uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+  uint32_t idle = weft__append_locked(vp, t, t);
   weft__spin_unlock(&vp->q.lock);
   weft__enqueue_wake(idle);
 }
