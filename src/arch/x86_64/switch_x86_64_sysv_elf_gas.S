@@ -27,7 +27,22 @@
  * call site than the one the return-stack predictor remembers, so it mispredicts on
  * every switch (a bare switch measured on this project's machine took
  * 5.5 ns with pop + jmp against 17.5 ns with ret).
+ *
+ * The offsets are in src/arch/frame.h, shared with the C code that builds and
+ * rewrites frames; the push order below must produce them (checked here).
  */
+#include "arch/frame.h"
+
+#if WEFT__FRAME_ERRNO != 0 || WEFT__FRAME_R15 != WEFT__FRAME_ERRNO + 8 ||   \
+    WEFT__FRAME_R14 != WEFT__FRAME_R15 + 8 || WEFT__FRAME_R13 != WEFT__FRAME_R14 + 8 || \
+    WEFT__FRAME_R12 != WEFT__FRAME_R13 + 8 || WEFT__FRAME_RBX != WEFT__FRAME_R12 + 8 || \
+    WEFT__FRAME_RBP != WEFT__FRAME_RBX + 8 || WEFT__FRAME_RESUME != WEFT__FRAME_RBP + 8 || \
+    WEFT__FRAME_SIZE != WEFT__FRAME_RESUME + 8
+#error "the pushes of WEFT_SAVE_CALLEE_SAVED and the pops of WEFT_RESTORE_AND_RESUME do not match src/arch/frame.h"
+#endif
+#if WEFT__FPEXT_MXCSR != 0 || WEFT__FPEXT_RESUME != 8 || WEFT__FPEXT_SIZE != 16
+#error "weft__ctx_fp_resume does not match src/arch/frame.h"
+#endif
 
 /* Push the callee-saved registers and errno of the running context (the frame
  * above); leaves r14 = weft__ctx_errno_off for the restore (r8 is scratch). Once the
@@ -100,16 +115,16 @@ weft__ctx_switch_cxx:
         WEFT_SAVE_CALLEE_SAVED
         WEFT_EH_GLOBALS %r13
         movups  (%r13), %xmm0
-        movups  %xmm0, -16(%rsp)        /* *from's exception state, below its sp */
+        movups  %xmm0, WEFT__FRAME_EH_CAUGHT(%rsp) /* *from's exception state, below its sp */
         movq    %rsp, (%rdi)            /* *from fully saved */
         movq    (%rsi), %rsp            /* on the new stack */
         testq   %rdx, %rdx
         jnz     2f
-        movups  -16(%rsp), %xmm0        /* *to's exception state (red zone) */
+        movups  WEFT__FRAME_EH_CAUGHT(%rsp), %xmm0 /* *to's exception state (red zone) */
         movups  %xmm0, (%r13)
 1:      WEFT_RESTORE_AND_RESUME
-2:      movq    -16(%rsp), %rbx         /* *to's exception state, kept in registers */
-        movq    -8(%rsp), %r12          /* that *to's frame restores after fn */
+2:      movq    WEFT__FRAME_EH_CAUGHT(%rsp), %rbx   /* *to's exception state, kept in */
+        movq    WEFT__FRAME_EH_UNCAUGHT(%rsp), %r12 /* registers *to's frame restores */
         movq    %rcx, %rdi
         callq   *%rdx
         movq    %rbx, (%r13)
@@ -145,11 +160,11 @@ weft__ctx_switch_unlock_cxx:
         WEFT_SAVE_CALLEE_SAVED
         WEFT_EH_GLOBALS %r13
         movups  (%r13), %xmm0
-        movups  %xmm0, -16(%rsp)        /* *from's exception state, before the release */
+        movups  %xmm0, WEFT__FRAME_EH_CAUGHT(%rsp) /* *from's, before the release */
         movq    %rsp, (%rdi)
         movq    (%rsi), %rsp
         movl    $0, (%rdx)              /* release the lock: *from may now be taken */
-        movups  -16(%rsp), %xmm0        /* *to's exception state (red zone) */
+        movups  WEFT__FRAME_EH_CAUGHT(%rsp), %xmm0 /* *to's exception state (red zone) */
         movups  %xmm0, (%r13)
         WEFT_RESTORE_AND_RESUME
         .cfi_endproc
@@ -198,10 +213,10 @@ weft__ctx_trampoline_cxx:
         .p2align 4
 weft__ctx_fp_resume:
         .cfi_startproc
-        ldmxcsr (%rsp)
-        fldcw   4(%rsp)
-        addq    $8, %rsp
-        popq    %r8
+        ldmxcsr WEFT__FPEXT_MXCSR(%rsp)
+        fldcw   WEFT__FPEXT_FCW(%rsp)
+        addq    $WEFT__FPEXT_RESUME, %rsp
+        popq    %r8                     /* the resume address */
         jmpq    *%r8
         .cfi_endproc
         .size   weft__ctx_fp_resume,.-weft__ctx_fp_resume
