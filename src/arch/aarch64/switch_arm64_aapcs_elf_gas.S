@@ -34,6 +34,21 @@
  */
 #include "arch/frame.h"
 
+/* Branch target identification (BTI; the compiler defines __ARM_FEATURE_BTI_DEFAULT
+ * with -mbranch-protection=bti or =standard). The switch entries are called with
+ * blr through weft__ctx_ops, so they start with `bti c`; the trampolines and
+ * fp_resume are only reached by ret (a frame's x30), which BTI does not check, but
+ * their addresses are stored as function pointers and they start with `bti c` too,
+ * as the compiler's functions do. Nothing here is reached by br, so no `bti j`:
+ * fp_resume leaves with `ret x9` (not br) because its target, a return address, has
+ * no landing pad. The return addresses saved in frames are not signed (PAC): the
+ * property note claims BTI only (docs/porting.md "Control-flow protection"). */
+#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
+#define WEFT_LANDING_PAD bti c
+#else
+#define WEFT_LANDING_PAD
+#endif
+
 #if WEFT__FPEXT_RESUME != 0 || WEFT__FPEXT_FPCR != 8 || WEFT__FPEXT_SIZE != 16
 #error "weft__ctx_fp_resume does not match src/arch/frame.h"
 #endif
@@ -106,6 +121,7 @@
         .p2align 4
 weft__ctx_switch_c:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED          /* save callee-saved registers and errno of *from */
         mov     x9, sp
         str     x9, [x0]                /* from->sp: *from is now fully saved */
@@ -124,6 +140,7 @@ weft__ctx_switch_c:
         .p2align 4
 weft__ctx_switch_cxx:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED
         WEFT_EH_SWAP_STACKS
         cbz     x2, 1f
@@ -143,6 +160,7 @@ weft__ctx_switch_cxx:
         .p2align 4
 weft__ctx_switch_unlock_c:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED          /* save callee-saved registers and errno of *from */
         mov     x9, sp
         str     x9, [x0]                /* *from fully saved */
@@ -160,6 +178,7 @@ weft__ctx_switch_unlock_c:
         .p2align 4
 weft__ctx_switch_unlock_cxx:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED
         WEFT_EH_SWAP_STACKS             /* *from's state stored before the release */
         stlr    wzr, [x2]               /* release the lock (as above) */
@@ -176,6 +195,7 @@ weft__ctx_switch_unlock_cxx:
         .p2align 4
 weft__ctx_trampoline:
         .cfi_startproc
+        WEFT_LANDING_PAD
         .cfi_undefined x30              /* outermost frame */
         mov     x0, x20                 /* entry(arg) */
         blr     x19
@@ -191,6 +211,7 @@ weft__ctx_trampoline:
         .p2align 4
 weft__ctx_trampoline_cxx:
         .cfi_startproc
+        WEFT_LANDING_PAD
         .cfi_undefined x30
         mrs     x9, tpidr_el0
         adrp    x10, :gottprel:weft__tls_eh
@@ -213,11 +234,27 @@ weft__ctx_trampoline_cxx:
         .p2align 4
 weft__ctx_fp_resume:
         .cfi_startproc
+        WEFT_LANDING_PAD
         ldp     x9, x10, [sp, #WEFT__FPEXT_RESUME] /* resume address, FPCR */
         add     sp, sp, #WEFT__FPEXT_SIZE
         msr     fpcr, x10
-        br      x9
+        ret     x9                      /* a return: no landing pad needed there */
         .cfi_endproc
         .size   weft__ctx_fp_resume,.-weft__ctx_fp_resume
 
         .section .note.GNU-stack,"",%progbits
+
+#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
+/* GNU property note: this object is BTI-compatible (GNU_PROPERTY_AARCH64_FEATURE_1_AND,
+ * bit 0). The linker ANDs the notes of all objects. PAC (bit 1) is not claimed. */
+        .section .note.gnu.property,"a"
+        .p2align 3
+        .long   4                       /* n_namesz: "GNU" */
+        .long   16                      /* n_descsz */
+        .long   5                       /* NT_GNU_PROPERTY_TYPE_0 */
+        .asciz  "GNU"
+        .long   0xc0000000              /* GNU_PROPERTY_AARCH64_FEATURE_1_AND */
+        .long   4                       /* pr_datasz */
+        .long   1                       /* GNU_PROPERTY_AARCH64_FEATURE_1_BTI */
+        .p2align 3                      /* pr_data padded to 8 bytes */
+#endif
