@@ -35,9 +35,9 @@ static void fork2(void *(*fn)(void *), void *a, long lo_a, void *b, long lo_b) {
   weft_attr_init(&attr);
   attr.bundle = bundle;
   weft_thread_t *t[2];
-  attr.affinity = (int)(lo_a * 64 / n);
+  attr.vproc = WEFT_VPROC((int)(lo_a * 64 / n));
   if (weft_create(&t[0], &attr, fn, a) != 0) abort();
-  attr.affinity = (int)(lo_b * 64 / n);
+  attr.vproc = WEFT_VPROC((int)(lo_b * 64 / n));
   if (weft_create(&t[1], &attr, fn, b) != 0) abort();
   atomic_fetch_add_explicit(&threads, 2, memory_order_relaxed);
   weft_join(t[0], NULL);

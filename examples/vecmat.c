@@ -47,7 +47,7 @@ static double vxm(int with_affinity) {
     attr.bundle = b; /* new */
   }
   for (int c = 0; c < cols; c++) {
-    if (with_affinity) attr.affinity = c / 64; /* new */
+    if (with_affinity) attr.vproc = WEFT_VPROC(c / 64); /* new */
     if (weft_create(NULL, &attr, vxcol, (void *)(intptr_t)c) != 0) exit(1);
   }
   for (int c = 0; c < cols; c++) weft_sem_wait(&done);

@@ -24,7 +24,7 @@ struct WeftSpawn {
   void start(void *(*fn)(void *), void *arg) {
     weft_attr_t a;
     weft_attr_init(&a);
-    a.affinity = affinity;
+    a.vproc = WEFT_VPROC(affinity);
     check(weft_create(&t, &a, fn, arg), "weft_create");
   }
   static void wait_for(const std::atomic<bool> &f) {

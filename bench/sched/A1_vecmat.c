@@ -61,7 +61,7 @@ static double run(int kind) {
   attr.bundle = b;
   attr.detached = 1;
   for (int c = 0; c < cols; c++) {
-    attr.affinity = (kind >= 0 && (kind & WEFT_SCHED_AFFINITY)) ? c / 64 : -1;
+    attr.vproc = WEFT_VPROC((kind >= 0 && (kind & WEFT_SCHED_AFFINITY)) ? c / 64 : -1);
     check(weft_create(NULL, &attr, vxcol, (void *)(intptr_t)c), "weft_create");
   }
   for (int c = 0; c < cols; c++) weft_sem_wait(&done);

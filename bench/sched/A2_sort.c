@@ -63,9 +63,9 @@ static void fork2(void *(*fn)(void *), void *a, long lo_a, void *b, long lo_b) {
   weft_attr_init(&attr);
   attr.bundle = bundle;
   weft_thread_t *t[2];
-  attr.affinity = (int)(lo_a * 64 / n);
+  attr.vproc = WEFT_VPROC((int)(lo_a * 64 / n));
   check(weft_create(&t[0], &attr, fn, a), "weft_create");
-  attr.affinity = (int)(lo_b * 64 / n);
+  attr.vproc = WEFT_VPROC((int)(lo_b * 64 / n));
   check(weft_create(&t[1], &attr, fn, b), "weft_create");
   weft_join(t[0], NULL);
   weft_join(t[1], NULL);

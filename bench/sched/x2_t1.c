@@ -58,7 +58,7 @@ static double t1(int p, long n) {
   double t0 = bench_now_ns();
   for (int i = 0; i < p; i++) {
     weft_attr_t a = detached;
-    a.affinity = i;
+    a.vproc = WEFT_VPROC(i);
     check(weft_create(NULL, &a, cycle, (void *)(intptr_t)(n / p + (i < n % p))), "weft_create");
   }
   weft_thread_block(waiter_release, NULL);

@@ -182,7 +182,7 @@ static double weft_t1(int p, int k, long n, void *(*cycle)(void *)) {
   double t0 = bench_now_ns();
   for (int i = 0; i < k; i++) {
     weft_attr_t a = detached;
-    a.affinity = i % p;
+    a.vproc = WEFT_VPROC(i % p);
     check(weft_create(NULL, &a, cycle, (void *)(intptr_t)share(n, k, i)), "weft_create");
   }
   weft_thread_block(waiter_release, NULL);
@@ -207,7 +207,7 @@ static double weft_t4(int p, long n) {
   for (int i = 0; i < p; i++) {
     weft_attr_t a;
     weft_attr_init(&a);
-    a.affinity = i;
+    a.vproc = WEFT_VPROC(i);
     check(weft_create(&w[i], &a, t4_worker, (void *)(intptr_t)share(n, p, i)), "weft_create");
   }
   for (int i = 0; i < p; i++) check(weft_join(w[i], NULL), "weft_join");

@@ -174,7 +174,7 @@ static double run_once(run_t *r, int impl) {
     for (int i = 0; i < r->p; i++) {
       weft_attr_t a;
       weft_attr_init(&a);
-      a.affinity = i;
+      a.vproc = WEFT_VPROC(i);
       int rc = weft_create(&t[i], &a, worker_main, &r->w[i]);
       if (rc) die("weft_create", rc);
     }

@@ -283,7 +283,9 @@ WEFT_API uintptr_t *weft_sched_thread_data(weft_thread_t *t);
  * and only then may another thread see the caller: release typically publishes the
  * caller on a wait list and unlocks it (C-Threads §3). Raises thread_blocked. Returns
  * when some thread calls weft_thread_unblock() on the caller. Must be called from a
- * weft thread; release must not block. May switch (always does). */
+ * weft thread; release must not block, and runs as the next thread (weft_self() is
+ * not the caller there): weft_threadlist_yield_onto (weft/threadlist.h) says what it
+ * may release. May switch (always does). */
 WEFT_API void weft_thread_block(void (*release)(void *arg), void *arg);
 
 /* weft_thread_unblock() makes t, blocked by weft_thread_block(), ready again by

@@ -19,12 +19,16 @@ typedef struct weft_thread weft_thread_t;  /* opaque control block */
 typedef struct weft_bundle weft_bundle_t;  /* see weft/sched.h */
 typedef void *(*weft_thread_fn)(void *arg);
 
-/* Thread attributes. Fill with weft_attr_init(); zero fields mean "default". */
+/* Thread attributes. Fill with weft_attr_init(), or zero them (weft_attr_t a = {0}):
+ * every field's zero is its default, so the two give the same attributes. */
 typedef struct weft_attr {
   size_t stack_size;      /* 0: the runtime default; else at least WEFT_MIN_STACK_SIZE */
   int detached;           /* nonzero: created detached (cannot be joined) */
-  int affinity;           /* -1: none; else a virtual-processor hint. The default
-                             scheduler places the thread on VP (affinity mod nvps). */
+  int vproc;              /* 0 (the default): no virtual processor; WEFT_VPROC(v) asks
+                             for virtual processor v >= 0, a placement hint: the
+                             default scheduler places the thread on VP (v mod nvps).
+                             Negative: WEFT_EINVAL. weft_sched_thread_affinity() and
+                             weft_get_affinity() report v, or -1 for none. */
   weft_bundle_t *bundle;  /* NULL: the root bundle */
   void *stack_addr;       /* NULL: weft binds a stack when the thread first runs.
                              Else the caller's memory [stack_addr, stack_addr +
@@ -46,6 +50,11 @@ typedef struct weft_attr {
                              affinity naming another VP, no stack to be had at once)
                              it is ignored and the thread is created help-first. */
 } weft_attr_t;
+
+/* WEFT_VPROC(v) is the weft_attr_t.vproc value that asks for virtual processor v
+ * (0 <= v < INT_MAX): v + 1, so that a zeroed attribute asks for none. WEFT_VPROC(-1)
+ * is 0: "-1 for none", as weft_get_affinity() reports it, converts too. */
+#define WEFT_VPROC(v) ((v) + 1)
 
 /* Context-switch modes (OpenThreads §3.1.3). INTEGER saves what the C ABI makes
  * callee-saved and nothing of the floating-point control state: a thread that
@@ -88,7 +97,7 @@ WEFT_API int weft_switch_mode_get(void);
  * stack_size out of range - for a stack weft maps, also larger than RLIMIT_AS (at
  * weft_init) leaves room for with its guard region, weft_stack_info().stack_size_max -
  * stack_addr not 16-byte aligned or with a stack_size
- * below WEFT_MIN_STACK_SIZE or with detached set, unknown switch_mode);
+ * below WEFT_MIN_STACK_SIZE or with detached set, vproc negative, unknown switch_mode);
  * WEFT_ENOMEM (no control block);
  * WEFT_EAGAIN (weft_config_t.max_threads live threads; weft/runtime.h "Limits");
  * WEFT_ENOTINIT (also from a plain OS thread once weft_shutdown() has begun). A stack

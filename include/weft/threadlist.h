@@ -105,6 +105,18 @@ WEFT_API long weft_threadlist_count(weft_threadlist_t *l);
  * lock then finds the caller on the list. Returns when some thread takes the
  * caller off l and calls weft_thread_unblock() on it (weft_threadlist_wake() does
  * both). Raises thread_blocked on the caller's bundle. May switch (always does).
+ * What release may do: it runs as the next thread (weft_self() there is not the
+ * caller) and must not block or switch, so it may release what does not check or
+ * depend on who releases it: a spinlock (weft_spin_t, weft/spinlock.h) or a lock of
+ * its own on atomics, atomic stores, weft_threadlist_put/get/wake,
+ * weft_thread_unblock, weft_sem_signal. It must not unlock a weft_mutex_t or
+ * weft_hybrid_t that the caller holds: the unlock would be made by a thread that does
+ * not hold the lock. Checked builds (WEFT_CHECKED) abort with "weft_mutex_unlock by a
+ * thread that does not hold it"; other builds do not check, as knowing the holder
+ * costs every lock and unlock (with the checked builds' holder tracking an uncontended
+ * lock + unlock pair measured 50 instructions instead of 23), and the result is
+ * undefined. To block on a list under a lock, hold a spinlock across the call instead,
+ * or use a weft_cond_t, whose wait releases its weft mutex itself.
  * Errors: WEFT_EINVAL (l NULL; nothing is done); WEFT_EPERM (plain OS thread,
  * also while weft is not running; release is not called). */
 WEFT_API int weft_threadlist_yield_onto(weft_threadlist_t *l, void (*release)(void *arg),

@@ -17,13 +17,15 @@
  * kernel thread's __cxa_eh_globals (caught exceptions, uncaught count) are stored
  * just below the saved stack pointer of *from and loaded from below that of *to.
  *
- * Saved-register layout, x86-64 System V (lowest address first, *sp points here):
- *   +0 errno  +8 r15  +16 r14  +24 r13  +32 r12  +40 rbx  +48 rbp  +56 resume address
- *   C++ runtime present: -16 caught exceptions, -8 uncaught count (and padding)
- * AArch64 AAPCS64 (176 bytes):
- *   +0 x19,x20 +16 x21,x22 +32 x23,x24 +48 x25,x26 +64 x27,x28 +80 x29,x30(lr)
- *   +96 d8,d9 +112 d10,d11 +128 d12,d13 +144 d14,d15 +160 errno, padding
- *   C++ runtime present: -16 caught exceptions, -8 uncaught count
+ * Saved-register layout (src/arch/frame.h has the offsets, shared by the assembly
+ * and the C code below, and checks them against C structs; lowest address first,
+ * *sp points at +0):
+ *   x86-64 System V: +0 errno  +8 r15  +16 r14  +24 r13  +32 r12  +40 rbx  +48 rbp
+ *     +56 resume address
+ *   AArch64 AAPCS64 (176 bytes): +0 x19,x20 +16 x21,x22 +32 x23,x24 +48 x25,x26
+ *     +64 x27,x28 +80 x29,x30(lr) +96 d8,d9 +112 d10,d11 +128 d12,d13 +144 d14,d15
+ *     +160 errno, padding
+ *   C++ runtime present (both): -16 caught exceptions, -8 uncaught count
  * The two exception words lie below the stack pointer, outside the frame, so that
  * the frame (and weft__ctx_make's) is the same with and without a C++ runtime; a
  * suspended context's stack below its sp is used by nobody until it resumes. They
@@ -44,6 +46,12 @@
 #include <stdint.h>
 #ifndef __cplusplus
 #include <stdatomic.h>
+#endif
+
+#include "arch/frame.h"
+
+#if !defined(WEFT_CONTEXT_UCONTEXT) && !defined(__x86_64__) && !defined(__aarch64__)
+#error "no assembly context switch for this architecture: configure with -DWEFT_CONTEXT=ucontext"
 #endif
 
 typedef struct weft_ctx {
@@ -128,34 +136,28 @@ static inline void weft__ctx_switch_unlock(weft_ctx_t *from, weft_ctx_t *to,
  * ucontext_t at the top of the stack. */
 #if defined(WEFT_CONTEXT_UCONTEXT)
 void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi, void (*entry)(void *), void *arg);
-#elif defined(__x86_64__)
-static inline void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi,
-                                  void (*entry)(void *), void *arg) {
-  (void)lo;
-  /* hi is 16-aligned; the trampoline starts with rsp = hi (after the 8 pops), so
-   * its `call` leaves rsp = 8 mod 16 at entry's first instruction, as the ABI wants. */
-  uintptr_t *f = (uintptr_t *)hi - 8;
-  f[0] = 0;                                   /* errno */
-  f[4] = (uintptr_t)arg;                      /* r12 */
-  f[5] = (uintptr_t)entry;                    /* rbx */
-  f[6] = 0;                                   /* rbp: ends frame-pointer walks */
-  f[7] = (uintptr_t)weft__ctx_ops.trampoline; /* resume address */
-  ctx->sp = f;
-}
-#elif defined(__aarch64__)
-static inline void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi,
-                                  void (*entry)(void *), void *arg) {
-  (void)lo;
-  uintptr_t *f = (uintptr_t *)hi - 22;        /* 176-byte frame, sp stays 16-aligned */
-  f[0] = (uintptr_t)entry;                    /* x19 */
-  f[1] = (uintptr_t)arg;                      /* x20 */
-  f[10] = 0;                                  /* x29: ends frame-pointer walks */
-  f[11] = (uintptr_t)weft__ctx_ops.trampoline; /* x30: resume address */
-  f[20] = 0;                                  /* errno */
-  ctx->sp = f;
-}
 #else
-#error "no assembly context switch for this architecture: configure with -DWEFT_CONTEXT=ucontext"
+static inline void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi,
+                                  void (*entry)(void *), void *arg) {
+  (void)lo;
+  /* hi is 16-aligned and so is the frame below it (src/arch/frame.h). x86-64: the
+   * trampoline starts with rsp = hi (after the pops), so its `call` leaves
+   * rsp = 8 mod 16 at entry's first instruction, as the ABI wants. AArch64: sp = hi. */
+  weft__frame_t *f = (weft__frame_t *)hi - 1;
+  f->errno_word = 0;
+#if defined(__x86_64__)
+  f->r12 = (uintptr_t)arg;
+  f->rbx = (uintptr_t)entry;
+  f->rbp = 0;                                 /* ends frame-pointer walks */
+  f->resume = (uintptr_t)weft__ctx_ops.trampoline;
+#else
+  f->x19 = (uintptr_t)entry;
+  f->x20 = (uintptr_t)arg;
+  f->x29 = 0;                                 /* ends frame-pointer walks */
+  f->x30 = (uintptr_t)weft__ctx_ops.trampoline; /* resume address */
+#endif
+  ctx->sp = f;
+}
 #endif
 
 /* weft__ctx_fp_save() turns the frame a switch just saved in *ctx (not resumed
@@ -177,36 +179,34 @@ static inline void weft__ctx_make(weft_ctx_t *ctx, void *lo, void *hi,
  * suspended context's stack pointer, which the sanitizers cannot know is free. */
 #if defined(WEFT_CONTEXT_UCONTEXT)
 static inline void weft__ctx_fp_save(weft_ctx_t *ctx) { (void)ctx; }
-#elif defined(__x86_64__)
+#else
 void weft__ctx_fp_resume(void);
 __attribute__((no_sanitize("address", "thread")))
 static inline void weft__ctx_fp_save(weft_ctx_t *ctx) {
-  uintptr_t *f = (uintptr_t *)ctx->sp, *n = f - 2;
+  weft__frame_t *f = (weft__frame_t *)ctx->sp;
+  weft__fpframe_t *n = (weft__fpframe_t *)((char *)f - WEFT__FPEXT_SIZE);
+  weft__fpext_t ext;
+#if defined(__x86_64__)
   uint32_t mxcsr;
   uint16_t fcw;
   __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
   __asm__ volatile("fnstcw %0" : "=m"(fcw));
-  uintptr_t words[9];                          /* 2 exception words, errno, 6 registers */
-  __builtin_memcpy(words, f - 2, sizeof words); /* through a copy: the ranges overlap */
-  __builtin_memcpy(n - 2, words, sizeof words);
-  n[7] = (uintptr_t)weft__ctx_fp_resume;
-  n[8] = (uintptr_t)mxcsr | ((uintptr_t)fcw << 32);
-  /* n[9] is f[7], the resume address, left in place */
-  ctx->sp = n;
-}
-#elif defined(__aarch64__)
-void weft__ctx_fp_resume(void);
-__attribute__((no_sanitize("address", "thread")))
-static inline void weft__ctx_fp_save(weft_ctx_t *ctx) {
-  uintptr_t *f = (uintptr_t *)ctx->sp, *n = f - 2;
-  uintptr_t fpcr;
-  __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
-  uintptr_t words[24];                         /* 2 exception words, the 22-word frame */
-  __builtin_memcpy(words, f - 2, sizeof words); /* through a copy: the ranges overlap */
-  __builtin_memcpy(n - 2, words, sizeof words);
-  n[22] = words[2 + 11];                     /* the resume address (x30) */
-  n[23] = fpcr;
-  n[11] = (uintptr_t)weft__ctx_fp_resume;    /* x30 */
+  ext.fpctl = (uintptr_t)mxcsr | ((uintptr_t)fcw << 32);
+  ext.resume = f->resume;
+#else
+  __asm__ volatile("mrs %0, fpcr" : "=r"(ext.fpcr));
+  ext.resume = f->x30;
+#endif
+  /* the exception words and the frame move down, through a copy: the ranges overlap */
+  uintptr_t words[(sizeof(weft__frame_eh_t) + sizeof(weft__frame_t)) / sizeof(uintptr_t)];
+  __builtin_memcpy(words, (char *)f - sizeof(weft__frame_eh_t), sizeof words);
+  __builtin_memcpy((char *)n - sizeof(weft__frame_eh_t), words, sizeof words);
+#if defined(__x86_64__)
+  n->frame.resume = (uintptr_t)weft__ctx_fp_resume;
+#else
+  n->frame.x30 = (uintptr_t)weft__ctx_fp_resume;
+#endif
+  n->ext = ext;
   ctx->sp = n;
 }
 #endif

@@ -21,7 +21,7 @@ void weft_attr_init(weft_attr_t *attr) {
   if (!attr) return;
   attr->stack_size = 0;
   attr->detached = 0;
-  attr->affinity = -1;
+  attr->vproc = 0;         /* no virtual processor */
   attr->bundle = NULL;
   attr->stack_addr = NULL;
   attr->switch_mode = WEFT_SWITCH_INTEGER;
@@ -83,7 +83,7 @@ static inline void tcb_init(weft_thread_t *t, weft_bundle_t *b, weft_thread_fn f
     atomic_store_explicit(&t->join, 0, memory_order_relaxed);
   } else {
     t->stack_size = attr->stack_size;
-    t->affinity = attr->affinity;
+    t->affinity = attr->vproc - 1;  /* WEFT_VPROC(v) = v + 1; 0: none (-1) */
     /* relaxed: the thread is published to others by the enqueue's lock release */
     atomic_store_explicit(&t->join, attr->detached ? WEFT__JW_DETACHED : 0,
                           memory_order_relaxed);
@@ -98,7 +98,7 @@ static int attr_check(const weft_attr_t *attr) {
    * weft_init): a larger one could never be bound */
   if (attr->stack_size > weft__rt.pool.stack_max && !attr->stack_addr && !weft__rt.cfg.stack_alloc)
     return WEFT_EINVAL;
-  if (attr->affinity < -1) return WEFT_EINVAL;
+  if (attr->vproc < 0) return WEFT_EINVAL;
   if (attr->stack_addr && (attr->stack_size < WEFT_MIN_STACK_SIZE ||
                            ((uintptr_t)attr->stack_addr & 15) != 0 || attr->detached))
     return WEFT_EINVAL;

@@ -67,9 +67,9 @@ TEST_P(CrossVpTest, CreateHereJoinThere) {
     roles[i] = {&board, i};
     weft_attr_t attr;
     weft_attr_init(&attr);
-    attr.affinity = i;
+    attr.vproc = WEFT_VPROC(i);
     creator_ts.push_back(Spawn(Creator, &roles[i], &attr));
-    attr.affinity = i + 1;
+    attr.vproc = WEFT_VPROC(i + 1);
     joiner_ts.push_back(Spawn(Joiner, &roles[i], &attr));
   }
   for (weft_thread_t *t : creator_ts) Join(t);

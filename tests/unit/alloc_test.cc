@@ -207,7 +207,7 @@ void RunWorkload() {
     static const size_t kSizes[] = {0, 64 * 1024, 1024 * 1024, WEFT_MIN_STACK_SIZE};
     attr.stack_size = kSizes[i % 4];
     attr.detached = (i % 10 == 9);
-    attr.affinity = (i % 3 == 0) ? i : -1;
+    attr.vproc = (i % 3 == 0) ? WEFT_VPROC(i) : 0;
     if (i % 2 == 0 && !attr.detached) attr.bundle = bundle;
     rc = weft_create(attr.detached ? nullptr : &ts[i], &attr, Worker, P(i));
     EXPECT_TRUE(OkOrNomem(rc)) << "create " << i << ": " << weft_err_name(rc);

@@ -134,7 +134,7 @@ TYPED_TEST(AtomicIntTest, ExactTotalsFromWeftThreads) {
     for (int i = 0; i < 4; i++) {
       weft_attr_t at;
       weft_attr_init(&at);
-      at.affinity = i;
+      at.vproc = WEFT_VPROC(i);
       ts.push_back(weft_test::Spawn(AddBody<TypeParam>, &c, &at));
     }
     for (auto *t : ts) weft_test::Join(t);

@@ -483,7 +483,7 @@ TEST_P(BundleTest, StealHalfTakesBackHalf) {
     other = weft_sched_vp(1 - weft_sched_vp_index(here));
     weft_attr_t sattr;
     weft_attr_init(&sattr);
-    sattr.affinity = weft_sched_vp_index(other);
+    sattr.vproc = WEFT_VPROC(weft_sched_vp_index(other));
     spinner = Spawn(+[](void *) {
       spinner_state = 1;
       SpinUntil([] { return spinner_state.load() == 2; });
@@ -615,7 +615,7 @@ TEST_P(BundleTest, EnqueueWakesSleepingVp) {
   const int here = weft_vp_self();
   weft_attr_t attr;
   weft_attr_init(&attr);
-  attr.affinity = (here + 1) % nvps();
+  attr.vproc = WEFT_VPROC((here + 1) % nvps());
   weft_thread_t *t = Spawn(+[](void *) {
     ran_on = weft_vp_self();
     return P(0);
@@ -647,7 +647,7 @@ TEST_P(BundleTest, CustomBundleLetsIdleVpsSleepAndWakesThem) {
     for (int v = 0; v < nvps(); ++v) {
       weft_attr_t a;
       weft_attr_init(&a);
-      a.affinity = v;
+      a.vproc = WEFT_VPROC(v);
       ts.push_back(Spawn(+[](void *x) { return x; }, P(v), &a));
     }
     for (weft_thread_t *t : ts) Join(t);

@@ -318,7 +318,7 @@ void *ReportWhere(void *a) {
 // default and the affinity schedulers; it reports its virtual processor and the VP it
 // runs on. With one VP every virtual processor maps onto VP 0.
 TEST_P(BundleTreeTest, VirtualProcessorsOfAnySize) {
-  const int vprocs[] = {0, 1, 63, 64, 1000003, 1 << 30, 2147483647};
+  const int vprocs[] = {0, 1, 63, 64, 1000003, 1 << 30, 2147483646};  // the largest: WEFT_VPROC(v) = v + 1
   weft_bundle_t *aff = Lib(WEFT_SCHED_LIFO | WEFT_SCHED_AFFINITY);
   ASSERT_NE(aff, nullptr);
   for (weft_bundle_t *b : {static_cast<weft_bundle_t *>(nullptr), aff}) {
@@ -326,7 +326,7 @@ TEST_P(BundleTreeTest, VirtualProcessorsOfAnySize) {
     std::vector<weft_thread_t *> ts;
     for (size_t i = 0; i < sizeof vprocs / sizeof vprocs[0]; i++) {
       weft_attr_t attr = InBundle(b);
-      attr.affinity = vprocs[i];
+      attr.vproc = WEFT_VPROC(vprocs[i]);
       ts.push_back(Spawn(ReportWhere, &w[i], &attr));
     }
     JoinAll(ts);
@@ -343,7 +343,7 @@ TEST_P(BundleTreeTest, VirtualProcessorsOfAnySize) {
   EXPECT_EQ(weft_schedlib_bundle_destroy(aff), 0);
   weft_attr_t bad;
   weft_attr_init(&bad);
-  bad.affinity = -2;
+  bad.vproc = -1;
   weft_thread_t *t = nullptr;
   EXPECT_EQ(weft_create(&t, &bad, ReportWhere, nullptr), WEFT_EINVAL);
 }

@@ -187,7 +187,7 @@ TEST_F(RuntimeTest, MaxVps) {
   for (int i = 0; i < 2 * WEFT_MAX_VPS; ++i) {
     weft_attr_t attr;
     weft_attr_init(&attr);
-    attr.affinity = i;
+    attr.vproc = WEFT_VPROC(i);
     ts.push_back(Spawn(+[](void *) { return P(weft_vp_self()); }, nullptr, &attr));
   }
   for (weft_thread_t *t : ts) {

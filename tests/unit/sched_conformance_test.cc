@@ -161,7 +161,7 @@ class SchedConformance : public WeftTest, public ::testing::WithParamInterface<S
     weft_attr_t a;
     weft_attr_init(&a);
     a.bundle = bundle_;
-    a.affinity = affinity;
+    a.vproc = WEFT_VPROC(affinity);
     return a;
   }
   bool Wrapped() const { return Param().family != kRoot; }
@@ -581,7 +581,7 @@ TEST_P(SchedConformance, AffinityOwnListBeforeStealing) {
   hog_state = 0;
   weft_attr_t ha;
   weft_attr_init(&ha);
-  ha.affinity = 1;
+  ha.vproc = WEFT_VPROC(1);
   weft_thread_t *hog = Spawn(+[](void *) {
     hog_state = weft_vp_self() == 1 ? 1 : 3;
     SpinUntil([] { return hog_state.load() == 2; });
@@ -601,7 +601,7 @@ TEST_P(SchedConformance, AffinityOwnListBeforeStealing) {
       ran.emplace_back(static_cast<int>(I(p)), weft_vp_self());
       lock.unlock();
       return p;
-    }, P(a.affinity), &a));
+    }, P(a.vproc - 1), &a));  // the virtual processor
   }
   for (weft_thread_t *t : ts) Join(t);
   hog_state = 2;

@@ -209,7 +209,7 @@ class SpinlockTest : public weft_test::WeftTest {
     for (int i = 0; i < wt; i++) {
       weft_attr_t a;
       weft_attr_init(&a);
-      a.affinity = i;
+      a.vproc = WEFT_VPROC(i);
       weft_thread_t *t = weft_test::Spawn(ContendEntry<K>, s, &a);
       if (t) wts.push_back(t);
     }
@@ -448,7 +448,7 @@ void RunFair(int nc, bool weft, const char *what) {
     for (int i = 0; i < nc; i++) {
       weft_attr_t a;
       weft_attr_init(&a);
-      a.affinity = i;
+      a.vproc = WEFT_VPROC(i);
       ts.push_back(weft_test::Spawn(FairBody<K>, &c, &a));
     }
     for (auto *t : ts) weft_test::Join(t);

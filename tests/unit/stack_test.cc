@@ -167,7 +167,7 @@ void OverflowInWeftThread(int nvps, size_t stack_size, Overflow how = Overflow::
   weft_attr_t attr;
   weft_attr_init(&attr);
   attr.stack_size = stack_size;
-  attr.affinity = nvps > 1 ? 1 : -1;
+  attr.vproc = nvps > 1 ? WEFT_VPROC(1) : 0;
   weft_thread_t *t = nullptr;
   if (weft_create(&t, &attr, OverflowThread, nullptr) != 0) return;
   if (nvps > 1) SpinUntil([] { return false; }, 30.0);

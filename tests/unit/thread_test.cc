@@ -1,6 +1,7 @@
 // tests/unit/thread_test.cc - create, join, detach, exit, yield, self, ids, the local
 // pointer, affinity, and weft threads used from plain OS threads.
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -39,7 +40,7 @@ TEST(ThreadAttr, Defaults) {
   weft_attr_init(&attr);
   EXPECT_EQ(attr.stack_size, 0u);
   EXPECT_EQ(attr.detached, 0);
-  EXPECT_EQ(attr.affinity, -1);
+  EXPECT_EQ(attr.vproc, 0);
   EXPECT_EQ(attr.bundle, nullptr);
 }
 
@@ -543,13 +544,47 @@ TEST_P(ThreadTest, AffinityHintIsRecorded) {
   weft_attr_t attr;
   weft_attr_init(&attr);
   weft_thread_t *plain_t = Spawn(WaitAtGate, &g, &attr);
-  attr.affinity = 7;
+  attr.vproc = WEFT_VPROC(7);
   weft_thread_t *hinted = Spawn(WaitAtGate, &g, &attr);
   EXPECT_EQ(weft_sched_thread_affinity(plain_t), -1);
   EXPECT_EQ(weft_sched_thread_affinity(hinted), 7);
   g.open = true;
   Join(plain_t);
   Join(hinted);
+}
+
+// A zeroed weft_attr_t means the defaults, as weft_attr_init's does: no virtual
+// processor (vproc 0 is "none", not VP 0), so the thread is not pinned anywhere;
+// WEFT_VPROC(v) asks for v; a negative vproc is refused.
+TEST_P(ThreadTest, ZeroedAttrIsTheDefaults) {
+  static std::atomic<int> seen_affinity;
+  auto report = +[](void *) {
+    seen_affinity = weft_get_affinity();
+    return P(0);
+  };
+  weft_attr_t zeroed{};
+  weft_attr_t init{};  // zeroed first: padding, if any, compares equal
+  weft_attr_init(&init);
+  EXPECT_EQ(std::memcmp(&zeroed, &init, sizeof zeroed), 0) << "weft_attr_init sets a nonzero default";
+  Gate g;
+  weft_thread_t *t = Spawn(WaitAtGate, &g, &zeroed);
+  EXPECT_EQ(weft_sched_thread_affinity(t), -1);
+  g.open = true;
+  Join(t);
+  seen_affinity = -2;
+  Join(Spawn(report, nullptr, &zeroed));
+  EXPECT_EQ(seen_affinity.load(), -1);
+  weft_attr_t pinned{};
+  pinned.vproc = WEFT_VPROC(1);
+  seen_affinity = -2;
+  Join(Spawn(report, nullptr, &pinned));
+  EXPECT_EQ(seen_affinity.load(), 1);
+  for (int bad : {-1, INT_MIN}) {
+    weft_attr_t b{};
+    b.vproc = bad;
+    weft_thread_t *none = nullptr;
+    EXPECT_EQ(weft_create(&none, &b, report, nullptr), WEFT_EINVAL) << bad;
+  }
 }
 
 // A thread with an affinity hint starts on VP (affinity mod nvps). Deterministic
@@ -566,7 +601,7 @@ TEST_P(ThreadTest, AffinityPlacesThreadOnItsVp) {
     int target = (here + 1) % nvps();
     weft_attr_t attr;
     weft_attr_init(&attr);
-    attr.affinity = target + nvps() * (round + 1);  // checks the "mod nvps"
+    attr.vproc = WEFT_VPROC(target + nvps() * (round + 1));  // checks the "mod nvps"
     weft_thread_t *t = Spawn(+[](void *) {
       started_on = weft_vp_self();
       return P(0);

@@ -383,6 +383,69 @@ TEST_P(YieldOntoTest, FromWaitListBackToRunList) {
   EXPECT_EQ(weft_threadlist_destroy(run), 0);
 }
 
+// The release callback runs as the next thread, not as the caller (which is already
+// on the list), and may do what its contract allows: signal a semaphore (which
+// wakes a waiter) and release a spinlock held across the call.
+TEST_P(YieldOntoTest, ReleaseRunsAsTheNextThread) {
+  weft_threadlist_t *l = nullptr;
+  ASSERT_EQ(weft_threadlist_create(&l, &weft_threadlist_fifo, nullptr), 0);
+  struct Shared {
+    weft_threadlist_t *l;
+    weft_sem_t released;
+    SpinLock lock;
+    weft_thread_t *caller = nullptr;
+    std::atomic<weft_thread_t *> release_self{nullptr};
+    std::atomic<int> on_list_at_release{-1};
+  } sh{l, {}, {}};
+  ASSERT_EQ(weft_sem_init(&sh.released, 0), 0);
+  weft_thread_t *t = Spawn(+[](void *p) -> void * {
+    auto *s = static_cast<Shared *>(p);
+    s->caller = weft_self();
+    s->lock.lock();  // released by the callback, once the caller is on the list
+    EXPECT_EQ(weft_threadlist_yield_onto(s->l, +[](void *q) {
+      auto *s2 = static_cast<Shared *>(q);
+      s2->release_self = weft_self();
+      s2->on_list_at_release = static_cast<int>(weft_threadlist_count(s2->l));
+      s2->lock.unlock();
+      weft_sem_signal(&s2->released);
+    }, s), 0);
+    return P(1);
+  }, &sh);
+  // timed: a release that never ran fails here instead of hanging
+  ASSERT_EQ(weft_sem_timedwait(&sh.released, weft_deadline_after(30000000000ull)), 0);
+  EXPECT_NE(sh.release_self.load(), sh.caller);
+  EXPECT_EQ(sh.on_list_at_release.load(), 1);
+  sh.lock.lock();  // the callback released it
+  sh.lock.unlock();
+  EXPECT_EQ(weft_threadlist_wake(l), t);
+  EXPECT_EQ(Join(t), P(1));
+  EXPECT_EQ(weft_sem_destroy(&sh.released), 0);
+  EXPECT_EQ(weft_threadlist_destroy(l), 0);
+}
+
+// In a checked build, unlocking in the release callback a weft mutex that the caller
+// holds is caught: the callback runs as another thread, which does not hold it.
+// Other builds do not check (weft/threadlist.h says why).
+TEST(ThreadListDeathTest, MutexUnlockInReleaseIsCaughtInCheckedBuild) {
+#ifndef WEFT_TEST_CHECKED
+  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
+#endif
+  SetDeathTestStyle();
+  EXPECT_DEATH(
+      {
+        alarm(20);  // no abort would leave the caller on the list for good
+        InitWithVps(1);
+        static weft_mutex_t m;
+        weft_mutex_init(&m);
+        weft_threadlist_t *l = nullptr;
+        weft_threadlist_create(&l, &weft_threadlist_fifo, nullptr);
+        weft_mutex_lock(&m);
+        weft_threadlist_yield_onto(l, +[](void *q) { weft_mutex_unlock(static_cast<weft_mutex_t *>(q)); }, &m);
+        std::_Exit(0);
+      },
+      "weft: misuse: weft_mutex_unlock by a thread that does not hold it");
+}
+
 // In a checked build, putting the running thread on a list is caught (it must use
 // weft_threadlist_yield_onto, which puts it once its context is saved).
 TEST(ThreadListDeathTest, PutOfRunningThreadIsCaughtInCheckedBuild) {

@@ -463,7 +463,7 @@ TEST_P(TraceTest, StealsAreRecordedPerVp) {
     g_spin_release = 0;
     weft_attr_t attr;
     weft_attr_init(&attr);
-    attr.affinity = victim;
+    attr.vproc = WEFT_VPROC(victim);
     weft_thread_t *spinner = weft_test::Spawn(Spinner, nullptr, &attr);
     ASSERT_TRUE(weft_test::SpinUntil([] { return g_spin_vp.load() >= 0; }));
     spin_vp = g_spin_vp.load();

@@ -4,6 +4,7 @@
 #define WEFT_CPP_THREAD_HPP
 
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -97,7 +98,9 @@ class thread {
   using native_handle_type = weft_thread_t *;
 
   // Where and how a thread runs (weft_attr_t): its bundle (nullptr: the root; see
-  // weft/cpp/scheduler.hpp), stack size (0: default) and affinity hint (-1: none).
+  // weft/cpp/scheduler.hpp), stack size (0: default) and affinity hint: -1 (the
+  // default) none, else virtual processor `affinity` (weft_attr_t.vproc =
+  // WEFT_VPROC(affinity)); other negative values and INT_MAX: EINVAL.
   struct attributes {
     weft_bundle_t *bundle = nullptr;
     size_t stack_size = 0;
@@ -122,7 +125,9 @@ class thread {
     weft_attr_init(&attr);
     attr.bundle = a.bundle;
     attr.stack_size = a.stack_size;
-    attr.affinity = a.affinity;
+    attr.vproc = a.affinity == -1                              ? 0
+                 : a.affinity >= 0 && a.affinity < INT_MAX ? WEFT_VPROC(a.affinity)
+                                                           : -1;  // weft_create: EINVAL
     start_with(&attr, std::forward<F>(f), std::forward<Args>(args)...);
   }
 

@@ -28,45 +28,68 @@
  * exception state. AArch64 has no red zone: a signal frame is pushed right below sp,
  * so the exception words of *from are written below its sp only once sp has left
  * that stack, and those of *to are read before sp enters its stack.
+ *
+ * The offsets are in src/arch/frame.h, shared with the C code that builds and
+ * rewrites frames.
  */
+#include "arch/frame.h"
+
+/* Branch target identification (BTI; the compiler defines __ARM_FEATURE_BTI_DEFAULT
+ * with -mbranch-protection=bti or =standard). The switch entries are called with
+ * blr through weft__ctx_ops, so they start with `bti c`; the trampolines and
+ * fp_resume are only reached by ret (a frame's x30), which BTI does not check, but
+ * their addresses are stored as function pointers and they start with `bti c` too,
+ * as the compiler's functions do. Nothing here is reached by br, so no `bti j`:
+ * fp_resume leaves with `ret x9` (not br) because its target, a return address, has
+ * no landing pad. The return addresses saved in frames are not signed (PAC): the
+ * property note claims BTI only (docs/porting.md "Control-flow protection"). */
+#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
+#define WEFT_LANDING_PAD bti c
+#else
+#define WEFT_LANDING_PAD
+#endif
+
+#if WEFT__FPEXT_RESUME != 0 || WEFT__FPEXT_FPCR != 8 || WEFT__FPEXT_SIZE != 16
+#error "weft__ctx_fp_resume does not match src/arch/frame.h"
+#endif
 
 /* Push the callee-saved registers and errno of the running context (the frame
  * above); leaves x19 = thread pointer and x20 = errno offset. */
 .macro WEFT_SAVE_CALLEE_SAVED
-        sub     sp, sp, #176            /* frame for the callee-saved registers */
-        stp     x19, x20, [sp, #0]
-        stp     x21, x22, [sp, #16]
-        stp     x23, x24, [sp, #32]
-        stp     x25, x26, [sp, #48]
-        stp     x27, x28, [sp, #64]
-        stp     x29, x30, [sp, #80]     /* x30 = our return address = resume address */
-        stp     d8,  d9,  [sp, #96]
-        stp     d10, d11, [sp, #112]
-        stp     d12, d13, [sp, #128]
-        stp     d14, d15, [sp, #144]
+        sub     sp, sp, #WEFT__FRAME_SIZE            /* frame for the callee-saved registers */
+        stp     x19, x20, [sp, #WEFT__FRAME_X19]
+        stp     x21, x22, [sp, #WEFT__FRAME_X21]
+        stp     x23, x24, [sp, #WEFT__FRAME_X23]
+        stp     x25, x26, [sp, #WEFT__FRAME_X25]
+        stp     x27, x28, [sp, #WEFT__FRAME_X27]
+        stp     x29, x30, [sp, #WEFT__FRAME_X29]     /* x30 = our return address = resume address */
+        stp     d8,  d9,  [sp, #WEFT__FRAME_D8]
+        stp     d10, d11, [sp, #WEFT__FRAME_D10]
+        stp     d12, d13, [sp, #WEFT__FRAME_D12]
+        stp     d14, d15, [sp, #WEFT__FRAME_D14]
         mrs     x19, tpidr_el0
         adrp    x20, weft__ctx_errno_off
         ldr     x20, [x20, #:lo12:weft__ctx_errno_off]
         ldr     w9, [x19, x20]
-        str     x9, [sp, #160]          /* errno */
+        str     x9, [sp, #WEFT__FRAME_ERRNO]          /* errno */
 .endm
 
 /* Restore errno (x19/x20 as the save left them) and the context whose stack we
  * are on, and resume it at x30. */
 .macro WEFT_RESTORE_AND_RESUME
-        ldr     x9, [sp, #160]
+        ldr     x9, [sp, #WEFT__FRAME_ERRNO]
         str     w9, [x19, x20]          /* errno */
-        ldp     x19, x20, [sp, #0]
-        ldp     x21, x22, [sp, #16]
-        ldp     x23, x24, [sp, #32]
-        ldp     x25, x26, [sp, #48]
-        ldp     x27, x28, [sp, #64]
-        ldp     x29, x30, [sp, #80]
-        ldp     d8,  d9,  [sp, #96]
-        ldp     d10, d11, [sp, #112]
-        ldp     d12, d13, [sp, #128]
-        ldp     d14, d15, [sp, #144]
-        add     sp, sp, #176
+        ldp     x19, x20, [sp, #WEFT__FRAME_X19]
+        ldp     x21, x22, [sp, #WEFT__FRAME_X21]
+        ldp     x23, x24, [sp, #WEFT__FRAME_X23]
+        ldp     x25, x26, [sp, #WEFT__FRAME_X25]
+        ldp     x27, x28, [sp, #WEFT__FRAME_X27]
+        ldp     x29, x30, [sp, #WEFT__FRAME_X29]
+        ldp     d8,  d9,  [sp, #WEFT__FRAME_D8]
+        ldp     d10, d11, [sp, #WEFT__FRAME_D10]
+        ldp     d12, d13, [sp, #WEFT__FRAME_D12]
+        ldp     d14, d15, [sp, #WEFT__FRAME_D14]
+        add     sp, sp, #WEFT__FRAME_SIZE
         ret
 .endm
 
@@ -86,9 +109,9 @@
         mov     x9, sp
         str     x9, [x0]                /* from->sp */
         ldr     x10, [x1]
-        ldp     x22, x23, [x10, #-16]   /* *to's, read before sp is on its stack */
+        ldp     x22, x23, [x10, #WEFT__FRAME_EH_CAUGHT]   /* *to's, read before sp is on its stack */
         mov     sp, x10                 /* on the new stack */
-        stp     x11, x12, [x9, #-16]    /* *from's, written once sp has left its stack */
+        stp     x11, x12, [x9, #WEFT__FRAME_EH_CAUGHT]    /* *from's, written once sp has left its stack */
 .endm
 
         .text
@@ -98,6 +121,7 @@
         .p2align 4
 weft__ctx_switch_c:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED          /* save callee-saved registers and errno of *from */
         mov     x9, sp
         str     x9, [x0]                /* from->sp: *from is now fully saved */
@@ -116,6 +140,7 @@ weft__ctx_switch_c:
         .p2align 4
 weft__ctx_switch_cxx:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED
         WEFT_EH_SWAP_STACKS
         cbz     x2, 1f
@@ -135,6 +160,7 @@ weft__ctx_switch_cxx:
         .p2align 4
 weft__ctx_switch_unlock_c:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED          /* save callee-saved registers and errno of *from */
         mov     x9, sp
         str     x9, [x0]                /* *from fully saved */
@@ -152,6 +178,7 @@ weft__ctx_switch_unlock_c:
         .p2align 4
 weft__ctx_switch_unlock_cxx:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED
         WEFT_EH_SWAP_STACKS             /* *from's state stored before the release */
         stlr    wzr, [x2]               /* release the lock (as above) */
@@ -168,6 +195,7 @@ weft__ctx_switch_unlock_cxx:
         .p2align 4
 weft__ctx_trampoline:
         .cfi_startproc
+        WEFT_LANDING_PAD
         .cfi_undefined x30              /* outermost frame */
         mov     x0, x20                 /* entry(arg) */
         blr     x19
@@ -183,6 +211,7 @@ weft__ctx_trampoline:
         .p2align 4
 weft__ctx_trampoline_cxx:
         .cfi_startproc
+        WEFT_LANDING_PAD
         .cfi_undefined x30
         mrs     x9, tpidr_el0
         adrp    x10, :gottprel:weft__tls_eh
@@ -205,11 +234,27 @@ weft__ctx_trampoline_cxx:
         .p2align 4
 weft__ctx_fp_resume:
         .cfi_startproc
-        ldp     x9, x10, [sp]
-        add     sp, sp, #16
+        WEFT_LANDING_PAD
+        ldp     x9, x10, [sp, #WEFT__FPEXT_RESUME] /* resume address, FPCR */
+        add     sp, sp, #WEFT__FPEXT_SIZE
         msr     fpcr, x10
-        br      x9
+        ret     x9                      /* a return: no landing pad needed there */
         .cfi_endproc
         .size   weft__ctx_fp_resume,.-weft__ctx_fp_resume
 
         .section .note.GNU-stack,"",%progbits
+
+#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
+/* GNU property note: this object is BTI-compatible (GNU_PROPERTY_AARCH64_FEATURE_1_AND,
+ * bit 0). The linker ANDs the notes of all objects. PAC (bit 1) is not claimed. */
+        .section .note.gnu.property,"a"
+        .p2align 3
+        .long   4                       /* n_namesz: "GNU" */
+        .long   16                      /* n_descsz */
+        .long   5                       /* NT_GNU_PROPERTY_TYPE_0 */
+        .asciz  "GNU"
+        .long   0xc0000000              /* GNU_PROPERTY_AARCH64_FEATURE_1_AND */
+        .long   4                       /* pr_datasz */
+        .long   1                       /* GNU_PROPERTY_AARCH64_FEATURE_1_BTI */
+        .p2align 3                      /* pr_data padded to 8 bytes */
+#endif

@@ -27,7 +27,39 @@
  * call site than the one the return-stack predictor remembers, so it mispredicts on
  * every switch (a bare switch measured on this project's machine took
  * 5.5 ns with pop + jmp against 17.5 ns with ret).
+ *
+ * The offsets are in src/arch/frame.h, shared with the C code that builds and
+ * rewrites frames; the push order below must produce them (checked here).
  */
+#include "arch/frame.h"
+
+#if WEFT__FRAME_ERRNO != 0 || WEFT__FRAME_R15 != WEFT__FRAME_ERRNO + 8 ||   \
+    WEFT__FRAME_R14 != WEFT__FRAME_R15 + 8 || WEFT__FRAME_R13 != WEFT__FRAME_R14 + 8 || \
+    WEFT__FRAME_R12 != WEFT__FRAME_R13 + 8 || WEFT__FRAME_RBX != WEFT__FRAME_R12 + 8 || \
+    WEFT__FRAME_RBP != WEFT__FRAME_RBX + 8 || WEFT__FRAME_RESUME != WEFT__FRAME_RBP + 8 || \
+    WEFT__FRAME_SIZE != WEFT__FRAME_RESUME + 8
+#error "the pushes of WEFT_SAVE_CALLEE_SAVED and the pops of WEFT_RESTORE_AND_RESUME do not match src/arch/frame.h"
+#endif
+/* Indirect branch tracking (CET IBT; the compiler defines __CET__ bit 0 with
+ * -fcf-protection=branch or =full). Every entry point here is reached through a
+ * pointer (weft__ctx_ops, a frame's resume address), so each starts with endbr64, as
+ * the compiler's own functions do. The resume is an indirect jump to a return address,
+ * which has no endbr64: it is a `notrack` jump, as the compiler's jump-table jumps
+ * are (the prefix is ignored by processors without CET and decodes as the same
+ * jump). Shadow stacks (__CET__ bit 1) are not supported: the switch moves between
+ * call stacks without moving the shadow stack, so the property note below never
+ * claims SHSTK, whatever the flags (docs/porting.md "Control-flow protection"). */
+#if defined(__CET__) && (__CET__ & 1)
+#define WEFT_LANDING_PAD endbr64
+#define WEFT_NOTRACK notrack
+#else
+#define WEFT_LANDING_PAD
+#define WEFT_NOTRACK
+#endif
+
+#if WEFT__FPEXT_MXCSR != 0 || WEFT__FPEXT_RESUME != 8 || WEFT__FPEXT_SIZE != 16
+#error "weft__ctx_fp_resume does not match src/arch/frame.h"
+#endif
 
 /* Push the callee-saved registers and errno of the running context (the frame
  * above); leaves r14 = weft__ctx_errno_off for the restore (r8 is scratch). Once the
@@ -59,7 +91,7 @@
         popq    %rbx
         popq    %rbp
         popq    %r8
-        jmpq    *%r8
+        WEFT_NOTRACK jmpq *%r8
 .endm
 
 /* reg = this kernel thread's __cxa_eh_globals (weft__tls_eh, initial-exec TLS). */
@@ -75,6 +107,7 @@
         .p2align 4
 weft__ctx_switch_c:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED          /* save callee-saved registers and errno of *from */
         movq    %rsp, (%rdi)            /* from->sp = rsp: *from is now fully saved */
         movq    (%rsi), %rsp            /* rsp = to->sp: we are on the new stack */
@@ -97,19 +130,20 @@ weft__ctx_switch_c:
         .p2align 4
 weft__ctx_switch_cxx:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED
         WEFT_EH_GLOBALS %r13
         movups  (%r13), %xmm0
-        movups  %xmm0, -16(%rsp)        /* *from's exception state, below its sp */
+        movups  %xmm0, WEFT__FRAME_EH_CAUGHT(%rsp) /* *from's exception state, below its sp */
         movq    %rsp, (%rdi)            /* *from fully saved */
         movq    (%rsi), %rsp            /* on the new stack */
         testq   %rdx, %rdx
         jnz     2f
-        movups  -16(%rsp), %xmm0        /* *to's exception state (red zone) */
+        movups  WEFT__FRAME_EH_CAUGHT(%rsp), %xmm0 /* *to's exception state (red zone) */
         movups  %xmm0, (%r13)
 1:      WEFT_RESTORE_AND_RESUME
-2:      movq    -16(%rsp), %rbx         /* *to's exception state, kept in registers */
-        movq    -8(%rsp), %r12          /* that *to's frame restores after fn */
+2:      movq    WEFT__FRAME_EH_CAUGHT(%rsp), %rbx   /* *to's exception state, kept in */
+        movq    WEFT__FRAME_EH_UNCAUGHT(%rsp), %r12 /* registers *to's frame restores */
         movq    %rcx, %rdi
         callq   *%rdx
         movq    %rbx, (%r13)
@@ -128,6 +162,7 @@ weft__ctx_switch_cxx:
         .p2align 4
 weft__ctx_switch_unlock_c:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED
         movq    %rsp, (%rdi)            /* *from fully saved */
         movq    (%rsi), %rsp            /* on the new stack */
@@ -142,14 +177,15 @@ weft__ctx_switch_unlock_c:
         .p2align 4
 weft__ctx_switch_unlock_cxx:
         .cfi_startproc
+        WEFT_LANDING_PAD
         WEFT_SAVE_CALLEE_SAVED
         WEFT_EH_GLOBALS %r13
         movups  (%r13), %xmm0
-        movups  %xmm0, -16(%rsp)        /* *from's exception state, before the release */
+        movups  %xmm0, WEFT__FRAME_EH_CAUGHT(%rsp) /* *from's, before the release */
         movq    %rsp, (%rdi)
         movq    (%rsi), %rsp
         movl    $0, (%rdx)              /* release the lock: *from may now be taken */
-        movups  -16(%rsp), %xmm0        /* *to's exception state (red zone) */
+        movups  WEFT__FRAME_EH_CAUGHT(%rsp), %xmm0 /* *to's exception state (red zone) */
         movups  %xmm0, (%r13)
         WEFT_RESTORE_AND_RESUME
         .cfi_endproc
@@ -163,6 +199,7 @@ weft__ctx_switch_unlock_cxx:
         .p2align 4
 weft__ctx_trampoline:
         .cfi_startproc
+        WEFT_LANDING_PAD
         .cfi_undefined rip              /* outermost frame: debuggers stop here */
         movq    %r12, %rdi              /* entry(arg) */
         callq   *%rbx
@@ -178,6 +215,7 @@ weft__ctx_trampoline:
         .p2align 4
 weft__ctx_trampoline_cxx:
         .cfi_startproc
+        WEFT_LANDING_PAD
         .cfi_undefined rip
         WEFT_EH_GLOBALS %r9
         movq    $0, (%r9)
@@ -198,12 +236,29 @@ weft__ctx_trampoline_cxx:
         .p2align 4
 weft__ctx_fp_resume:
         .cfi_startproc
-        ldmxcsr (%rsp)
-        fldcw   4(%rsp)
-        addq    $8, %rsp
-        popq    %r8
-        jmpq    *%r8
+        WEFT_LANDING_PAD
+        ldmxcsr WEFT__FPEXT_MXCSR(%rsp)
+        fldcw   WEFT__FPEXT_FCW(%rsp)
+        addq    $WEFT__FPEXT_RESUME, %rsp
+        popq    %r8                     /* the resume address */
+        WEFT_NOTRACK jmpq *%r8
         .cfi_endproc
         .size   weft__ctx_fp_resume,.-weft__ctx_fp_resume
 
         .section .note.GNU-stack,"",%progbits
+
+#if defined(__CET__) && (__CET__ & 1)
+/* GNU property note: this object is IBT-compatible (GNU_PROPERTY_X86_FEATURE_1_AND,
+ * bit 0). The linker ANDs the notes of all objects, so the library claims IBT only
+ * if every object does. SHSTK (bit 1) is left out on purpose: see above. */
+        .section .note.gnu.property,"a"
+        .p2align 3
+        .long   4                       /* n_namesz: "GNU" */
+        .long   16                      /* n_descsz */
+        .long   5                       /* NT_GNU_PROPERTY_TYPE_0 */
+        .asciz  "GNU"
+        .long   0xc0000002              /* GNU_PROPERTY_X86_FEATURE_1_AND */
+        .long   4                       /* pr_datasz */
+        .long   1                       /* GNU_PROPERTY_X86_FEATURE_1_IBT */
+        .p2align 3                      /* pr_data padded to 8 bytes */
+#endif
