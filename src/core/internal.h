@@ -98,6 +98,14 @@ void weft__spin_unlock_cont(void *lock);
 #define WEFT__JW_TAG(w) ((w) & 7)
 #define WEFT__JW_PTR(w) ((void *)((w) & ~(uintptr_t)7))
 
+/* What a blocked thread waits on (t->waiting): the object's address (8-aligned)
+ * with one of these kinds in the low 3 bits; 0 when it waits on nothing weft knows
+ * of. A sleep has no object: WEFT__WK_SLEEP alone. Joins are not recorded here: the
+ * joinee's join word names its joiner. */
+enum { WEFT__WK_MUTEX = 1, WEFT__WK_COND = 2, WEFT__WK_SEM = 3, WEFT__WK_RWLOCK = 4,
+       WEFT__WK_FUTURE = 5, WEFT__WK_SLEEP = 6, WEFT__WK_BARRIER = 7 };
+#define WEFT__WAITING(obj, kind) ((uintptr_t)(const void *)(obj) | (uintptr_t)(kind))
+
 enum {
   WEFT__TF_MAIN = 1,      /* the main weft thread: runs on its OS thread's stack */
   WEFT__TF_CUSTOM = 2,    /* its bundle is not the root: no inlined scheduler paths
@@ -167,6 +175,14 @@ struct __attribute__((aligned(64))) weft_thread {
                                   list's lock */
   uint8_t stack_kind;          /* WEFT__STK_*: written by the slow bind, read by the
                                   slow release (both on the VP that runs t) */
+  /* Diagnostics (src/debug, docs/debugging.md), off the hot paths but for one store
+   * each: what the thread waits on, a WEFT__WAITING word (0: none), written with
+   * relaxed stores by the thread itself before it blocks in weft__wait and after it
+   * resumes, read by weft_dump (a snapshot, nothing to order); and its name, NUL-
+   * terminated, bytes written and read with relaxed atomics (name.c): tcb_init
+   * clears byte 0. */
+  _Atomic uintptr_t waiting;
+  char name[WEFT_NAME_MAX];
 #ifdef WEFT_CHECKED
   _Atomic int dbg_blocked;     /* 1 while blocked in weft_thread_block: set before
                                   release() publishes it, cleared by the unblocker */
@@ -474,6 +490,10 @@ void weft__hook_switched(weft_thread_t *self, int blocked, void *obj);
 /* Nonzero while any callback is installed (idle-loop events test it). */
 extern _Atomic uint32_t weft__hooks_on;
 void weft__tcb_foreach(void (*fn)(weft_thread_t *t, void *arg), void *arg);
+/* The same with pool.lock held by the caller; and whether p is a carved control
+ * block (pool.lock held). For weft_dump (src/debug). */
+void weft__tcb_foreach_locked(void (*fn)(weft_thread_t *t, void *arg), void *arg);
+int weft__tcb_contains(const void *p);
 
 /* ---- wired threads (wire.c, weft/wire.h) -------------------------------------------
  * On a wire kernel thread weft__vp() is NULL; the wired weft thread running there is
