@@ -175,7 +175,7 @@ struct __attribute__((aligned(64))) weft_thread {
                                   list's lock */
   uint8_t stack_kind;          /* WEFT__STK_*: written by the slow bind, read by the
                                   slow release (both on the VP that runs t) */
-  /* Diagnostics (src/debug, docs/debugging.md), off the hot paths but for one store
+  /* Diagnostics (src/diag, docs/debugging.md), off the hot paths but for one store
    * each: what the thread waits on, a WEFT__WAITING word (0: none), written with
    * relaxed stores by the thread itself before it blocks in weft__wait and after it
    * resumes, read by weft_dump (a snapshot, nothing to order); and its name, NUL-
@@ -491,7 +491,7 @@ void weft__hook_switched(weft_thread_t *self, int blocked, void *obj);
 extern _Atomic uint32_t weft__hooks_on;
 void weft__tcb_foreach(void (*fn)(weft_thread_t *t, void *arg), void *arg);
 /* The same with pool.lock held by the caller; and whether p is a carved control
- * block (pool.lock held). For weft_dump (src/debug). */
+ * block (pool.lock held). For weft_dump (src/diag). */
 void weft__tcb_foreach_locked(void (*fn)(weft_thread_t *t, void *arg), void *arg);
 int weft__tcb_contains(const void *p);
 

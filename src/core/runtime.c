@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
-#include "debug/debug.h"
+#include "diag/diag.h"
 #include "weft/hook.h"
 #include "weft/trace.h"
 #include "weft/wire.h"
@@ -497,7 +497,7 @@ static _Noreturn void deadlock_report(void) {
                    "list or weft_thread_block\n", (unsigned long long)t->id, nm, main_tag);
   }
   if (s.total > s.n) fatal_printf("weft: ... and %ld more blocked threads\n", s.total - s.n);
-  weft__dump_deadlock();  /* every thread, what it waits on, backtraces (src/debug) */
+  weft__dump_deadlock();  /* every thread, what it waits on, backtraces (src/diag) */
   fatal_printf("weft: (WEFT_DEADLOCK=0 or weft_config_t.deadlock_report = "
                "WEFT_DEADLOCK_IGNORE turns this report off)\n");
   signal(SIGABRT, SIG_DFL);

@@ -18,7 +18,7 @@
 # It reads the runtime's structures through the debug information of libweft (or
 # of a program linked with weft statically): weft__rt, its VPs, the main thread and
 # the slabs of control blocks (src/core/alloc.c, src/core/internal.h). The
-# reading mirrors weft_dump (src/debug/dump.c); docs/debugging.md shows a session.
+# reading mirrors weft_dump (src/diag/dump.c); docs/debugging.md shows a session.
 import gdb
 
 SLAB_HEADER = 64  # WEFT__SLAB_HEADER: one cache line (src/core/alloc.c)

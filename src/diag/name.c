@@ -1,4 +1,4 @@
-/* src/debug/name.c - thread names (weft/thread.h weft_set_name, weft_get_name).
+/* src/diag/name.c - thread names (weft/thread.h weft_set_name, weft_get_name).
  *
  * The name lives in the control block (t->name, WEFT_NAME_MAX bytes). Any thread
  * may set or read any live thread's name, and weft_dump reads names of threads
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "debug/debug.h"
+#include "diag/diag.h"
 
 int weft_set_name(weft_thread_t *t, const char *name) {
   if (!t) {

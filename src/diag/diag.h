@@ -1,6 +1,6 @@
-/* src/debug/debug.h - the diagnostics' private interface (names, weft_dump). */
-#ifndef WEFT_DEBUG_INTERNAL_H
-#define WEFT_DEBUG_INTERNAL_H
+/* src/diag/diag.h - the diagnostics' private interface (names, weft_dump). */
+#ifndef WEFT_DIAG_INTERNAL_H
+#define WEFT_DIAG_INTERNAL_H
 
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-/* src/debug/dump.c - weft_dump: every thread, its state and what it waits on, and
+/* src/diag/dump.c - weft_dump: every thread, its state and what it waits on, and
  * the backtrace of each parked thread; the dump-on-signal handler.
  *
  * The registry of threads is the control-block allocator's: every block ever carved
@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
-#include "debug/debug.h"
+#include "diag/diag.h"
 #include "weft/debug.h"
 
 #if defined(WEFT_TSAN)
