@@ -21,6 +21,59 @@
 
 using namespace weft_sync_test;
 
+// The scene's thread functions have external linkage, so that -rdynamic exports
+// them and dladdr names them in the dump's backtraces.
+struct Scene {
+  weft_mutex_t m = WEFT_MUTEX_INIT;
+  weft_cond_t c = WEFT_COND_INIT;
+  weft_mutex_t cm = WEFT_MUTEX_INIT;
+  weft_sem_t s = WEFT_SEM_INIT(0);
+  weft_future_t fu = WEFT_FUTURE_INIT;
+  std::atomic<int> in{0};
+  int cond_go = 0;
+  weft_thread_t *t_mutex = nullptr, *t_cond = nullptr, *t_sem = nullptr, *t_future = nullptr,
+                *t_join = nullptr;
+};
+
+extern "C" void *OnMutex(void *a) {
+  auto *s = static_cast<Scene *>(a);
+  weft_set_name(nullptr, "on-mutex");
+  s->in.fetch_add(1);
+  weft_mutex_lock(&s->m);
+  weft_mutex_unlock(&s->m);
+  return nullptr;
+}
+extern "C" void *OnCond(void *a) {
+  auto *s = static_cast<Scene *>(a);
+  weft_set_name(nullptr, "on-cond");
+  weft_mutex_lock(&s->cm);
+  s->in.fetch_add(1);
+  while (!s->cond_go) weft_cond_wait(&s->c, &s->cm);
+  weft_mutex_unlock(&s->cm);
+  return nullptr;
+}
+extern "C" void *OnSem(void *a) {
+  auto *s = static_cast<Scene *>(a);
+  weft_set_name(nullptr, "on-sem");
+  s->in.fetch_add(1);
+  weft_sem_wait(&s->s);
+  return nullptr;
+}
+extern "C" void *OnFuture(void *a) {
+  auto *s = static_cast<Scene *>(a);
+  weft_set_name(nullptr, "on-future");
+  s->in.fetch_add(1);
+  weft_future_wait(&s->fu, nullptr);
+  return nullptr;
+}
+extern "C" void *OnJoin(void *a) {
+  auto *s = static_cast<Scene *>(a);
+  weft_set_name(nullptr, "on-join");
+  s->in.fetch_add(1);
+  weft_join(s->t_sem, nullptr);
+  return nullptr;
+}
+
 namespace {
 
 class DebugTest : public SyncVpTest {};
@@ -92,57 +145,6 @@ TEST_P(DebugTest, CppNames) {
 }
 
 // ---- weft_dump -------------------------------------------------------------------
-
-struct Scene {
-  weft_mutex_t m = WEFT_MUTEX_INIT;
-  weft_cond_t c = WEFT_COND_INIT;
-  weft_mutex_t cm = WEFT_MUTEX_INIT;
-  weft_sem_t s = WEFT_SEM_INIT(0);
-  weft_future_t fu = WEFT_FUTURE_INIT;
-  std::atomic<int> in{0};
-  int cond_go = 0;
-  weft_thread_t *t_mutex = nullptr, *t_cond = nullptr, *t_sem = nullptr, *t_future = nullptr,
-                *t_join = nullptr;
-};
-
-void *OnMutex(void *a) {
-  auto *s = static_cast<Scene *>(a);
-  weft_set_name(nullptr, "on-mutex");
-  s->in.fetch_add(1);
-  weft_mutex_lock(&s->m);
-  weft_mutex_unlock(&s->m);
-  return nullptr;
-}
-void *OnCond(void *a) {
-  auto *s = static_cast<Scene *>(a);
-  weft_set_name(nullptr, "on-cond");
-  weft_mutex_lock(&s->cm);
-  s->in.fetch_add(1);
-  while (!s->cond_go) weft_cond_wait(&s->c, &s->cm);
-  weft_mutex_unlock(&s->cm);
-  return nullptr;
-}
-void *OnSem(void *a) {
-  auto *s = static_cast<Scene *>(a);
-  weft_set_name(nullptr, "on-sem");
-  s->in.fetch_add(1);
-  weft_sem_wait(&s->s);
-  return nullptr;
-}
-void *OnFuture(void *a) {
-  auto *s = static_cast<Scene *>(a);
-  weft_set_name(nullptr, "on-future");
-  s->in.fetch_add(1);
-  weft_future_wait(&s->fu, nullptr);
-  return nullptr;
-}
-void *OnJoin(void *a) {
-  auto *s = static_cast<Scene *>(a);
-  weft_set_name(nullptr, "on-join");
-  s->in.fetch_add(1);
-  weft_join(s->t_sem, nullptr);
-  return nullptr;
-}
 
 std::string Hex(const void *p) {
   char b[32];
