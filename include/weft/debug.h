@@ -2,6 +2,8 @@
 #ifndef WEFT_DEBUG_H
 #define WEFT_DEBUG_H
 
+#include <stdio.h>
+
 #include "weft/common.h"
 
 #ifdef __cplusplus
@@ -36,6 +38,36 @@ typedef struct weft_debug_stats {
   uint64_t tcb_cached, stacks_cached;   /* free-list contents, local and global */
 } weft_debug_stats_t;
 WEFT_API void weft_debug_stats(weft_debug_stats_t *out);
+
+/* weft_dump() writes a snapshot of the runtime to f: each VP and what it runs,
+ * then every live thread (the main one included) with its id, name, state (running
+ * on a VP; ready on a VP; blocked on an object, named by kind and address; in
+ * weft_join on another thread; sleeping; new; finished and not joined; parked
+ * elsewhere: a thread list, weft_thread_block or a custom scheduler), its bundle
+ * if not the root, and for each parked thread a backtrace: the frame-pointer chain
+ * from its saved context, symbolized with dladdr(3) (exported names only, with the
+ * module and offset for addr2line). A chain stops at the first frame built without
+ * a frame pointer (WEFT_FRAME_POINTERS, docs/debugging.md). The threads run on
+ * while it is taken: a thread may be shown in a state it has just left. Callable
+ * from any thread while weft runs; does not switch. Errors: WEFT_EINVAL (f NULL);
+ * WEFT_ENOTINIT; WEFT_EBUSY (the control-block pool stayed locked: VPs only). */
+WEFT_API int weft_dump(FILE *f);
+
+/* weft_dump_fd() is weft_dump() written to a file descriptor with write(2), with
+ * no allocation, no stdio, no symbols (raw addresses) and only bounded tries of
+ * weft's locks: the form a signal handler may call. Not strictly
+ * async-signal-safe: it reads runtime structures that the interrupted code may be
+ * changing (it shows what it finds, and reads stacks with process_vm_readv(2) so
+ * that a stack unmapped meanwhile is not a fault). Errors: as weft_dump
+ * (WEFT_EINVAL: fd < 0). */
+WEFT_API int weft_dump_fd(int fd);
+
+/* weft_dump_on_signal() installs a handler for signal `signo` that calls
+ * weft_dump_fd(2) (standard error); 0 puts back what was there before. The
+ * environment variable WEFT_DUMP_SIGNAL=<signo> does the same when libweft is
+ * loaded (e.g. WEFT_DUMP_SIGNAL=10, then kill -USR1 <pid>). Errors: WEFT_EINVAL
+ * (not a signal that can be caught), WEFT_ESYS (sigaction failed). */
+WEFT_API int weft_dump_on_signal(int signo);
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,7 @@ extern "C" {
   X(ENOMEM,    -2, "out of memory")                                                  \
   X(EDEADLK,   -3, "operation would deadlock (joining oneself)")                     \
   X(ENOTINIT,  -4, "weft is not initialized (called before weft_init or after weft_shutdown)") \
-  X(EALREADY,  -5, "weft is already initialized")                                    \
+  X(EALREADY,  -5, "already initialized (weft, a trace) or already set (a future)")  \
   X(EBUSY,     -6, "resource busy (threads still alive, or object in use)")          \
   X(EPERM,     -7, "operation not permitted from this caller")                       \
   X(EAGAIN,    -8, "resource temporarily unavailable (limit reached)")               \

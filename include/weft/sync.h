@@ -1,7 +1,7 @@
 /* weft/sync.h - every synchronization object, their tuning and their counters.
  *
  * Blocking objects (mutex, hybrid lock, condition, semaphore, barrier,
- * reader/writer lock, lock sets) block a weft thread without holding its virtual
+ * reader/writer lock, lock sets, futures) block a weft thread without holding its virtual
  * processor, and block a plain OS thread in the kernel. A weft thread is published
  * on an object's wait queue only after its context is saved: the wait queue's
  * internal lock is released by the switch's continuation, on the next thread's
@@ -21,6 +21,7 @@
 #include "weft/barrier.h"
 #include "weft/rwlock.h"
 #include "weft/lockset.h"
+#include "weft/future.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -151,6 +151,26 @@ WEFT_API weft_thread_t *weft_self(void);
  * never 0; the main weft thread of each weft_init() gets a fresh one. t NULL gives 0. */
 WEFT_API uint64_t weft_thread_id(const weft_thread_t *t);
 
+/* Thread names, for diagnostics: weft_dump(), the deadlock report, traces
+ * (weft/trace.h) and the gdb extension show them. A name is kept in the control
+ * block, at most WEFT_NAME_MAX bytes with its terminating NUL; a new thread has
+ * none (""). Names need not be unique and mean nothing to the runtime. */
+#define WEFT_NAME_MAX 24
+
+/* weft_set_name() copies `name` into t's control block, truncated to
+ * WEFT_NAME_MAX - 1 bytes; NULL or "" clears it. t NULL names the calling thread.
+ * t must be a live thread (created and not yet reclaimed, see weft_join()).
+ * A reader racing the set may see a mix of the old and the new name (always
+ * NUL-terminated). Never switches. Errors: WEFT_EPERM (t NULL from a plain OS
+ * thread, also while weft is not running). */
+WEFT_API int weft_set_name(weft_thread_t *t, const char *name);
+
+/* weft_get_name() copies t's name (t NULL: the calling thread's) into buf,
+ * truncated to len - 1 bytes and NUL-terminated; "" if it has none. Never
+ * switches. Errors: WEFT_EINVAL (buf NULL or len 0); WEFT_EPERM (t NULL from a
+ * plain OS thread; buf is then set to ""). */
+WEFT_API int weft_get_name(const weft_thread_t *t, char *buf, size_t len);
+
 /* The one fast thread-specific pointer (OpenThreads §3.2.1): a word in the control
  * block, read and written in a few instructions. From a plain OS thread (which
  * includes any thread while weft is not running), get returns NULL and set returns

@@ -10,6 +10,8 @@
 //   shared_mutex, spinlock<Kind>        scoped_lock, shared_lock
 //   weft::condition_variable(_any)      std's interface; Mesa semantics
 //   weft::counting_semaphore, barrier   std's interface (barrier: arrive_and_wait only)
+//   weft::promise, future, shared_future, std's interfaces over weft futures
+//   async                               (weft/future.h)
 //   weft::atomic_int                    Presto's AtomicInt (weft/atomic_int.h)
 //   weft::monitor                       Hoare monitors, as Presto had them
 //   weft::scheduler, weft::bundle       schedulers by inheritance, built-in bundles
@@ -43,6 +45,7 @@
 #include "weft/cpp/mutex.hpp"
 #include "weft/cpp/condition_variable.hpp"
 #include "weft/cpp/semaphore.hpp"
+#include "weft/cpp/future.hpp"
 #include "weft/cpp/atomic_int.hpp"
 #include "weft/cpp/monitor.hpp"
 #include "weft/cpp/scheduler.hpp"

@@ -202,6 +202,23 @@ void weft__tcb_foreach(void (*fn)(weft_thread_t *t, void *arg), void *arg) {
   weft__spin_unlock(&p->lock);
 }
 
+/* weft__tcb_foreach with pool.lock already held (weft_dump, which only tries it). */
+void weft__tcb_foreach_locked(void (*fn)(weft_thread_t *t, void *arg), void *arg) {
+  for (weft__slab_t *sl = weft__rt.pool.slabs; sl; sl = sl->next)
+    for (int i = 0; i < sl->carved; i++) fn(slab_block(sl, i), arg);
+}
+
+/* 1 if p is the start of a carved control block; pool.lock held. */
+int weft__tcb_contains(const void *p) {
+  for (weft__slab_t *sl = weft__rt.pool.slabs; sl; sl = sl->next) {
+    const char *lo = (const char *)slab_block(sl, 0);
+    const char *hi = (const char *)slab_block(sl, sl->carved);
+    if ((const char *)p >= lo && (const char *)p < hi)
+      return ((size_t)((const char *)p - lo) % sizeof(weft_thread_t)) == 0;
+  }
+  return 0;
+}
+
 /* pool.lock held */
 static void partial_link(weft__pool_t *p, weft__slab_t *sl) {
   sl->pprev = NULL;

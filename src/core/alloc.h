@@ -165,6 +165,10 @@ static inline void weft__stack_release(weft_vp_t *vp, weft_thread_t *t) {
 
 /* Calls fn on every control block carved so far (the deadlock report). */
 void weft__tcb_foreach(void (*fn)(weft_thread_t *t, void *arg), void *arg);
+/* The same with pool.lock held by the caller; and whether p is a carved control
+ * block (pool.lock held). For weft_dump (src/diag). */
+void weft__tcb_foreach_locked(void (*fn)(weft_thread_t *t, void *arg), void *arg);
+int weft__tcb_contains(const void *p);
 
 /* Fault injection and accounting (alloc.c). */
 extern _Atomic long weft__live_blocks;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "diag/diag.h"
 #include "weft/wire.h"
 
 /* ---- when nothing can move any more: the deadlock and out-of-stacks reports ------
@@ -131,14 +132,21 @@ _Noreturn void weft__deadlock_report(void) {
   for (int i = 0; i < s.n; i++) {
     weft_thread_t *t = s.t[i];
     const char *main_tag = t == rt->main ? " (main)" : "";
+    char nm[WEFT_NAME_MAX + 3] = "";
+    if (weft__name_copy(t, nm + 2, WEFT_NAME_MAX)) {  /* ' "name"' if it has one */
+      nm[0] = ' ';
+      nm[1] = '"';
+      strcat(nm, "\"");
+    }
     if (s.joins[i])
-      fatal_printf("weft: thread %llu%s: blocked in weft_join on thread %llu\n",
-                   (unsigned long long)t->id, main_tag, (unsigned long long)s.joins[i]->id);
+      fatal_printf("weft: thread %llu%s%s: blocked in weft_join on thread %llu\n",
+                   (unsigned long long)t->id, nm, main_tag, (unsigned long long)s.joins[i]->id);
     else
-      fatal_printf("weft: thread %llu%s: blocked on a synchronization object, a thread "
-                   "list or weft_thread_block\n", (unsigned long long)t->id, main_tag);
+      fatal_printf("weft: thread %llu%s%s: blocked on a synchronization object, a thread "
+                   "list or weft_thread_block\n", (unsigned long long)t->id, nm, main_tag);
   }
   if (s.total > s.n) fatal_printf("weft: ... and %ld more blocked threads\n", s.total - s.n);
+  weft__dump_deadlock();  /* every thread, what it waits on, backtraces (src/diag) */
   fatal_printf("weft: (WEFT_DEADLOCK=0 or weft_config_t.deadlock_report = "
                "WEFT_DEADLOCK_IGNORE turns this report off)\n");
   signal(SIGABRT, SIG_DFL);

@@ -45,6 +45,14 @@
 #define WEFT__JW_TAG(w) ((w) & 7)
 #define WEFT__JW_PTR(w) ((void *)((w) & ~(uintptr_t)7))
 
+/* What a blocked thread waits on (t->waiting): the object's address (8-aligned)
+ * with one of these kinds in the low 3 bits; 0 when it waits on nothing weft knows
+ * of. A sleep has no object: WEFT__WK_SLEEP alone. Joins are not recorded here: the
+ * joinee's join word names its joiner. */
+enum { WEFT__WK_MUTEX = 1, WEFT__WK_COND = 2, WEFT__WK_SEM = 3, WEFT__WK_RWLOCK = 4,
+       WEFT__WK_FUTURE = 5, WEFT__WK_SLEEP = 6, WEFT__WK_BARRIER = 7 };
+#define WEFT__WAITING(obj, kind) ((uintptr_t)(const void *)(obj) | (uintptr_t)(kind))
+
 enum {
   WEFT__TF_MAIN = 1,      /* the main weft thread: runs on its OS thread's stack */
   WEFT__TF_CUSTOM = 2,    /* its bundle is not the root: no inlined scheduler paths
@@ -114,6 +122,14 @@ struct __attribute__((aligned(64))) weft_thread {
                                   list's lock */
   uint8_t stack_kind;          /* WEFT__STK_*: written by the slow bind, read by the
                                   slow release (both on the VP that runs t) */
+  /* Diagnostics (src/diag, docs/debugging.md), off the hot paths but for one store
+   * each: what the thread waits on, a WEFT__WAITING word (0: none), written with
+   * relaxed stores by the thread itself before it blocks in weft__wait and after it
+   * resumes, read by weft_dump (a snapshot, nothing to order); and its name, NUL-
+   * terminated, bytes written and read with relaxed atomics (name.c): tcb_init
+   * clears byte 0. */
+  _Atomic uintptr_t waiting;
+  char name[WEFT_NAME_MAX];
 #ifdef WEFT_CHECKED
   _Atomic int dbg_blocked;     /* 1 while blocked in weft_thread_block: set before
                                   release() publishes it, cleared by the unblocker */

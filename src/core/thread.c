@@ -72,6 +72,8 @@ static inline void tcb_init(weft_thread_t *t, weft_bundle_t *b, weft_thread_fn f
   t->local = NULL;
   t->tsd = NULL;
   t->sched_data = 0;
+  /* relaxed: a diagnostic, read by weft_dump with relaxed loads (name.c) */
+  __atomic_store_n(&t->name[0], 0, __ATOMIC_RELAXED);
   /* relaxed: published with the thread; weft_create/create_os add TF_CUSTOM */
   weft__tflags_init(t, weft__tf_start());
 #ifdef WEFT_CHECKED

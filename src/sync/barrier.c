@@ -42,7 +42,8 @@ int weft_barrier_wait(weft_barrier_t *b) {
     weft__waiter_t w;
     weft__waiter_init(&w, WEFT_FOREVER);
     weft__wq_push(&x->q, &w);
-    weft__wait(&w, &x->qlock, NULL, NULL);  /* no deadline: always SIGNALED */
+    /* no deadline: always SIGNALED */
+    weft__wait_on(&w, WEFT__WAITING(b, WEFT__WK_BARRIER), &x->qlock, NULL, NULL);
     return 0;
   }
   /* the serial thread: release the round; wake after the lock is dropped */

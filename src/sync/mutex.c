@@ -130,7 +130,7 @@ static int lock_queue(weft__mutex_t *m, weft__waiter_t *w, int woken) {
     w->morphed = 0;
     weft__wq_push(&m->q, w);
     if (!woken) weft__sync_count(WEFT__ST_BLOCKED);  /* once per lock call, as Fig 5-5 */
-    if (weft__wait(w, &m->qlock, NULL, NULL) == WEFT__W_TIMEDOUT) {
+    if (weft__wait_on(w, WEFT__WAITING(m, WEFT__WK_MUTEX), &m->qlock, NULL, NULL) == WEFT__W_TIMEDOUT) {
       weft__qlock_lock(&m->qlock);
       if (w->linked) weft__wq_remove(&m->q, w);
       weft__spin_unlock(&m->qlock);

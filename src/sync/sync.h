@@ -190,6 +190,12 @@ static inline void weft__wakeset_run(weft__wakeset_t *s) {
  * there). Returns w's final state, SIGNALED or TIMEDOUT, with acquire ordering.
  * After TIMEDOUT the caller re-takes qlock and unlinks w if still linked. */
 uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg);
+/* weft__wait that also records, for weft_dump, what a weft thread waits on while
+ * it is blocked: `what` is a WEFT__WAITING(object, kind) word (core/internal.h),
+ * stored in the thread's control block before it blocks and cleared when it
+ * resumes (relaxed: a diagnostic). weft__wait records nothing (0). */
+uint32_t weft__wait_on(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock,
+                       void (*extra)(void *), void *arg);
 
 /* The timers (timer.c: reserve, arm, cancel, poll) are declared in sync/timer.h. */
 

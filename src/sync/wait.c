@@ -110,15 +110,24 @@ static uint32_t wait_os(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(vo
   }
 }
 
-uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg) {
-  if (!w->t) return wait_os(w, qlock, extra, arg);
+uint32_t weft__wait_on(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock,
+                       void (*extra)(void *), void *arg) {
+  weft_thread_t *self = w->t;
+  if (!self) return wait_os(w, qlock, extra, arg);
   weft_vp_t *vp = weft__vp();
   struct wait_cont c = {w, qlock, extra, arg};
-  weft__block(vp, w->t, wait_cont, &c);
+  /* relaxed (both): read only by weft_dump, which orders nothing by it */
+  atomic_store_explicit(&self->waiting, what, memory_order_relaxed);
+  weft__block(vp, self, wait_cont, &c);
+  atomic_store_explicit(&self->waiting, 0, memory_order_relaxed);
   /* acquire: pairs with the waker's (or the timer's) acq_rel CAS */
   uint32_t st = atomic_load_explicit(&w->state, memory_order_acquire);
   if (w->heap) weft__timer_cancel(w);
   return st;
+}
+
+uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg) {
+  return weft__wait_on(w, 0, qlock, extra, arg);
 }
 
 /* ---- time ----------------------------------------------------------------------- */
@@ -147,7 +156,7 @@ int weft_sleep_until(uint64_t deadline) {
   if (rc) return rc;
   weft__waiter_t w;
   weft__waiter_init(&w, deadline);
-  weft__wait(&w, NULL, NULL, NULL);
+  weft__wait_on(&w, WEFT__WK_SLEEP, NULL, NULL, NULL);
   return 0;
 }
 

@@ -58,6 +58,8 @@ typedef struct vpbuf {
   _Atomic uint64_t dropped, switches, blocks, idles, idle_ns;
   _Atomic uint64_t steals, stolen;  /* STEAL events, and the threads they took */
   uint64_t idle_since;        /* owner only: IDLE_BEGIN's time, 0 when not idle */
+  uint64_t named[16];         /* owner only: ids whose name this buffer recorded
+                                 (direct-mapped by id): a name is recorded once */
 } __attribute__((aligned(64))) vpbuf_t;
 
 /* Callbacks under way, by VP (slot 0: plain OS threads; VPs share slots modulo
@@ -105,6 +107,24 @@ static void put(vpbuf_t *b, uint64_t ts, int ev, uint64_t tid, uint64_t aux) {
   r->pad = 0;
 }
 
+/* Private record kinds, after the hook events: a thread's name (weft_set_name),
+ * recorded at the end of its first run slice that has one: NAME holds bytes 0-15
+ * in ts and aux, NAME2 (if longer) bytes 16-23 in ts. No time: write_vp skips them. */
+enum { REC_NAME = 1000, REC_NAME2 = 1001 };
+
+static void put_name(vpbuf_t *b, weft_thread_t *t, uint64_t id) {
+  uint64_t *slot = &b->named[id % 16];
+  if (*slot == id) return;
+  char nm[WEFT_NAME_MAX] = {0};
+  if (weft_get_name(t, nm, sizeof nm) != 0 || !nm[0]) return;
+  *slot = id;
+  uint64_t w[3] = {0, 0, 0};
+  _Static_assert(sizeof w >= WEFT_NAME_MAX, "a name fits three words");
+  memcpy(w, nm, sizeof nm);
+  put(b, w[0], REC_NAME, id, w[1]);
+  if (strlen(nm) > 16) put(b, w[2], REC_NAME2, id, 0);
+}
+
 static void on_event(weft_hook_event_t ev, weft_thread_t *t, int vp, void *obj, void *arg) {
   (void)arg;
   _Atomic int *act = &active[vp < 0 ? 0 : (vp + 1) % NACTIVE].n;
@@ -132,7 +152,11 @@ static void on_event(weft_hook_event_t ev, weft_thread_t *t, int vp, void *obj, 
     } else {
       put(b, now, ev, ev == WEFT_HOOK_IDLE_END ? 0 : weft_thread_id(t), aux);
       switch (ev) {
-        case WEFT_HOOK_SAVE: count(&b->switches, 1); break;
+        case WEFT_HOOK_SAVE:
+          count(&b->switches, 1);
+          put_name(b, t, weft_thread_id(t));
+          break;
+        case WEFT_HOOK_EXIT: put_name(b, t, weft_thread_id(t)); break;
         case WEFT_HOOK_BLOCKED: count(&b->blocks, 1); break;
         case WEFT_HOOK_STEAL:
           count(&b->steals, 1);
@@ -267,6 +291,70 @@ void weft_trace_discard(void) {
 
 /* ---- JSON -------------------------------------------------------------------------- */
 
+/* Thread names found in the recording (REC_NAME records): an open-addressing table
+ * built by weft_trace_write_file, NULL when there are none. */
+typedef struct name_ent { uint64_t id; char name[WEFT_NAME_MAX]; } name_ent_t;
+static struct { name_ent_t *v; size_t cap; } names;
+
+static name_ent_t *name_slot(uint64_t id) {
+  size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & (names.cap - 1);
+  while (names.v[i].id && names.v[i].id != id) i = (i + 1) & (names.cap - 1);
+  return &names.v[i];
+}
+
+static const char *name_of(uint64_t id) {
+  if (!names.v || !id) return NULL;
+  name_ent_t *e = name_slot(id);
+  return e->id ? e->name : NULL;
+}
+
+static void names_build(void) {
+  size_t n = 0;
+  for (int i = 0; i < g.nvps; i++)
+    for (size_t k = 0; k < g.bufs[i].n; k++) n += g.bufs[i].recs[k].ev == REC_NAME;
+  names.v = NULL;
+  if (!n) return;
+  for (names.cap = 16; names.cap < 2 * n; names.cap *= 2) {
+  }
+  names.v = calloc(names.cap, sizeof *names.v);
+  if (!names.v) return;  /* out of memory: the trace shows ids only */
+  for (int i = 0; i < g.nvps; i++)
+    for (size_t k = 0; k < g.bufs[i].n; k++) {
+      const rec_t *r = &g.bufs[i].recs[k];
+      if (r->ev != REC_NAME && r->ev != REC_NAME2) continue;
+      name_ent_t *e = name_slot(r->tid);
+      e->id = r->tid;
+      if (r->ev == REC_NAME) {
+        memcpy(e->name, &r->ts, 8);
+        memcpy(e->name + 8, &r->aux, 8);
+      } else {
+        memcpy(e->name + 16, &r->ts, WEFT_NAME_MAX - 16);
+      }
+      e->name[WEFT_NAME_MAX - 1] = 0;
+    }
+}
+
+/* Writes s as a JSON string body: quotes, backslashes and control bytes escaped. */
+static void json_str(FILE *f, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+}
+
+/* A thread's display name: its name and id, or "thread <id>". */
+static void thread_label(FILE *f, uint64_t id) {
+  const char *nm = name_of(id);
+  if (nm) {
+    json_str(f, nm);
+    fprintf(f, " (%" PRIu64 ")", id);
+  } else {
+    fprintf(f, "thread %" PRIu64, id);
+  }
+}
+
 /* Microseconds since the start, with the nanoseconds as the fraction. */
 static void ts(FILE *f, uint64_t t) {
   uint64_t d = t > g.t0 ? t - g.t0 : 0;
@@ -283,10 +371,11 @@ static void sep(out_t *o) {
 static void slice(out_t *o, int tid, const char *cat, uint64_t id, uint64_t a, uint64_t b,
                   const char *end) {
   sep(o);
-  if (id)
-    fprintf(o->f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"thread %" PRIu64 "\",\"pid\":1,\"tid\":%d,"
-            "\"ts\":", cat, id, tid);
-  else
+  if (id) {
+    fprintf(o->f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"", cat);
+    thread_label(o->f, id);
+    fprintf(o->f, "\",\"pid\":1,\"tid\":%d,\"ts\":", tid);
+  } else
     fprintf(o->f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"idle\",\"pid\":1,\"tid\":%d,\"ts\":",
             cat, tid);
   ts(o->f, a);
@@ -310,8 +399,9 @@ static void instant(out_t *o, int tid, const char *name, uint64_t t, uint64_t th
 
 static void lifetime(out_t *o, int tid, const char *ph, uint64_t t, uint64_t id) {
   sep(o);
-  fprintf(o->f, "{\"ph\":\"%s\",\"cat\":\"weft.thread\",\"name\":\"thread %" PRIu64 "\","
-          "\"id\":%" PRIu64 ",\"pid\":1,\"tid\":%d,\"ts\":", ph, id, id, tid);
+  fprintf(o->f, "{\"ph\":\"%s\",\"cat\":\"weft.thread\",\"name\":\"", ph);
+  thread_label(o->f, id);
+  fprintf(o->f, "\",\"id\":%" PRIu64 ",\"pid\":1,\"tid\":%d,\"ts\":", id, tid);
   ts(o->f, t);
   fputs("}", o->f);
 }
@@ -393,6 +483,7 @@ int weft_trace_write_file(FILE *f) {
   if (g.installed) return WEFT_EBUSY;
   if (!g.bufs || !f) return WEFT_EINVAL;
   out_t o = {f, 1};
+  names_build();
   fputs("{\"traceEvents\":[", f);
   meta(&o, 0, "process_name", "weft");
   char name[32];
@@ -424,6 +515,8 @@ int weft_trace_write_file(FILE *f) {
     fprintf(f, "%s%" PRIu64, i ? "," : "",
             atomic_load_explicit(&g.bufs[i].dropped, memory_order_relaxed));
   fputs("],\"last_buffer\":\"plain OS threads\"}}\n", f);
+  free(names.v);
+  names.v = NULL;
   return ferror(f) ? WEFT_ESYS : 0;
 }
 

@@ -22,7 +22,7 @@ const ErrorRow kErrors[] = {
     {WEFT_EDEADLK, -3, "EDEADLK", "operation would deadlock (joining oneself)"},
     {WEFT_ENOTINIT, -4, "ENOTINIT",
      "weft is not initialized (called before weft_init or after weft_shutdown)"},
-    {WEFT_EALREADY, -5, "EALREADY", "weft is already initialized"},
+    {WEFT_EALREADY, -5, "EALREADY", "already initialized (weft, a trace) or already set (a future)"},
     {WEFT_EBUSY, -6, "EBUSY", "resource busy (threads still alive, or object in use)"},
     {WEFT_EPERM, -7, "EPERM", "operation not permitted from this caller"},
     {WEFT_EAGAIN, -8, "EAGAIN", "resource temporarily unavailable (limit reached)"},

@@ -360,6 +360,45 @@ TEST_P(TraceTest, TracedRunHoldsTheExpectedEvents) {
   std::remove(path.c_str());
 }
 
+// Named threads (weft_set_name) give their run slices and lifetime spans their
+// name and id; a name longer than 16 bytes survives whole; unnamed threads keep
+// "thread <id>".
+TEST_P(TraceTest, NamedThreadsNameTheirSlices) {
+  if (!Start(0)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  auto body = +[](void *name) -> void * {
+    if (name) weft_set_name(nullptr, static_cast<const char *>(name));
+    for (int k = 0; k < 3; k++) weft_yield();
+    return nullptr;
+  };
+  weft_thread_t *a = weft_test::Spawn(body, const_cast<char *>("tr-worker"));
+  weft_thread_t *b = weft_test::Spawn(body, const_cast<char *>("a-name-of-22-bytes-xyz"));
+  weft_thread_t *c = weft_test::Spawn(body, nullptr);
+  uint64_t ia = weft_thread_id(a), ib = weft_thread_id(b), ic = weft_thread_id(c);
+  weft_test::Join(a);
+  weft_test::Join(b);
+  weft_test::Join(c);
+  ASSERT_EQ(weft_trace_stop(), 0);
+  std::string path = TempPath("names");
+  ASSERT_EQ(weft_trace_write(path.c_str()), 0);
+  Json root;
+  ASSERT_NO_FATAL_FAILURE(Load(path, &root));
+  std::map<std::string, int> x, begin;
+  for (const Json &e : root.Get("traceEvents")->arr) {
+    if (e.Str("ph") == "X") x[e.Str("name")]++;
+    if (e.Str("ph") == "b") begin[e.Str("name")]++;
+  }
+  std::string na = "tr-worker (" + std::to_string(ia) + ")";
+  std::string nb = "a-name-of-22-bytes-xyz (" + std::to_string(ib) + ")";
+  std::string nc = "thread " + std::to_string(ic);
+  EXPECT_GE(x[na], 1) << na;
+  EXPECT_EQ(begin[na], 1) << na;
+  EXPECT_GE(x[nb], 1) << nb;
+  EXPECT_EQ(begin[nb], 1) << nb;
+  EXPECT_GE(x[nc], 1) << nc;
+  weft_trace_discard();
+  std::remove(path.c_str());
+}
+
 TEST_P(TraceTest, FullBuffersDropEventsAndSaySo) {
   if (!Start(8)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
   Shared s;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <new>
 #include <ostream>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <type_traits>
@@ -176,6 +177,20 @@ class thread {
     detail::check(weft_detach(h_), "weft::thread::detach");
     h_ = nullptr;
   }
+  // set_name() names the thread (weft_set_name(): truncated to WEFT_NAME_MAX - 1
+  // bytes; shown by weft_dump, traces and the gdb extension). Throws
+  // std::system_error (EINVAL: not joinable).
+  void set_name(const char *name) {
+    if (!h_) detail::throw_error(WEFT_EINVAL, "weft::thread::set_name: not joinable");
+    detail::check(weft_set_name(h_, name), "weft_set_name");
+  }
+  void set_name(const std::string &name) { set_name(name.c_str()); }
+  // get_name() returns the thread's name ("" if none or not joinable).
+  std::string get_name() const {
+    char buf[WEFT_NAME_MAX];
+    if (!h_ || weft_get_name(h_, buf, sizeof buf) != 0) return std::string();
+    return std::string(buf);
+  }
   void swap(thread &o) noexcept { std::swap(h_, o.h_); }
   friend void swap(thread &a, thread &b) noexcept { a.swap(b); }
 
@@ -212,6 +227,19 @@ inline void yield() noexcept { weft_yield(); }
 
 // get_id() returns the calling weft thread's id, or id() from a plain OS thread.
 inline thread::id get_id() noexcept { return thread::id(weft_thread_id(weft_self())); }
+
+// set_name() names the calling weft thread (weft_set_name()). Throws
+// std::system_error (EPERM: a plain OS thread).
+inline void set_name(const char *name) { detail::check(weft_set_name(nullptr, name), "weft_set_name"); }
+inline void set_name(const std::string &name) { set_name(name.c_str()); }
+
+// get_name() returns the calling weft thread's name ("" if none, or from a plain OS
+// thread).
+inline std::string get_name() {
+  char buf[WEFT_NAME_MAX];
+  if (weft_get_name(nullptr, buf, sizeof buf) != 0) return std::string();
+  return std::string(buf);
+}
 
 // sleep_for() blocks the calling weft thread (not its VP) for at least d.
 template <class Rep, class Period>

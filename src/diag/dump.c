@@ -1,0 +1,441 @@
+/* src/diag/dump.c - weft_dump: every thread, its state and what it waits on, and
+ * the backtrace of each parked thread; the dump-on-signal handler.
+ *
+ * The registry of threads is the control-block allocator's: every block ever carved
+ * lies in a slab on rt.pool.slabs (alloc.c), walked under pool.lock, plus the main
+ * thread's block (rt.main). A block is a live thread when its function is set and
+ * its join word is not FREED or JOINED (tcb_init writes both at creation; a
+ * reclaimed block keeps FREED/JOINED until it is created again).
+ *
+ * A dump is a snapshot taken while the threads run on: it reads other threads'
+ * fields without synchronizing with them (relaxed loads of the atomics, plain reads
+ * of the rest, which TSan is told to ignore), and may show a thread in a state it
+ * has just left. Stack memory is read through process_vm_readv(2) on the process
+ * itself, so that a stack unmapped under the walk gives an error, not a fault.
+ *
+ * Everything is formatted by hand into a fixed buffer and written with write(2) or
+ * fwrite: the fd form (weft_dump_fd, and the signal handler) uses no malloc, no
+ * stdio, no dladdr, and only tries locks (bounded), so that it is usable from a
+ * signal handler: see weft/debug.h for what remains unsafe.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "diag/diag.h"
+#include "weft/debug.h"
+
+#if defined(WEFT_TSAN)
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+#define IGNORE_READS_BEGIN() AnnotateIgnoreReadsBegin(__FILE__, __LINE__)
+#define IGNORE_READS_END() AnnotateIgnoreReadsEnd(__FILE__, __LINE__)
+#else
+#define IGNORE_READS_BEGIN() ((void)0)
+#define IGNORE_READS_END() ((void)0)
+#endif
+
+/* ---- output: a hand-made formatter over a fixed buffer -------------------------- */
+typedef struct sink {
+  FILE *f;      /* NULL: write(2) to fd (async-signal-safe) */
+  int fd;
+  size_t n;
+  char buf[512];
+} sink_t;
+
+static void flush(sink_t *o) {
+  const char *p = o->buf;
+  size_t n = o->n;
+  o->n = 0;
+  if (o->f) {
+    fwrite(p, 1, n, o->f);
+    return;
+  }
+  while (n > 0) {
+    ssize_t w = write(o->fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+static void puts_(sink_t *o, const char *s) {
+  for (; *s; s++) {
+    if (o->n == sizeof o->buf) flush(o);
+    o->buf[o->n++] = *s;
+  }
+}
+
+static void putu(sink_t *o, unsigned long long v) {
+  char t[24];
+  int i = (int)sizeof t;
+  t[--i] = 0;
+  do t[--i] = (char)('0' + v % 10); while ((v /= 10) != 0);
+  puts_(o, t + i);
+}
+
+static void puthex(sink_t *o, unsigned long long v) {
+  char t[24];
+  int i = (int)sizeof t;
+  t[--i] = 0;
+  do t[--i] = "0123456789abcdef"[v & 15]; while ((v >>= 4) != 0);
+  t[--i] = 'x';
+  t[--i] = '0';
+  puts_(o, t + i);
+}
+
+static void putp(sink_t *o, const void *p) { puthex(o, (unsigned long long)(uintptr_t)p); }
+
+/* ---- locks: tried, never waited on without bound (a signal may have interrupted
+ * their holder on this very kernel thread) --------------------------------------- */
+static int try_lock(weft__spin_t *l) {
+  for (long i = 0; i < 1000000; i++) {
+    if (weft__spin_trylock(l)) return 1;
+    weft__os_relax();
+  }
+  return 0;
+}
+
+/* ---- safe memory reads --------------------------------------------------------- */
+static int vm_readv_works = 1;  /* cleared if process_vm_readv is refused */
+
+/* Reads one word at p: 1 on success. */
+__attribute__((no_sanitize("address"))) static int read_word(uintptr_t p, uintptr_t *out) {
+  if (p == 0 || (p & (sizeof(uintptr_t) - 1))) return 0;
+  if (__atomic_load_n(&vm_readv_works, __ATOMIC_RELAXED)) {
+    struct iovec local = {out, sizeof *out};
+    struct iovec remote = {(void *)p, sizeof *out};
+    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (n == (ssize_t)sizeof *out) return 1;
+    if (n < 0 && errno == EFAULT) return 0;
+    __atomic_store_n(&vm_readv_works, 0, __ATOMIC_RELAXED);  /* ENOSYS, EPERM: plain reads */
+  }
+  *out = *(const volatile uintptr_t *)p;
+  return 1;
+}
+
+/* ---- the saved context: where a parked thread resumes ---------------------------
+ * The frame layouts are those of src/arch/context.h. Returns 1 and the resume pc
+ * and frame pointer of a saved context. */
+static int saved_regs(const weft_ctx_t *ctx, uintptr_t *pc, uintptr_t *fp) {
+  uintptr_t sp = (uintptr_t)ctx->sp;
+  if (!sp) return 0;
+#if defined(WEFT_CONTEXT_UCONTEXT)
+  (void)pc;
+  (void)fp;
+  return 0;  /* the ucontext frame is the C library's: not walked */
+#elif defined(__x86_64__)
+  /* +48 rbp, +56 resume address */
+  return read_word(sp + 56, pc) && read_word(sp + 48, fp);
+#elif defined(__aarch64__)
+  /* +80 x29 (frame pointer), +88 x30 (resume address) */
+  return read_word(sp + 88, pc) && read_word(sp + 80, fp);
+#else
+  (void)pc;
+  (void)fp;
+  return 0;
+#endif
+}
+
+/* Bounds of t's stack: [lo, hi), or 0..UINTPTR_MAX for the main thread (its
+ * kernel thread's stack). */
+static void stack_bounds(const weft_thread_t *t, uintptr_t *lo, uintptr_t *hi) {
+  if (t->stack) {
+    size_t size = t->stack_size ? t->stack_size : weft__rt.cfg.stack_size;
+    *lo = (uintptr_t)t->stack;
+    *hi = *lo + size;
+  } else {
+    *lo = 0;
+    *hi = UINTPTR_MAX;
+  }
+}
+
+static void put_symbol(sink_t *o, uintptr_t pc, int symbols) {
+  if (!symbols) return;
+  Dl_info di;
+  /* pc - 1: a return address may be the first byte of the next function */
+  if (!dladdr((void *)(pc - 1), &di) || !di.dli_fname) return;
+  if (di.dli_sname) {
+    puts_(o, " ");
+    puts_(o, di.dli_sname);
+    puts_(o, "+");
+    puthex(o, pc - (uintptr_t)di.dli_saddr);
+  }
+  const char *base = strrchr(di.dli_fname, '/');
+  puts_(o, " (");
+  puts_(o, base ? base + 1 : di.dli_fname);
+  puts_(o, "+");
+  puthex(o, pc - (uintptr_t)di.dli_fbase);
+  puts_(o, ")");
+}
+
+#define MAX_FRAMES 32
+
+/* The frame chain from t's saved context: the resume address, then each frame's
+ * return address while the frame pointers stay inside t's stack and increase. */
+static void backtrace_of(sink_t *o, const weft_thread_t *t, int symbols) {
+  uintptr_t pc, fp;
+  if (!saved_regs(&t->ctx, &pc, &fp)) return;
+  uintptr_t lo, hi;
+  stack_bounds(t, &lo, &hi);
+  uintptr_t prev = (uintptr_t)t->ctx.sp;
+  for (int i = 0; i < MAX_FRAMES && pc; i++) {
+    puts_(o, "    #");
+    putu(o, (unsigned long long)i);
+    puts_(o, " ");
+    putp(o, (void *)pc);
+    put_symbol(o, pc, symbols);
+    puts_(o, "\n");
+    if (fp <= prev || fp < lo || fp + 2 * sizeof(uintptr_t) > hi) break;
+    uintptr_t next_fp, ret;
+    if (!read_word(fp, &next_fp) || !read_word(fp + sizeof(uintptr_t), &ret)) break;
+    prev = fp;
+    fp = next_fp;
+    pc = ret;
+  }
+}
+
+/* ---- states ---------------------------------------------------------------------- */
+static const char *const kind_names[8] = {"", "mutex", "condition", "semaphore", "rwlock",
+                                          "future", "sleep", "barrier"};
+
+static int is_live(const weft_thread_t *t) {
+  uintptr_t w = atomic_load_explicit(&t->join, memory_order_relaxed);
+  if (t == weft__rt.main) return 1;  /* runs its OS thread's code: no fn */
+  return t->fn != NULL && w != WEFT__JW_FREED && w != WEFT__JW_JOINED;
+}
+
+/* 1 if p is a control block (rt.main or a carved slab block); pool.lock held. */
+static int is_block(const void *p) {
+  return p == weft__rt.main || weft__tcb_contains(p);
+}
+
+/* The VP running t, or -1. */
+static int running_on(const weft_thread_t *t) {
+  for (int i = 0; i < weft__rt.nvps; i++)
+    if (__atomic_load_n(&weft__rt.vps[i]->current, __ATOMIC_RELAXED) == t) return i;
+  return -1;
+}
+
+/* The VP whose dispatch queue holds t, -1 if none, -2 if a queue lock could not
+ * be had. */
+static int queued_on(const weft_thread_t *t) {
+  int busy = 0;
+  for (int i = 0; i < weft__rt.nvps; i++) {
+    weft_vp_t *v = weft__rt.vps[i];
+    if (!try_lock(&v->q.lock)) {
+      busy = 1;
+      continue;
+    }
+    int found = 0;
+    for (weft_thread_t *q = atomic_load_explicit(&v->q.head, memory_order_relaxed); q; q = q->next)
+      if (q == t) {
+        found = 1;
+        break;
+      }
+    weft__spin_unlock(&v->q.lock);
+    if (found) return i;
+  }
+  return busy ? -2 : -1;
+}
+
+struct dump_ctx {
+  sink_t *o;
+  int symbols;
+  long n;
+};
+
+static void put_thread_head(sink_t *o, const weft_thread_t *t) {
+  puts_(o, "thread ");
+  putu(o, (unsigned long long)t->id);
+  char nm[WEFT_NAME_MAX];
+  if (weft__name_copy(t, nm, sizeof nm)) {
+    puts_(o, " \"");
+    puts_(o, nm);
+    puts_(o, "\"");
+  }
+  if (t == weft__rt.main) puts_(o, " (main)");
+}
+
+/* "mutex 0x..." etc. for a waiting word, or nothing for 0. */
+static void put_waiting(sink_t *o, uintptr_t w) {
+  unsigned k = (unsigned)(w & 7);
+  if (k == WEFT__WK_SLEEP) {
+    puts_(o, "sleeping");
+    return;
+  }
+  puts_(o, "blocked on ");
+  puts_(o, kind_names[k]);
+  puts_(o, " ");
+  putp(o, (void *)(w & ~(uintptr_t)7));
+}
+
+/* The joinee of t if t waits in weft_join (verified through the joinee's join word,
+ * never through a possibly stale pointer alone); pool.lock held. */
+static const weft_thread_t *joinee_of(const weft_thread_t *t) {
+  const weft_thread_t *j = t->blocked_on;
+  if (!j || !is_block(j)) return NULL;
+  uintptr_t w = atomic_load_explicit(&j->join, memory_order_relaxed);
+  return WEFT__JW_TAG(w) == WEFT__JW_WEFT && WEFT__JW_PTR(w) == t ? j : NULL;
+}
+
+static void dump_thread(weft_thread_t *t, void *arg) {
+  struct dump_ctx *c = arg;
+  if (!is_live(t)) return;
+  sink_t *o = c->o;
+  c->n++;
+  put_thread_head(o, t);
+  puts_(o, ": ");
+  int parked = 0;
+  uintptr_t jw = atomic_load_explicit(&t->join, memory_order_relaxed);
+  uintptr_t waiting = atomic_load_explicit(&t->waiting, memory_order_relaxed);
+  int vp = running_on(t);
+  const weft_thread_t *j;
+  if (jw == WEFT__JW_DONE) {
+    puts_(o, "finished, not yet joined");
+  } else if (vp >= 0) {
+    puts_(o, "running on VP ");
+    putu(o, (unsigned long long)vp);
+  } else if (waiting) {
+    put_waiting(o, waiting);
+    parked = 1;
+  } else if ((j = joinee_of(t)) != NULL) {
+    puts_(o, "blocked in weft_join on thread ");
+    putu(o, (unsigned long long)j->id);
+    parked = 1;
+  } else {
+    int q = queued_on(t);
+    if (q >= 0) {
+      puts_(o, t->ctx.sp ? "ready on VP " : "new, ready on VP ");
+      putu(o, (unsigned long long)q);
+      parked = t->ctx.sp != NULL;
+    } else if (!t->ctx.sp) {
+      puts_(o, "new, not started");
+    } else {
+      /* off every dispatch queue and not in a known wait: a thread list,
+       * weft_thread_block, a custom scheduler's queue, wired, or in between */
+      puts_(o, "parked (thread list, weft_thread_block, or its scheduler's)");
+      parked = 1;
+    }
+  }
+  if (t->bundle && t->bundle != weft__rt.root) {
+    puts_(o, ", bundle ");
+    putp(o, t->bundle);
+  }
+  if (jw == WEFT__JW_DETACHED) puts_(o, ", detached");
+  puts_(o, "\n");
+  if (parked) backtrace_of(o, t, c->symbols);
+}
+
+/* The dump proper; 0 or WEFT_ENOTINIT / WEFT_EBUSY (a lock could not be had). */
+static int dump(sink_t *o, int symbols) {
+  weft__rt_t *rt = &weft__rt;
+  if (atomic_load_explicit(&rt->state, memory_order_acquire) != 1) {
+    puts_(o, "weft: dump: weft is not running\n");
+    flush(o);
+    return WEFT_ENOTINIT;
+  }
+  IGNORE_READS_BEGIN();
+  puts_(o, "weft: dump: ");
+  putu(o, (unsigned long long)rt->nvps);
+  puts_(o, " VPs\n");
+  for (int i = 0; i < rt->nvps; i++) {
+    weft_vp_t *v = rt->vps[i];
+    weft_thread_t *cur = __atomic_load_n(&v->current, __ATOMIC_RELAXED);
+    puts_(o, "VP ");
+    putu(o, (unsigned long long)i);
+    if (cur) {
+      puts_(o, ": running ");
+      put_thread_head(o, cur);
+    } else {
+      puts_(o, atomic_load_explicit(&v->park, memory_order_relaxed) ? ": asleep" : ": idle");
+    }
+    puts_(o, "\n");
+  }
+  struct dump_ctx c = {o, symbols, 0};
+  int rc = 0;
+  if (!try_lock(&rt->pool.lock)) {
+    puts_(o, "weft: dump: the control-block pool is locked: threads not listed\n");
+    rc = WEFT_EBUSY;
+  } else {
+    dump_thread(rt->main, &c);
+    weft__tcb_foreach_locked(dump_thread, &c);
+    weft__spin_unlock(&rt->pool.lock);
+    puts_(o, "weft: dump: ");
+    putu(o, (unsigned long long)c.n);
+    puts_(o, " threads\n");
+  }
+  IGNORE_READS_END();
+  flush(o);
+  return rc;
+}
+
+int weft_dump(FILE *f) {
+  if (!f) return WEFT_EINVAL;
+  sink_t o = {.f = f, .fd = -1, .n = 0};
+  int rc = dump(&o, 1);
+  fflush(f);
+  return rc;
+}
+
+int weft_dump_fd(int fd) {
+  if (fd < 0) return WEFT_EINVAL;
+  sink_t o = {.f = NULL, .fd = fd, .n = 0};
+  return dump(&o, 0);
+}
+
+void weft__dump_deadlock(void) {
+  sink_t o = {.f = NULL, .fd = 2, .n = 0};
+  dump(&o, 0);
+}
+
+/* ---- dump on a signal ------------------------------------------------------------ */
+static _Atomic int dump_signo;    /* the installed signal, 0 none */
+static struct sigaction dump_old; /* what it replaced */
+
+static void on_dump_signal(int sig) {
+  (void)sig;
+  int saved = errno;
+  weft_dump_fd(2);
+  errno = saved;
+}
+
+int weft_dump_on_signal(int signo) {
+  int old = atomic_load(&dump_signo);
+  if (signo == 0) {
+    if (old && sigaction(old, &dump_old, NULL) != 0) return WEFT_ESYS;
+    atomic_store(&dump_signo, 0);
+    return 0;
+  }
+  if (signo < 1 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP) return WEFT_EINVAL;
+  if (old == signo) return 0;
+  if (old) weft_dump_on_signal(0);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_dump_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART | SA_ONSTACK;
+  if (sigaction(signo, &sa, &dump_old) != 0) return WEFT_ESYS;
+  atomic_store(&dump_signo, signo);
+  return 0;
+}
+
+/* WEFT_DUMP_SIGNAL=<signo>: installed when the library is loaded. */
+__attribute__((constructor)) static void dump_from_env(void) {
+  const char *e = getenv("WEFT_DUMP_SIGNAL");
+  if (!e || !*e) return;
+  char *end;
+  long s = strtol(e, &end, 10);
+  if (*end || s <= 0 || s >= NSIG || weft_dump_on_signal((int)s) != 0) {
+    static const char msg[] = "weft: WEFT_DUMP_SIGNAL: not a signal number that can be caught\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+  }
+}

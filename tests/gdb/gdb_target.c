@@ -1,0 +1,85 @@
+/* tests/gdb/gdb_target.c - the program the gdb extension's test debugs: weft threads
+ * parked on a mutex, a condition, and a join (of a thread parked on a semaphore),
+ * then a call of weft_gdb_test_ready(), where the test's breakpoint stops it. It
+ * finds out that every thread is parked from weft_dump's own report. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "weft/debug.h"
+#include "weft/weft.h"
+
+static weft_mutex_t m = WEFT_MUTEX_INIT, cm = WEFT_MUTEX_INIT;
+static weft_cond_t c = WEFT_COND_INIT;
+static weft_sem_t s = WEFT_SEM_INIT(0);
+static int go;
+static weft_thread_t *sem_thread;
+
+__attribute__((noinline)) void weft_gdb_test_ready(void) { __asm__ volatile("" ::: "memory"); }
+
+static void *mutex_waiter(void *a) {
+  (void)a;
+  weft_set_name(NULL, "on-mutex");
+  weft_mutex_lock(&m);
+  weft_mutex_unlock(&m);
+  return NULL;
+}
+
+static void *cond_waiter(void *a) {
+  (void)a;
+  weft_set_name(NULL, "on-cond");
+  weft_mutex_lock(&cm);
+  while (!go) weft_cond_wait(&c, &cm);
+  weft_mutex_unlock(&cm);
+  return NULL;
+}
+
+static void *sem_waiter(void *a) {
+  (void)a;
+  weft_set_name(NULL, "on-sem");
+  weft_sem_wait(&s);
+  return NULL;
+}
+
+static void *joiner(void *a) {
+  (void)a;
+  weft_set_name(NULL, "joiner");
+  weft_join(sem_thread, NULL);
+  return NULL;
+}
+
+static int all_parked(void) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return 0;
+  weft_dump(f);
+  fclose(f);
+  int ok = strstr(buf, "\"on-mutex\": blocked on mutex") && strstr(buf, "\"on-cond\": blocked on condition") &&
+           strstr(buf, "\"on-sem\": blocked on semaphore") && strstr(buf, "\"joiner\": blocked in weft_join");
+  free(buf);
+  return ok;
+}
+
+int main(void) {
+  alarm(60);  /* a watchdog: the test fails rather than hangs */
+  if (weft_init(NULL) != 0) return 2;
+  weft_thread_t *t[4];
+  weft_mutex_lock(&m);
+  if (weft_create(&t[0], NULL, mutex_waiter, NULL) || weft_create(&t[1], NULL, cond_waiter, NULL) ||
+      weft_create(&sem_thread, NULL, sem_waiter, NULL) || weft_create(&t[2], NULL, joiner, NULL))
+    return 3;
+  while (!all_parked()) weft_yield();
+  weft_gdb_test_ready();
+  weft_mutex_unlock(&m);
+  weft_mutex_lock(&cm);
+  go = 1;
+  weft_cond_broadcast(&c);
+  weft_mutex_unlock(&cm);
+  weft_sem_signal(&s);
+  weft_join(t[0], NULL);
+  weft_join(t[1], NULL);
+  weft_join(t[2], NULL);
+  return weft_shutdown() == 0 ? 0 : 4;
+}

@@ -1,0 +1,37 @@
+#!/bin/sh
+# tests/gdb/run.sh TARGET SCRIPT - runs gdb -batch on TARGET (tests/gdb/gdb_target.c)
+# with the extension SCRIPT loaded by hand, stops where every thread is parked, and
+# checks `info weft-threads` and `weft-thread NAME bt`. Exit 77 (skipped) without
+# gdb, under an emulator, or where ptrace is not allowed.
+target=$1
+script=$2
+[ -n "$WEFT_TEST_EMULATED" ] && { echo "skipped: emulated"; exit 77; }
+command -v gdb >/dev/null 2>&1 || { echo "skipped: no gdb"; exit 77; }
+out=$(gdb -batch -nx -ex "set debuginfod enabled off" -ex "source $script" \
+  -ex "break weft_gdb_test_ready" -ex run -ex "info weft-threads" \
+  -ex "weft-thread on-mutex bt" -ex "weft-thread on-cond bt" -ex "weft-thread joiner bt" \
+  -ex "bt 1" -ex kill "$target" 2>&1)
+echo "$out"
+case $out in
+  *"ptrace: Operation not permitted"*|*"Could not trace the inferior"*|*"not allowed"*)
+    echo "skipped: ptrace not permitted"; exit 77 ;;
+esac
+fail=0
+check() {
+  if printf '%s\n' "$out" | grep -Eq -- "$1"; then :; else echo "MISSING: $1"; fail=1; fi
+}
+check '"on-mutex" +blocked on mutex 0x[0-9a-f]+'
+check '"on-cond" +blocked on condition 0x[0-9a-f]+'
+check '"on-sem" +blocked on semaphore 0x[0-9a-f]+'
+check '"joiner" +blocked in weft_join on thread [0-9]+'
+check ' +running on VP [0-9]+ \(main\)'
+# each backtrace reaches the thread's own function through weft's frames
+check '#[0-9]+ .*(weft_mutex_lock|lock_common|lock_slow|lock_queue)'
+check '#[0-9]+ .*mutex_waiter'
+check '#[0-9]+ .*weft_cond_(timed)?wait'
+check '#[0-9]+ .*cond_waiter'
+check '#[0-9]+ .*weft_join'
+check '#[0-9]+ .*joiner'
+# the registers were put back: the stopped thread's own frame is still there
+check '#0 +weft_gdb_test_ready'
+exit $fail

@@ -1,0 +1,366 @@
+// tests/unit/debug_test.cc - thread names (weft_set_name/weft_get_name and the C++
+// wrappers) and weft_dump: every live thread with its name and state, what a
+// blocked thread waits on (mutex, condition, semaphore, future, join, sleep) by
+// kind and address, backtraces of parked threads, from a weft thread and from a
+// plain OS thread; weft_dump_fd; the dump-on-signal handler; the deadlock report's
+// listing through the dump.
+#include <weft/debug.h>
+#include <weft/future.h>
+#include <weft/weft.hpp>
+
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include <cstring>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "sync_test_util.h"
+
+using namespace weft_sync_test;
+
+// The scene's thread functions have external linkage, so that -rdynamic exports
+// them and dladdr names them in the dump's backtraces.
+struct Scene {
+  weft_mutex_t m = WEFT_MUTEX_INIT;
+  weft_cond_t c = WEFT_COND_INIT;
+  weft_mutex_t cm = WEFT_MUTEX_INIT;
+  weft_sem_t s = WEFT_SEM_INIT(0);
+  weft_future_t fu = WEFT_FUTURE_INIT;
+  std::atomic<int> in{0};
+  int cond_go = 0;
+  weft_thread_t *t_mutex = nullptr, *t_cond = nullptr, *t_sem = nullptr, *t_future = nullptr,
+                *t_join = nullptr;
+};
+
+extern "C" void *OnMutex(void *a) {
+  auto *s = static_cast<Scene *>(a);
+  weft_set_name(nullptr, "on-mutex");
+  s->in.fetch_add(1);
+  weft_mutex_lock(&s->m);
+  weft_mutex_unlock(&s->m);
+  return nullptr;
+}
+extern "C" void *OnCond(void *a) {
+  auto *s = static_cast<Scene *>(a);
+  weft_set_name(nullptr, "on-cond");
+  weft_mutex_lock(&s->cm);
+  s->in.fetch_add(1);
+  while (!s->cond_go) weft_cond_wait(&s->c, &s->cm);
+  weft_mutex_unlock(&s->cm);
+  return nullptr;
+}
+extern "C" void *OnSem(void *a) {
+  auto *s = static_cast<Scene *>(a);
+  weft_set_name(nullptr, "on-sem");
+  s->in.fetch_add(1);
+  weft_sem_wait(&s->s);
+  return nullptr;
+}
+extern "C" void *OnFuture(void *a) {
+  auto *s = static_cast<Scene *>(a);
+  weft_set_name(nullptr, "on-future");
+  s->in.fetch_add(1);
+  weft_future_wait(&s->fu, nullptr);
+  return nullptr;
+}
+extern "C" void *OnJoin(void *a) {
+  auto *s = static_cast<Scene *>(a);
+  weft_set_name(nullptr, "on-join");
+  s->in.fetch_add(1);
+  weft_join(s->t_sem, nullptr);
+  return nullptr;
+}
+
+namespace {
+
+class DebugTest : public SyncVpTest {};
+WEFT_INSTANTIATE_VPS(DebugTest);
+
+TEST_P(DebugTest, Names) {
+  char buf[WEFT_NAME_MAX];
+  ASSERT_EQ(weft_get_name(nullptr, buf, sizeof buf), 0);
+  EXPECT_STREQ(buf, "") << "no name at first";
+  EXPECT_EQ(weft_set_name(nullptr, "main-thread"), 0);
+  ASSERT_EQ(weft_get_name(weft_self(), buf, sizeof buf), 0);
+  EXPECT_STREQ(buf, "main-thread");
+  // truncation: WEFT_NAME_MAX - 1 bytes kept; a small buffer gets len - 1
+  std::string longname(100, 'n');
+  EXPECT_EQ(weft_set_name(nullptr, longname.c_str()), 0);
+  ASSERT_EQ(weft_get_name(nullptr, buf, sizeof buf), 0);
+  EXPECT_EQ(std::string(buf), std::string(WEFT_NAME_MAX - 1, 'n'));
+  char small[4];
+  ASSERT_EQ(weft_get_name(nullptr, small, sizeof small), 0);
+  EXPECT_STREQ(small, "nnn");
+  // a shorter name replaces a longer one completely
+  EXPECT_EQ(weft_set_name(nullptr, "ab"), 0);
+  ASSERT_EQ(weft_get_name(nullptr, buf, sizeof buf), 0);
+  EXPECT_STREQ(buf, "ab");
+  EXPECT_EQ(weft_set_name(nullptr, nullptr), 0);
+  ASSERT_EQ(weft_get_name(nullptr, buf, sizeof buf), 0);
+  EXPECT_STREQ(buf, "");
+  EXPECT_EQ(weft_get_name(nullptr, nullptr, 4), WEFT_EINVAL);
+  EXPECT_EQ(weft_get_name(nullptr, buf, 0), WEFT_EINVAL);
+  // another thread's name, set before it runs and read after
+  weft_thread_t *t = Spawn(+[](void *) -> void * {
+    char b[WEFT_NAME_MAX];
+    weft_get_name(nullptr, b, sizeof b);
+    return P(std::strcmp(b, "child") == 0 ? 1 : 0);
+  });
+  EXPECT_EQ(weft_set_name(t, "child"), 0);
+  EXPECT_EQ(Join(t), P(1));
+  // a reused control block starts without a name
+  t = Spawn(+[](void *) -> void * {
+    char b[WEFT_NAME_MAX];
+    weft_get_name(nullptr, b, sizeof b);
+    return P(b[0] == 0 ? 1 : 0);
+  });
+  EXPECT_EQ(Join(t), P(1));
+  // plain OS threads have no name of their own
+  std::thread os([] {
+    char b[8] = "x";
+    EXPECT_EQ(weft_set_name(nullptr, "os"), WEFT_EPERM);
+    EXPECT_EQ(weft_get_name(nullptr, b, sizeof b), WEFT_EPERM);
+    EXPECT_STREQ(b, "");
+  });
+  os.join();
+}
+
+TEST_P(DebugTest, CppNames) {
+  weft::promise<void> go;
+  auto f = go.get_future().share();
+  weft::thread t([f] {
+    f.wait();
+    EXPECT_EQ(weft::this_thread::get_name(), "cpp-worker");
+    weft::this_thread::set_name(std::string("renamed"));
+  });
+  t.set_name("cpp-worker");
+  EXPECT_EQ(t.get_name(), "cpp-worker");
+  go.set_value();
+  t.join();
+  EXPECT_EQ(t.get_name(), "") << "not joinable";
+  EXPECT_THROW(t.set_name("x"), std::system_error);
+}
+
+// ---- weft_dump -------------------------------------------------------------------
+
+std::string Hex(const void *p) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", (unsigned long long)(uintptr_t)p);
+  return b;
+}
+
+// Waits until every thread of the scene is parked where the test put it: the dump
+// itself says so (no time assumed).
+std::string DumpWhenParked(Scene &s) {
+  std::string out;
+  EXPECT_TRUE(YieldUntil([&] {
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return false;
+    int rc = weft_dump(f);
+    fclose(f);
+    out.assign(buf, len);
+    free(buf);
+    if (rc != 0) return false;
+    return s.in.load() == 5 &&
+           out.find("\"on-mutex\": blocked on mutex " + Hex(&s.m)) != std::string::npos &&
+           out.find("\"on-cond\": blocked on condition " + Hex(&s.c)) != std::string::npos &&
+           out.find("\"on-sem\": blocked on semaphore " + Hex(&s.s)) != std::string::npos &&
+           out.find("\"on-future\": blocked on future " + Hex(&s.fu)) != std::string::npos &&
+           out.find("\"on-join\": blocked in weft_join on thread " +
+                    std::to_string(weft_thread_id(s.t_sem))) != std::string::npos;
+  }, 60.0)) << out;
+  return out;
+}
+
+void StartScene(Scene &s) {
+  weft_mutex_lock(&s.m);
+  s.t_mutex = Spawn(OnMutex, &s);
+  s.t_cond = Spawn(OnCond, &s);
+  s.t_sem = Spawn(OnSem, &s);
+  s.t_future = Spawn(OnFuture, &s);
+  s.t_join = Spawn(OnJoin, &s);
+}
+
+void EndScene(Scene &s) {
+  weft_mutex_unlock(&s.m);
+  weft_mutex_lock(&s.cm);
+  s.cond_go = 1;
+  weft_cond_broadcast(&s.c);
+  weft_mutex_unlock(&s.cm);
+  weft_sem_signal(&s.s);
+  weft_future_set(&s.fu, nullptr);
+  for (weft_thread_t *t : {s.t_mutex, s.t_cond, s.t_future, s.t_join}) Join(t);
+}
+
+TEST_P(DebugTest, DumpShowsEveryThreadAndWhatItWaitsOn) {
+  Scene s;
+  weft_set_name(nullptr, "test-main");
+  StartScene(s);
+  std::string out = DumpWhenParked(s);
+  EXPECT_NE(out.find("weft: dump: " + std::to_string(nvps()) + " VPs\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("thread " + std::to_string(weft_thread_id(weft_self())) +
+                     " \"test-main\" (main): running on VP "), std::string::npos) << out;
+  EXPECT_NE(out.find("weft: dump: 6 threads\n"), std::string::npos) << out;
+  // each parked thread has a backtrace: at least its resume address
+  std::regex parked("\"on-mutex\": blocked on mutex 0x[0-9a-f]+\n    #0 0x[0-9a-f]+");
+  EXPECT_TRUE(std::regex_search(out, parked)) << out;
+  // symbolized with dladdr: at least the module and offset (weft's own functions
+  // are hidden, so they have no name for dladdr)
+  std::regex sym("\n    #0 0x[0-9a-f]+( [A-Za-z_][A-Za-z0-9_]*\\+0x[0-9a-f]+)? \\([^+]+\\+0x[0-9a-f]+\\)\n");
+  EXPECT_TRUE(std::regex_search(out, sym)) << out;
+#ifdef WEFT_TEST_FRAME_POINTERS
+  // with frame pointers in weft as well, the chain reaches the thread's function
+  // (exported by -rdynamic)
+  EXPECT_NE(out.find(" OnMutex+0x"), std::string::npos) << out;
+  EXPECT_NE(out.find(" OnCond+0x"), std::string::npos) << out;
+  EXPECT_NE(out.find(" OnJoin+0x"), std::string::npos) << out;
+#endif
+  EndScene(s);
+  weft_set_name(nullptr, nullptr);
+}
+
+TEST_P(DebugTest, DumpFromPlainOsThreadAndFd) {
+  Scene s;
+  StartScene(s);
+  DumpWhenParked(s);
+  std::string out;
+  std::thread os([&] {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(weft_dump(f), 0);
+    fclose(f);
+    out.assign(buf, len);
+    free(buf);
+    // the fd form: raw addresses, no symbols; read back through a pipe by a
+    // second OS thread (the dump may exceed the pipe's buffer)
+    std::string piped;
+    std::thread reader([&] {
+      char b[4096];
+      ssize_t n;
+      while ((n = read(fds[0], b, sizeof b)) > 0) piped.append(b, (size_t)n);
+    });
+    EXPECT_EQ(weft_dump_fd(fds[1]), 0);
+    close(fds[1]);
+    reader.join();
+    close(fds[0]);
+    EXPECT_NE(piped.find("\"on-sem\": blocked on semaphore " + Hex(&s.s)), std::string::npos) << piped;
+    EXPECT_EQ(weft_dump_fd(-1), WEFT_EINVAL);
+  });
+  os.join();
+  EXPECT_NE(out.find("\"on-future\": blocked on future " + Hex(&s.fu)), std::string::npos) << out;
+  EXPECT_EQ(weft_dump(nullptr), WEFT_EINVAL);
+  EndScene(s);
+}
+
+// A sleeping thread, a new thread that has not run, a finished one not yet joined.
+TEST_P(DebugTest, DumpStates) {
+  weft_future_t stop = WEFT_FUTURE_INIT;
+  std::atomic<int> in{0};
+  struct A { weft_future_t *stop; std::atomic<int> *in; } a{&stop, &in};
+  weft_thread_t *sleeper = Spawn(+[](void *p) -> void * {
+    auto *x = static_cast<A *>(p);
+    weft_set_name(nullptr, "sleeper");
+    x->in->store(1);
+    while (!weft_future_is_set(x->stop)) weft_sleep_ns(1000000);
+    return nullptr;
+  }, &a);
+  weft_thread_t *done = Spawn(+[](void *) -> void * { return nullptr; });
+  std::string out;
+  ASSERT_TRUE(YieldUntil([&] {
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    weft_dump(f);
+    fclose(f);
+    out.assign(buf, len);
+    free(buf);
+    return out.find("\"sleeper\": sleeping") != std::string::npos &&
+           out.find("thread " + std::to_string(weft_thread_id(done)) +
+                    ": finished, not yet joined") != std::string::npos;
+  }, 60.0)) << out;
+  weft_future_set(&stop, nullptr);
+  Join(sleeper);
+  Join(done);
+  if (nvps() == 1) {
+    // on one VP a new thread cannot run before this one switches
+    weft_thread_t *fresh = Spawn(+[](void *) -> void * { return nullptr; });
+    weft_set_name(fresh, "fresh");
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    weft_dump(f);
+    fclose(f);
+    out.assign(buf, len);
+    free(buf);
+    EXPECT_NE(out.find("\"fresh\": new, ready on VP 0"), std::string::npos) << out;
+    Join(fresh);
+  }
+}
+
+// weft_dump_on_signal: the handler writes the dump to standard error.
+TEST_P(DebugTest, DumpOnSignal) {
+  EXPECT_EQ(weft_dump_on_signal(SIGKILL), WEFT_EINVAL);
+  EXPECT_EQ(weft_dump_on_signal(-3), WEFT_EINVAL);
+  ASSERT_EQ(weft_dump_on_signal(SIGUSR2), 0);
+  weft_set_name(nullptr, "signalled");
+  char path[] = "/tmp/weft_dump_test_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fd, 2);
+  raise(SIGUSR2);
+  dup2(saved, 2);
+  close(saved);
+  EXPECT_EQ(weft_dump_on_signal(0), 0);
+  std::string out;
+  char b[4096];
+  ssize_t n;
+  lseek(fd, 0, SEEK_SET);
+  while ((n = read(fd, b, sizeof b)) > 0) out.append(b, (size_t)n);
+  close(fd);
+  EXPECT_NE(out.find("\"signalled\" (main): running on VP"), std::string::npos) << out;
+  weft_set_name(nullptr, nullptr);
+}
+
+// The deadlock report lists the threads through the dump: kinds, names, addresses.
+void MutexDeadlock(int nvps) {
+  alarm(30);
+  if (InitWithVps(nvps) != 0) std::_Exit(3);
+  static weft_mutex_t m = WEFT_MUTEX_INIT;
+  weft_mutex_lock(&m);
+  weft_thread_t *t;
+  weft_create(&t, nullptr, +[](void *) -> void * {
+    weft_set_name(nullptr, "stuck");
+    weft_mutex_lock(&m);
+    return nullptr;
+  }, nullptr);
+  weft_join(t, nullptr);
+  std::_Exit(5);
+}
+
+class DebugDeathTest : public ::testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(Vps, DebugDeathTest, ::testing::Values(1, 2), ::weft_test::VpName);
+
+TEST_P(DebugDeathTest, DeadlockReportShowsTheDump) {
+#ifdef WEFT_TEST_EMULATED
+  GTEST_SKIP() << "no kernel-thread count under a user-mode emulator (no report)";
+#endif
+  SetDeathTestStyle();
+  EXPECT_DEATH(MutexDeadlock(GetParam()),
+               "deadlock!\n(.|\n)*weft: thread [0-9]+ \"stuck\": blocked on a synchronization "
+               "object(.|\n)*weft: dump:(.|\n)*\\(main\\): blocked in weft_join on thread "
+               "[0-9]+\n(.|\n)*\"stuck\": blocked on mutex 0x[0-9a-f]+\n    #0 ");
+}
+
+}  // namespace

@@ -1,0 +1,213 @@
+# tools/gdb/weft-gdb.py - gdb commands for weft's user-level threads.
+#
+#   info weft-threads          every live weft thread: id, name, state, VP, what
+#                              it waits on (object kind and address, or the
+#                              thread it joins)
+#   weft-thread ID|NAME        one thread's line
+#   weft-thread ID|NAME bt [full]
+#                              the backtrace of a parked thread: the registers are
+#                              switched to its saved context (src/arch/context.h
+#                              frame layouts, x86-64 and AArch64), `bt` runs, and
+#                              the registers are put back. Live processes only (a
+#                              core file's registers cannot be written).
+#
+# Installed next to libweft as share/gdb/auto-load/<libdir>/libweft.so.<version>-gdb.py,
+# which gdb loads with the library (if that directory is in its auto-load safe-path);
+# or load it by hand: (gdb) source tools/gdb/weft-gdb.py
+#
+# It reads the runtime's structures through the debug information of libweft (or
+# of a program linked with weft statically): weft__rt, its VPs, the main thread and
+# the slabs of control blocks (src/core/alloc.c, src/core/internal.h). The
+# reading mirrors weft_dump (src/diag/dump.c); docs/debugging.md shows a session.
+import gdb
+
+SLAB_HEADER = 64  # WEFT__SLAB_HEADER: one cache line (src/core/alloc.c)
+JW_DETACHED, JW_DONE, JW_WEFT, JW_FREED, JW_JOINED = 1, 2, 3, 5, 6
+KINDS = {1: "mutex", 2: "condition", 3: "semaphore", 4: "rwlock", 5: "future",
+         6: "sleep", 7: "barrier"}
+
+
+def _rt():
+    try:
+        return gdb.parse_and_eval("weft__rt")
+    except gdb.error:
+        raise gdb.GdbError("weft: no symbol weft__rt (libweft not loaded, or no debug info)")
+
+
+def _u(v):
+    return int(v.cast(gdb.lookup_type("unsigned long")))
+
+
+def _name(t):
+    raw = t["name"]
+    n = raw.type.sizeof
+    out = bytearray()
+    for i in range(n):
+        c = int(raw[i]) & 0xff
+        if c == 0:
+            break
+        out.append(c)
+    return out.decode("utf-8", "replace")
+
+
+def _threads(rt):
+    """Every live thread's control block (gdb.Value pointers), main first."""
+    ttype = gdb.lookup_type("weft_thread_t")
+    tptr = ttype.pointer()
+    size = ttype.sizeof
+    out = []
+    main = rt["main"]
+    if _u(main):
+        out.append(main)
+    sl = rt["pool"]["slabs"]
+    while _u(sl):
+        base = _u(sl) + SLAB_HEADER
+        for i in range(int(sl["carved"])):
+            t = gdb.Value(base + i * size).cast(tptr)
+            jw = _u(t["join"])
+            if _u(t["fn"]) and jw not in (JW_FREED, JW_JOINED):
+                out.append(t)
+        sl = sl["next"]
+    return out
+
+
+def _state(rt, t, by_addr):
+    """(state text, parked) as weft_dump shows them."""
+    nvps = int(rt["nvps"])
+    jw = _u(t["join"])
+    if jw == JW_DONE:
+        return "finished, not yet joined", False
+    for i in range(nvps):
+        if _u(rt["vps"][i]["current"]) == _u(t):
+            return "running on VP %d" % i, False
+    w = _u(t["waiting"])
+    if w:
+        k = w & 7
+        if k == 6:
+            return "sleeping", True
+        return "blocked on %s 0x%x" % (KINDS.get(k, "?"), w & ~7), True
+    j = _u(t["blocked_on"])
+    if j in by_addr:
+        jj = by_addr[j]
+        jjw = _u(jj["join"])
+        if jjw & 7 == JW_WEFT and (jjw & ~7) == _u(t):
+            return "blocked in weft_join on thread %d" % int(jj["id"]), True
+    for i in range(nvps):
+        q = rt["vps"][i]["q"]["head"]
+        seen = 0
+        while _u(q) and seen < 100000:
+            if _u(q) == _u(t):
+                if _u(t["ctx"]["sp"]):
+                    return "ready on VP %d" % i, True
+                return "new, ready on VP %d" % i, False
+            q = q["next"]
+            seen += 1
+    if not _u(t["ctx"]["sp"]):
+        return "new, not started", False
+    return "parked (thread list, weft_thread_block, or its scheduler's)", True
+
+
+def _describe(rt, t, by_addr):
+    st, _ = _state(rt, t, by_addr)
+    nm = _name(t)
+    s = "%-8d %-24s %s" % (int(t["id"]), ('"%s"' % nm) if nm else "", st)
+    if _u(t) == _u(rt["main"]):
+        s += " (main)"
+    return s
+
+
+def _find(rt, key):
+    ths = _threads(rt)
+    for t in ths:
+        if (key.isdigit() and int(t["id"]) == int(key)) or _name(t) == key:
+            return t, ths
+    raise gdb.GdbError("weft: no live thread with id or name %s" % key)
+
+
+class InfoWeftThreads(gdb.Command):
+    """List weft's user-level threads: id, name, state (VP, or what it waits on)."""
+
+    def __init__(self):
+        super().__init__("info weft-threads", gdb.COMMAND_STATUS)
+
+    def invoke(self, arg, from_tty):
+        rt = _rt()
+        if int(rt["state"]) != 1:
+            print("weft is not running")
+            return
+        ths = _threads(rt)
+        by_addr = {_u(t): t for t in ths}
+        print("%-8s %-24s %s" % ("Id", "Name", "State"))
+        for t in ths:
+            print(_describe(rt, t, by_addr))
+
+
+def _arch():
+    return gdb.selected_frame().architecture().name()
+
+
+def _read(addr):
+    return int(gdb.parse_and_eval("*(unsigned long *)0x%x" % addr))
+
+
+# Saved frames (src/arch/context.h): register -> offset from the saved sp, the
+# resume address, and the frame size (the stack pointer after the switch returns).
+X86_64 = ({"r15": 8, "r14": 16, "r13": 24, "r12": 32, "rbx": 40, "rbp": 48},
+          "rip", 56, "rsp", 64)
+AARCH64 = ({"x19": 0, "x20": 8, "x21": 16, "x22": 24, "x23": 32, "x24": 40, "x25": 48,
+            "x26": 56, "x27": 64, "x28": 72, "x29": 80},
+           "pc", 88, "sp", 176)
+
+
+class WeftThread(gdb.Command):
+    """weft-thread ID|NAME [bt [full]]: show a weft thread; bt: its backtrace
+(parked threads: from the context saved when it was switched away)."""
+
+    def __init__(self):
+        super().__init__("weft-thread", gdb.COMMAND_STACK)
+
+    def invoke(self, arg, from_tty):
+        argv = gdb.string_to_argv(arg)
+        if not argv:
+            raise gdb.GdbError("usage: weft-thread ID|NAME [bt [full]]")
+        rt = _rt()
+        t, ths = _find(rt, argv[0])
+        by_addr = {_u(x): x for x in ths}
+        print(_describe(rt, t, by_addr))
+        if len(argv) < 2:
+            return
+        if argv[1] != "bt":
+            raise gdb.GdbError("weft-thread: unknown subcommand %s" % argv[1])
+        st, parked = _state(rt, t, by_addr)
+        if not parked:
+            if st.startswith("running"):
+                raise gdb.GdbError("weft: thread %d is running: use gdb's own `thread N` "
+                                   "and `bt` on its VP's kernel thread" % int(t["id"]))
+            raise gdb.GdbError("weft: thread %d has no saved context (%s)" % (int(t["id"]), st))
+        arch = _arch()
+        if "x86-64" in arch:
+            layout = X86_64
+        elif "aarch64" in arch:
+            layout = AARCH64
+        else:
+            raise gdb.GdbError("weft: no frame layout for %s" % arch)
+        regs, pcname, pcoff, spname, framesize = layout
+        sp = _u(t["ctx"]["sp"])
+        names = list(regs) + [pcname, spname]
+        gdb.execute("frame 0", to_string=True)
+        saved = {r: int(gdb.parse_and_eval("$" + r).cast(gdb.lookup_type("unsigned long")))
+                 for r in names}
+        try:
+            for r, off in regs.items():
+                gdb.execute("set $%s = 0x%x" % (r, _read(sp + off)), to_string=True)
+            gdb.execute("set $%s = 0x%x" % (spname, sp + framesize), to_string=True)
+            gdb.execute("set $%s = 0x%x" % (pcname, _read(sp + pcoff)), to_string=True)
+            gdb.execute("bt" + (" full" if "full" in argv[2:] else ""))
+        finally:
+            gdb.execute("frame 0", to_string=True)
+            for r in names:
+                gdb.execute("set $%s = 0x%x" % (r, saved[r]), to_string=True)
+
+
+InfoWeftThreads()
+WeftThread()
