@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "io/io.h"
 #include "weft/hook.h"
 #include "weft/trace.h"
 #include "weft/wire.h"
@@ -266,6 +267,7 @@ static int wake_sleeper(int always) {
   weft__spin_unlock(&rt->idle_lock);
   if (!vp) return 0;
   weft__os_futex_wake(&vp->park, 1);
+  weft__io_wake(vp);  /* if it waits in the I/O engine instead (src/io) */
   return 1;
 }
 
@@ -420,7 +422,7 @@ static int quiet(weft_vp_t *vp) {
   return (idle & 0xffff) == 0 && (int)(idle >> 16) == rt->nvps &&
          atomic_load_explicit(&vp->park, memory_order_acquire) == 1 &&
          !atomic_load(&rt->stopping) && !any_queued_locked_look() &&
-         weft__timers_earliest() == UINT64_MAX &&
+         weft__timers_earliest() == UINT64_MAX && !weft__io_waiting() &&
          atomic_load_explicit(&rt->nidlef, memory_order_acquire) == 0 &&
          weft_wired_count() == 0 && weft__wire_returning() == 0 &&
          atomic_load_explicit(&rt->nbundles, memory_order_acquire) == 0 &&
@@ -613,9 +615,12 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
   }
   /* acquire: pairs with the release store of 0 in weft__wake_one */
   while (atomic_load_explicit(&vp->park, memory_order_acquire)) {
-    weft__os_futex_wait_until(&vp->park, 1, until);
-    if (until != UINT64_MAX && weft__os_now_ns() >= until) {
-      /* a timer is due: stop sleeping, unless a waker already took us */
+    /* the futex wait, or a wait in the I/O engine while threads wait on I/O; 1 if
+     * that made threads ready (src/io/io.h) */
+    int io_ready = weft__io_park(vp, until);
+    if (io_ready || (until != UINT64_MAX && weft__os_now_ns() >= until)) {
+      /* threads made ready by I/O, or a timer is due: stop sleeping, unless a
+       * waker already took us */
       weft__spin_lock(&rt->idle_lock);
       if (atomic_load_explicit(&vp->park, memory_order_relaxed)) {
         for (int i = 0; i < rt->nsleepers; i++)
@@ -647,7 +652,7 @@ static weft_thread_t *idle_wait(weft_vp_t *vp) {
      * sync object would otherwise wait for a CPU until every VP stops polling */
     sched_yield();
     if (any_queued_hint() || atomic_load_explicit(&rt->stopping, memory_order_relaxed) ||
-        weft__timers_poll_all())
+        weft__timers_poll_all() || weft__io_poll(vp))
       return NULL;
     weft_thread_t *t = custom_idle(vp);
     if (t) return t;
@@ -699,7 +704,8 @@ static void idle_loop(weft_vp_t *vp) {
      * so that work left behind is never stranded while a VP sleeps */
     uint32_t old = atomic_fetch_sub_explicit(&rt->idle, WEFT__IDLE_SPIN, memory_order_seq_cst);
     if ((old & 0xffff) == 1 && (old >> 16) != 0 &&
-        (any_queued_hint() || atomic_load_explicit(&rt->nbundles, memory_order_relaxed)))
+        (any_queued_hint() || atomic_load_explicit(&rt->nbundles, memory_order_relaxed) ||
+         weft__io_need_poller()))
       weft__wake_one();
     do {
       run_from_idle(vp, t);
@@ -938,6 +944,7 @@ static void teardown(void) {
     weft__sys_free(rt->vps);
   }
   weft__pool_free_all();
+  weft__io_fini();
   weft__sys_free(rt->sleepers);
   if (rt->root) weft__bundle_free_root(rt->root);
   weft__sys_free(rt->main);
@@ -985,6 +992,9 @@ int weft_init(const weft_config_t *cfg) {
     if (altstack_alloc(rt->vps[i])) goto fail;
   rt->main = main_new();
   if (!rt->main) goto fail;
+  rc = weft__io_init();  /* the I/O engine (WEFT_IO), src/io */
+  if (rc) goto fail;
+  rc = WEFT_ENOMEM;
   weft_vp_t *vp0 = rt->vps[0];
   /* VP 0's idle loop needs a stack of its own: the caller's is the main thread's */
   vp0->idle_stack_size = 64 * 1024;
@@ -1134,6 +1144,7 @@ int weft_shutdown(void) {
       continue;
     }
     weft__timers_poll_all();  /* our own VP's timers fire only if someone polls */
+    weft__io_poll(vp);        /* and I/O, with one VP */
     uint32_t idle = atomic_load(&rt->idle);
     int idle_vps = (int)(idle & 0xffff) + (int)(idle >> 16);
     if (idle_vps == rt->nvps - 1 && !any_queued_locked_look() &&
