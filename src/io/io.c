@@ -37,6 +37,21 @@
 #include "sync/sync.h"
 #include "weft/io.h"
 
+/* errno of the kernel thread the caller runs on now. glibc declares
+ * __errno_location const, so a compiler may keep errno's address across a call
+ * that parked the thread and resumed it on another VP's kernel thread, and read or
+ * write the errno of the old one. Every access to errno in this file that may come
+ * after a park goes through these two, which are never inlined. */
+static __attribute__((noinline)) int err_now(void) {
+  __asm__ volatile("" ::: "memory");
+  return errno;
+}
+static __attribute__((noinline)) ssize_t fail(int e) {
+  __asm__ volatile("" ::: "memory");
+  errno = e;
+  return -1;
+}
+
 /* ---- descriptor records ------------------------------------------------------------ */
 
 enum { K_UNKNOWN = 0, K_SOCK = 1, K_OTHER = 2 };
@@ -104,8 +119,8 @@ static int arm(iod_t *d, uint32_t want) {
   e.events = ev | EPOLLONESHOT | EPOLLRDHUP;
   e.data.ptr = d;
   if (epoll_ctl(io.epfd, EPOLL_CTL_MOD, d->fd, &e) != 0) {
-    if (errno != ENOENT) return -errno;
-    if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, d->fd, &e) != 0) return -errno;
+    if (err_now() != ENOENT) return -err_now();
+    if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, d->fd, &e) != 0) return -err_now();
   }
   d->armed = ev;
   return 0;
@@ -172,7 +187,7 @@ static int os_wait(int fd, uint32_t mode, uint64_t deadline) {
     struct pollfd p = {.fd = fd, .events = (short)mode, .revents = 0};
     int r = poll(&p, 1, ms);
     if (r > 0) return 0;
-    if (r < 0 && errno != EINTR) return -errno;
+    if (r < 0 && err_now() != EINTR) return -err_now();
   }
 }
 
@@ -225,7 +240,7 @@ static int epoll_for(uint64_t until, struct epoll_event *ev) {
   uint64_t now = weft__os_now_ns(), left = until > now ? until - now : 0;
   struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
   int n = epoll_pwait2(io.epfd, ev, IO_NEV, &ts, NULL);
-  if (n < 0 && errno == ENOSYS) {
+  if (n < 0 && err_now() == ENOSYS) {
     uint64_t ms = (left + 999999u) / 1000000u;
     n = epoll_wait(io.epfd, ev, IO_NEV, ms > INT_MAX ? INT_MAX : (int)ms);
   }
@@ -368,8 +383,7 @@ static ssize_t op_plain(const op_t *o, int extra_flags) {
   case OP_RECVMSG: return recvmsg(o->fd, o->msg, o->flags | extra_flags);
   case OP_SENDMSG: return sendmsg(o->fd, o->msg, o->flags | extra_flags);
   }
-  errno = EINVAL;
-  return -1;
+  return fail(EINVAL);
 }
 
 /* One try that does not block: sockets with MSG_DONTWAIT (read and write as recv
@@ -392,8 +406,8 @@ static ssize_t op_try(iod_t *d, const op_t *o) {
       r = o->kind == OP_READV ? recvmsg(o->fd, &m, MSG_DONTWAIT) : sendmsg(o->fd, &m, MSG_DONTWAIT);
       break;
     }
-    if (r >= 0 || errno != ENOTSOCK) {
-      if (d && k == K_UNKNOWN && (r >= 0 || errno == EAGAIN || errno == EWOULDBLOCK))
+    if (r >= 0 || err_now() != ENOTSOCK) {
+      if (d && k == K_UNKNOWN && (r >= 0 || err_now() == EAGAIN || err_now() == EWOULDBLOCK))
         atomic_store_explicit(&d->kind, K_SOCK, memory_order_relaxed);
       return r;
     }
@@ -410,30 +424,25 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
   int nowait = (o->kind >= OP_RECV) && (o->flags & MSG_DONTWAIT);
   if (!here()) {
     if (deadline == WEFT_FOREVER || nowait) return op_plain(o, 0);
+    /* wait for readiness first: a non-socket is then read with the plain call,
+     * which would block past the deadline if it came before the data */
     for (;;) {
-      ssize_t r = op_try(NULL, o);
-      if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
       int rc = os_wait(o->fd, op_mode(o), deadline);
-      if (rc) {
-        errno = -rc;
-        return -1;
-      }
+      if (rc) return fail(-rc);
+      ssize_t r = op_try(NULL, o);
+      if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK)) return r;
     }
   }
   iod_t *d = iod_get(o->fd);
   if (!d) {
-    errno = o->fd < 0 || o->fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM;
-    return -1;
+    return fail(o->fd < 0 || o->fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM);
   }
   uint32_t gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
   for (;;) {
     ssize_t r = op_try(d, o);
-    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK) || nowait) return r;
+    if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK) || nowait) return r;
     int rc = iod_wait(d, gen, op_mode(o), deadline);
-    if (rc) {
-      errno = -rc;
-      return -1;
-    }
+    if (rc) return (int)fail(-rc);
   }
 }
 
@@ -498,8 +507,7 @@ static ssize_t op_all(op_t *o, size_t total, uint64_t deadline) {
     if (done >= total || (r == 0 && !is_write(o->kind))) break;
     if (o->kind == OP_WRITEV || o->kind == OP_READV || o->kind == OP_SENDMSG || o->kind == OP_RECVMSG) {
       if (iov_skip(&own, &o->iov, &o->iovcnt, (size_t)r)) {
-        r = -1;
-        errno = ENOMEM;
+        r = fail(ENOMEM);
         break;
       }
     } else {
@@ -543,10 +551,7 @@ ssize_t weft_readv(int fd, const struct iovec *iov, int iovcnt) {
 }
 
 ssize_t weft_writev_deadline(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline) {
-  if (iovcnt < 0 || iovcnt > IOV_MAX || (iovcnt > 0 && !iov)) {
-    errno = EINVAL;
-    return -1;
-  }
+  if (iovcnt < 0 || iovcnt > IOV_MAX || (iovcnt > 0 && !iov)) return (int)fail(EINVAL);
   op_t o = {.kind = OP_WRITEV, .fd = fd, .iov = iov, .iovcnt = iovcnt};
   return do_write(&o, iov_total(iov, iovcnt), deadline);
 }
@@ -598,14 +603,8 @@ ssize_t weft_recvmsg(int fd, struct msghdr *msg, int flags) {
 }
 
 ssize_t weft_sendmsg_deadline(int fd, const struct msghdr *msg, int flags, uint64_t deadline) {
-  if (!msg) {
-    errno = EFAULT;
-    return -1;
-  }
-  if (msg->msg_iovlen > IOV_MAX) {
-    errno = EMSGSIZE;
-    return -1;
-  }
+  if (!msg) return (int)fail(EFAULT);
+  if (msg->msg_iovlen > IOV_MAX) return (int)fail(EMSGSIZE);
   op_t o = {.kind = OP_SENDMSG, .fd = fd, .msg = (struct msghdr *)msg, .flags = flags};
   return do_write(&o, iov_total(msg->msg_iov, (int)msg->msg_iovlen), deadline);
 }
@@ -630,17 +629,13 @@ int weft_accept_deadline(int fd, struct sockaddr *addr, socklen_t *addrlen, int 
   if (!here()) {
     if (deadline != WEFT_FOREVER) {
       int rc = os_wait(fd, EPOLLIN, deadline);
-      if (rc) {
-        errno = -rc;
-        return -1;
-      }
+      if (rc) return (int)fail(-rc);
     }
     return accept4(fd, addr, addrlen, flags);
   }
   iod_t *d = iod_get(fd);
   if (!d) {
-    errno = fd < 0 || fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM;
-    return -1;
+    return (int)fail(fd < 0 || fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM);
   }
   uint32_t gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
   if (!atomic_load_explicit(&d->listen_nb, memory_order_relaxed)) {
@@ -655,12 +650,9 @@ int weft_accept_deadline(int fd, struct sockaddr *addr, socklen_t *addrlen, int 
       iod_reset(c, K_SOCK);
       return c;
     }
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+    if (err_now() != EAGAIN && err_now() != EWOULDBLOCK) return -1;
     int rc = iod_wait(d, gen, EPOLLIN, deadline);
-    if (rc) {
-      errno = -rc;
-      return -1;
-    }
+    if (rc) return (int)fail(-rc);
   }
 }
 int weft_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags) {
@@ -674,34 +666,26 @@ int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_t addrlen
   if (fl < 0) return -1;
   if (fl & O_NONBLOCK) return connect(fd, addr, addrlen);
   if (fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
-  int r = connect(fd, addr, addrlen), e = errno;
+  int r = connect(fd, addr, addrlen), e = err_now();
   (void)fcntl(fd, F_SETFL, fl);
   if (r == 0) return 0;
   if (e != EINPROGRESS) {
-    errno = e;
-    return -1;
+    return (int)fail(e);
   }
   iod_t *d = on_vp ? iod_get(fd) : NULL;
-  if (on_vp && !d) {
-    errno = ENOMEM;
-    return -1;
-  }
+  if (on_vp && !d) return (int)fail(ENOMEM);
   uint32_t gen = d ? atomic_load_explicit(&d->gen, memory_order_relaxed) : 0;
   for (;;) {
     struct pollfd p = {.fd = fd, .events = POLLOUT, .revents = 0};
     if (poll(&p, 1, 0) > 0) break;
     int rc = d ? iod_wait(d, gen, EPOLLOUT, deadline) : os_wait(fd, EPOLLOUT, deadline);
-    if (rc) {
-      errno = -rc;
-      return -1;
-    }
+    if (rc) return (int)fail(-rc);
   }
   int err = 0;
   socklen_t len = sizeof err;
   if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -1;
   if (err) {
-    errno = err;
-    return -1;
+    return (int)fail(err);
   }
   return 0;
 }
@@ -711,16 +695,12 @@ int weft_connect(int fd, const struct sockaddr *addr, socklen_t addrlen) {
 
 int weft_fd_wait_deadline(int fd, short events, uint64_t deadline) {
   uint32_t mode = (uint32_t)events & (POLLIN | POLLOUT | POLLPRI);
-  if (!mode) {
-    errno = EINVAL;
-    return -1;
-  }
+  if (!mode) return (int)fail(EINVAL);
   iod_t *d = NULL;
   uint32_t gen = 0;
   if (here()) {
     if (!(d = iod_get(fd))) {
-      errno = fd < 0 || fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM;
-      return -1;
+      return (int)fail(fd < 0 || fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM);
     }
     gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
   }
@@ -728,12 +708,9 @@ int weft_fd_wait_deadline(int fd, short events, uint64_t deadline) {
     struct pollfd p = {.fd = fd, .events = events, .revents = 0};
     int r = poll(&p, 1, 0);
     if (r > 0) return p.revents;
-    if (r < 0 && errno != EINTR) return -1;
+    if (r < 0 && err_now() != EINTR) return -1;
     int rc = d ? iod_wait(d, gen, mode, deadline) : os_wait(fd, mode, deadline);
-    if (rc) {
-      errno = -rc;
-      return -1;
-    }
+    if (rc) return (int)fail(-rc);
   }
 }
 int weft_fd_wait(int fd, short events) { return weft_fd_wait_deadline(fd, events, WEFT_FOREVER); }
