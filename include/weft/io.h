@@ -39,6 +39,11 @@
  * Signals: a parked weft thread is not interrupted by signals (as if every handler
  * had SA_RESTART); EINTR is only returned when the system call itself returns it.
  *
+ * errno is per weft thread, but a call that parked may resume the caller on another
+ * VP's kernel thread, and compilers keep errno's address across calls: read errno
+ * right after the call that failed, before any call that can switch (docs/design.md
+ * "State that travels with a thread").
+ *
  * Shutdown: weft_shutdown() waits for threads parked on I/O like any blocked thread;
  * when nothing else can run it returns WEFT_EBUSY while they stay parked. Close their
  * descriptors (weft_close) to make them return, then call it again.
