@@ -310,6 +310,34 @@ TEST_P(IoTest, ShortReadsAndWholeWrites) {
   weft_close(p[1]);
 }
 
+// A writev much larger than the socket buffer: whole, in order, across short writes.
+TEST_P(IoTest, WritevIsWhole) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  const size_t part = 300000;
+  std::vector<char> a(part, 'a'), b(part, 'b'), c(part, 'c'), got(3 * part);
+  struct Ctx { int fd; char *d; size_t n; size_t got; } x{sv[1], got.data(), 3 * part, 0};
+  weft_thread_t *r = Spawn(+[](void *p) -> void * {
+    auto *x = static_cast<Ctx *>(p);
+    while (x->got < x->n) {
+      ssize_t k = weft_read(x->fd, x->d + x->got, 7000);
+      if (k <= 0) break;
+      x->got += static_cast<size_t>(k);
+    }
+    return nullptr;
+  }, &x);
+  iovec v[3] = {{a.data(), part}, {b.data(), part}, {c.data(), part}};
+  EXPECT_EQ(weft_writev(sv[0], v, 3), static_cast<ssize_t>(3 * part));
+  EXPECT_EQ(v[0].iov_len, part);  // the caller's array is left as it was
+  Join(r);
+  ASSERT_EQ(x.got, 3 * part);
+  EXPECT_EQ(std::string(got.data(), part), std::string(part, 'a'));
+  EXPECT_EQ(std::string(got.data() + part, part), std::string(part, 'b'));
+  EXPECT_EQ(std::string(got.data() + 2 * part, part), std::string(part, 'c'));
+  weft_close(sv[0]);
+  weft_close(sv[1]);
+}
+
 // An O_NONBLOCK descriptor still waits in weft_read (the documented difference from
 // read(2)).
 TEST_P(IoTest, UserNonblockingDescriptorStillWaits) {
@@ -776,6 +804,35 @@ TEST_F(BlockingTest, PoolGrowsAndShrinks) {
   EXPECT_TRUE(YieldUntil([] { return weft_blocking_threads() == 0; }, 30));
   EXPECT_EQ(weft_blocking_limits(-1, 0), WEFT_EINVAL);
   EXPECT_EQ(weft_blocking_limits(64, 10000000000ull), 0);
+}
+
+// With a limit of one pool thread, concurrent calls queue and run one at a time.
+TEST_F(BlockingTest, PoolIsBounded) {
+  static std::atomic<int> active, most, done;
+  active = 0;
+  most = 0;
+  done = 0;
+  ASSERT_EQ(weft_blocking_limits(1, 0), 0);
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < 4; i++)
+    ts.push_back(Spawn(+[](void *) -> void * {
+      weft_blocking(+[](void *) -> void * {
+        int a = ++active;
+        int m = most.load();
+        while (a > m && !most.compare_exchange_weak(m, a)) {
+        }
+        usleep(2000);
+        --active;
+        ++done;
+        return nullptr;
+      }, nullptr, nullptr);
+      return nullptr;
+    }));
+  for (auto *t : ts) Join(t);
+  EXPECT_EQ(done.load(), 4);
+  EXPECT_EQ(most.load(), 1);
+  EXPECT_LE(weft_blocking_threads(), 1);
+  EXPECT_EQ(weft_blocking_limits(64, 0), 0);
 }
 
 // From a plain OS thread fn runs on the caller.
