@@ -16,5 +16,6 @@
 #include "weft/spinlock.h"
 #include "weft/atomic_int.h"
 #include "weft/wire.h"
+#include "weft/io.h"
 
 #endif

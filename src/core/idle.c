@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "io/io.h"
 #include "weft/hook.h"
 
 /* Idle-loop events (cold: one relaxed load when none is installed). */
@@ -64,6 +65,7 @@ static int wake_sleeper(int always) {
   weft__spin_unlock(&rt->idle_lock);
   if (!vp) return 0;
   weft__os_futex_wake(&vp->park, 1);
+  weft__io_wake(vp);  /* if it waits in the I/O engine instead (src/io) */
   return 1;
 }
 
@@ -240,9 +242,11 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
   }
   /* acquire: pairs with the release store of 0 in weft__wake_one */
   while (atomic_load_explicit(&vp->park, memory_order_acquire)) {
-    weft__os_futex_wait_until(&vp->park, 1, until);
-    if (until != UINT64_MAX && weft__os_now_ns() >= until) {
-      sleep_cancel(vp);  /* a timer is due: stop sleeping */
+    /* the futex wait, or a wait in the I/O engine while threads wait on I/O; 1 if
+     * that made threads ready (src/io/io.h) */
+    int io_ready = weft__io_park(vp, until);
+    if (io_ready || (until != UINT64_MAX && weft__os_now_ns() >= until)) {
+      sleep_cancel(vp);  /* threads made ready by I/O, or a timer is due: stop sleeping */
       break;
     }
   }
@@ -263,7 +267,7 @@ static weft_thread_t *idle_wait(weft_vp_t *vp) {
      * sync object would otherwise wait for a CPU until every VP stops polling */
     sched_yield();
     if (any_queued_hint() || atomic_load_explicit(&rt->stopping, memory_order_relaxed) ||
-        weft__timers_poll_all())
+        weft__timers_poll_all() || weft__io_poll(vp))
       return NULL;
     weft_thread_t *t = custom_idle(vp);
     if (t) return t;
@@ -315,7 +319,8 @@ void weft__idle_loop(weft_vp_t *vp) {
      * so that work left behind is never stranded while a VP sleeps */
     uint32_t old = atomic_fetch_sub_explicit(&rt->idle, WEFT__IDLE_SPIN, memory_order_seq_cst);
     if ((old & 0xffff) == 1 && (old >> 16) != 0 &&
-        (any_queued_hint() || atomic_load_explicit(&rt->nbundles, memory_order_relaxed)))
+        (any_queued_hint() || atomic_load_explicit(&rt->nbundles, memory_order_relaxed) ||
+         weft__io_need_poller()))
       weft__wake_one();
     do {
       run_from_idle(vp, t);

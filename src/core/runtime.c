@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "io/io.h"
 #include "weft/trace.h"
 #include "weft/wire.h"
 
@@ -189,6 +190,7 @@ static void teardown(void) {
     weft__sys_free(rt->vps);
   }
   weft__pool_free_all();
+  weft__io_fini();
   weft__sys_free(rt->sleepers);
   if (rt->root) weft__bundle_free_root(rt->root);
   weft__sys_free(rt->main);
@@ -236,6 +238,9 @@ int weft_init(const weft_config_t *cfg) {
     if (weft__altstack_alloc(rt->vps[i])) goto fail;
   rt->main = main_new();
   if (!rt->main) goto fail;
+  rc = weft__io_init();  /* the I/O engine (WEFT_IO), src/io */
+  if (rc) goto fail;
+  rc = WEFT_ENOMEM;
   weft_vp_t *vp0 = rt->vps[0];
   /* VP 0's idle loop needs a stack of its own: the caller's is the main thread's */
   vp0->idle_stack_size = 64 * 1024;
@@ -345,6 +350,7 @@ int weft_shutdown(void) {
       continue;
     }
     weft__timers_poll_all();  /* our own VP's timers fire only if someone polls */
+    weft__io_poll(vp);        /* and I/O, with one VP */
     uint32_t idle = atomic_load(&rt->idle);
     int idle_vps = (int)(idle & 0xffff) + (int)(idle >> 16);
     if (idle_vps == rt->nvps - 1 && !weft__any_queued_locked() &&

@@ -1,0 +1,90 @@
+/* examples/http_server.c - an HTTP/1.1 server with keep-alive: one weft thread per
+ * connection, a fixed response to every request (weft/io.h).
+ *
+ *   weft_example_http_server [port [vps]]
+ *
+ * Listens on 127.0.0.1:port (0, the default: a free port, printed on stdout).
+ * Requests are read up to their blank line (bodies are not expected: GET/HEAD);
+ * pipelined requests are answered in order. A connection ends when the client
+ * closes it, sends "Connection: close", or sends a request head over 16 KiB. */
+#define _GNU_SOURCE /* memmem */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <weft/weft.h>
+
+static const char response[] =
+    "HTTP/1.1 200 OK\r\n"
+    "Content-Type: text/plain\r\n"
+    "Content-Length: 13\r\n"
+    "\r\n"
+    "Hello, world\n";
+
+static void *serve(void *arg) {
+  int fd = (int)(intptr_t)arg;
+  char buf[16384];
+  size_t have = 0;
+  for (;;) {
+    char *end = have ? memmem(buf, have, "\r\n\r\n", 4) : NULL;
+    if (!end) {
+      if (have == sizeof buf) break;  /* head too large */
+      ssize_t n = weft_read(fd, buf + have, sizeof buf - have);
+      if (n <= 0) break;
+      have += (size_t)n;
+      continue;
+    }
+    size_t head = (size_t)(end - buf) + 4;
+    /* "Connection: close" anywhere in the head (case-insensitive) ends it after */
+    int close_after = 0;
+    for (char *p = buf; p + 17 <= buf + head; p++)
+      if (strncasecmp(p, "connection: close", 17) == 0) close_after = 1;
+    if (weft_write(fd, response, sizeof response - 1) != (ssize_t)(sizeof response - 1)) break;
+    memmove(buf, buf + head, have - head);
+    have -= head;
+    if (close_after) break;
+  }
+  weft_close(fd);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  int port = argc > 1 ? atoi(argv[1]) : 0;
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  if (argc > 2) cfg.nvps = atoi(argv[2]);
+  int rc = weft_init(&cfg);
+  if (rc != 0) {
+    fprintf(stderr, "weft_init: %s\n", weft_strerror(rc));
+    return 1;
+  }
+  int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) != 0 || listen(ls, 4096) != 0 ||
+      getsockname(ls, (struct sockaddr *)&a, &len) != 0) {
+    perror("http_server: listen");
+    return 1;
+  }
+  printf("http_server: listening on http://127.0.0.1:%d/ (I/O engine %s)\n",
+         ntohs(a.sin_port), weft_io_engine());
+  fflush(stdout);
+  for (;;) {
+    int c = weft_accept(ls, NULL, NULL, SOCK_CLOEXEC);
+    if (c < 0) {
+      perror("http_server: accept");
+      break;
+    }
+    weft_thread_t *t;
+    if (weft_create(&t, NULL, serve, (void *)(intptr_t)c) != 0) weft_close(c);
+    else weft_detach(t);
+  }
+  weft_close(ls);
+  return weft_shutdown() == 0 ? 0 : 1;
+}

@@ -1,0 +1,167 @@
+/* weft/io.h - I/O calls that block the calling weft thread, not its VP.
+ *
+ * Each call takes the arguments of the POSIX call it is named after and returns
+ * what that call returns: -1 with errno set on failure. Called from a weft thread,
+ * a call that would block parks the thread (other threads run on its VP) until the
+ * descriptor is ready, then retries; called from a plain OS thread, a wired thread,
+ * or when weft is not running, it is the blocking system call itself.
+ *
+ * Each call has a _deadline form whose last argument is an absolute deadline
+ * (weft_time_now() nanoseconds; WEFT_FOREVER: none). When the deadline passes
+ * before the operation could be made, the call fails with errno ETIMEDOUT and
+ * nothing has been transferred: the operation is cancelled and the data stays in
+ * the kernel for the next call. A write that had already sent part of its buffer
+ * returns that count instead (as a blocking write interrupted by a signal does).
+ *
+ * How weft waits (docs/io.md): it tries the system call without blocking and, if it
+ * would block, parks the thread until the I/O engine (epoll: weft_io_engine())
+ * reports the descriptor ready. Sockets are tried with MSG_DONTWAIT: their file
+ * status flags are never changed (except by weft_accept and weft_connect, below).
+ * Other descriptors that can block (pipes, FIFOs, terminals, character devices)
+ * get O_NONBLOCK set the first time a weft call finds they are not sockets, as Go
+ * does; a plain read() on such a descriptor then fails with EAGAIN instead of
+ * blocking. Regular files never block in this sense: their reads and writes, and
+ * weft_openat and weft_fsync, are made directly and block the VP for the length of
+ * the disk access (weft_blocking() runs such work on a pool of kernel threads).
+ *
+ * A weft call waits even on a descriptor whose owner set O_NONBLOCK (it never
+ * returns EAGAIN for "would block"), except the socket calls given MSG_DONTWAIT,
+ * which return at once as the POSIX calls do.
+ *
+ * Closing: weft_close(fd) wakes every weft thread parked on fd; each of them fails
+ * with EBADF, and none has transferred any data (nothing is lost: it had not been
+ * read). Close descriptors that weft threads may be waiting on with weft_close: a
+ * plain close() leaves them parked (until their deadline, if any). A descriptor
+ * closed with close() and reused by a new open keeps weft's cached notion of its
+ * kind until weft_close or a weft_openat/weft_accept returns it; at worst a call on
+ * it then blocks its VP.
+ *
+ * Signals: a parked weft thread is not interrupted by signals (as if every handler
+ * had SA_RESTART); EINTR is only returned when the system call itself returns it.
+ *
+ * errno is per weft thread, but a call that parked may resume the caller on another
+ * VP's kernel thread, and compilers keep errno's address across calls: read errno
+ * right after the call that failed, before any call that can switch (docs/design.md
+ * "State that travels with a thread").
+ *
+ * Shutdown: weft_shutdown() waits for threads parked on I/O like any blocked thread;
+ * when nothing else can run it returns WEFT_EBUSY while they stay parked. Close their
+ * descriptors (weft_close) to make them return, then call it again.
+ */
+#ifndef WEFT_IO_H
+#define WEFT_IO_H
+
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "weft/common.h"
+#include "weft/time.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* weft_io_engine() returns the name of the I/O engine in use ("epoll"), or NULL
+ * when weft is not running. weft_init() picks it; the environment variable
+ * WEFT_IO=epoll forces one (an engine this build does not have, such as
+ * WEFT_IO=uring without liburing, makes weft_init() return WEFT_EINVAL). Never
+ * switches. */
+WEFT_API const char *weft_io_engine(void);
+
+/* read(2), write(2). weft_write (and weft_writev, weft_send, weft_sendmsg) on a
+ * stream writes the whole buffer, parking as often as needed, as a blocking write
+ * does; it returns less only when an error or the deadline comes after some bytes
+ * went out. weft_read returns as soon as some bytes (or end of file) are there. */
+WEFT_API ssize_t weft_read(int fd, void *buf, size_t count);
+WEFT_API ssize_t weft_write(int fd, const void *buf, size_t count);
+WEFT_API ssize_t weft_read_deadline(int fd, void *buf, size_t count, uint64_t deadline);
+WEFT_API ssize_t weft_write_deadline(int fd, const void *buf, size_t count, uint64_t deadline);
+
+/* readv(2), writev(2). iovcnt as POSIX (at most IOV_MAX, else EINVAL). */
+WEFT_API ssize_t weft_readv(int fd, const struct iovec *iov, int iovcnt);
+WEFT_API ssize_t weft_writev(int fd, const struct iovec *iov, int iovcnt);
+WEFT_API ssize_t weft_readv_deadline(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline);
+WEFT_API ssize_t weft_writev_deadline(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline);
+
+/* pread(2), pwrite(2): positioned, so regular files mostly (those never park). */
+WEFT_API ssize_t weft_pread(int fd, void *buf, size_t count, off_t offset);
+WEFT_API ssize_t weft_pwrite(int fd, const void *buf, size_t count, off_t offset);
+WEFT_API ssize_t weft_pread_deadline(int fd, void *buf, size_t count, off_t offset, uint64_t deadline);
+WEFT_API ssize_t weft_pwrite_deadline(int fd, const void *buf, size_t count, off_t offset,
+                                      uint64_t deadline);
+
+/* recv(2), send(2), recvmsg(2), sendmsg(2). With MSG_DONTWAIT in flags they never
+ * park. recv with MSG_WAITALL on a stream parks until len bytes, end of stream or
+ * an error (returning what it got, as recv does). */
+WEFT_API ssize_t weft_recv(int fd, void *buf, size_t len, int flags);
+WEFT_API ssize_t weft_send(int fd, const void *buf, size_t len, int flags);
+WEFT_API ssize_t weft_recvmsg(int fd, struct msghdr *msg, int flags);
+WEFT_API ssize_t weft_sendmsg(int fd, const struct msghdr *msg, int flags);
+WEFT_API ssize_t weft_recv_deadline(int fd, void *buf, size_t len, int flags, uint64_t deadline);
+WEFT_API ssize_t weft_send_deadline(int fd, const void *buf, size_t len, int flags, uint64_t deadline);
+WEFT_API ssize_t weft_recvmsg_deadline(int fd, struct msghdr *msg, int flags, uint64_t deadline);
+WEFT_API ssize_t weft_sendmsg_deadline(int fd, const struct msghdr *msg, int flags, uint64_t deadline);
+
+/* accept4(2) (flags: SOCK_NONBLOCK, SOCK_CLOEXEC, as accept4). From a weft thread
+ * it sets O_NONBLOCK on the listening socket (accept has no per-call form of it);
+ * the accepted socket gets only the flags asked for. */
+WEFT_API int weft_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+WEFT_API int weft_accept_deadline(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags,
+                                  uint64_t deadline);
+
+/* connect(2). From a weft thread on a socket without O_NONBLOCK, it sets O_NONBLOCK
+ * for the connect call only and restores the flags before it parks. After
+ * ETIMEDOUT the connection attempt may still go on in the kernel (as after a
+ * connect interrupted by a signal): close the socket. A socket that already has
+ * O_NONBLOCK gets EINPROGRESS, as connect(2) gives. */
+WEFT_API int weft_connect(int fd, const struct sockaddr *addr, socklen_t addrlen);
+WEFT_API int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_t addrlen,
+                                   uint64_t deadline);
+
+/* weft_fd_wait() parks until fd is ready for `events` (a mask of POLLIN, POLLOUT,
+ * POLLPRI as in poll(2)) and returns the ready mask (poll's revents: may also hold
+ * POLLERR, POLLHUP, POLLRDHUP, POLLNVAL), or -1 with errno: ETIMEDOUT (deadline
+ * passed), EBADF (closed by weft_close while waiting), EINVAL (no event asked for),
+ * ENOMEM. Ready at once: returns without parking. */
+WEFT_API int weft_fd_wait(int fd, short events);
+WEFT_API int weft_fd_wait_deadline(int fd, short events, uint64_t deadline);
+
+/* openat(2), fsync(2): made directly (regular files do not park; the VP blocks for
+ * the disk access). weft_openat resets weft's cached state of the descriptor
+ * number it returns. */
+WEFT_API int weft_openat(int dirfd, const char *path, int flags, ...);
+WEFT_API int weft_fsync(int fd);
+
+/* close(2), after waking every weft thread parked on fd (they fail with EBADF). */
+WEFT_API int weft_close(int fd);
+
+/* ---- blocking work off the VPs ---------------------------------------------------
+ * weft_blocking() runs fn(arg) on a kernel thread of a shared pool and parks the
+ * calling weft thread (not its VP) until fn returns; then stores fn's result in
+ * *result (if result is not NULL) and returns 0. For calls that block in the kernel
+ * and have no weft form (getaddrinfo, disk I/O, a library's blocking call). fn runs
+ * on a plain OS thread: it may call the blocking weft functions an OS thread may
+ * call (the weft_* I/O calls above, sync objects), never weft_yield or other calls
+ * for weft threads only. From a plain OS thread (or when weft is not running) fn
+ * runs on the caller directly.
+ * The pool starts threads on demand, up to a limit (weft_blocking_limits; default
+ * 64), and lets a thread that has had nothing to do for the idle time (default
+ * 10 s) exit. With every pool thread busy, further calls queue (FIFO) until one is
+ * free. Errors: WEFT_EINVAL (fn NULL); WEFT_EAGAIN (no pool thread could be
+ * started and none exists; fn did not run). */
+WEFT_API int weft_blocking(void *(*fn)(void *), void *arg, void **result);
+
+/* weft_blocking_limits() sets the pool's most threads (1 to 4096) and the idle time
+ * after which a pool thread exits (nanoseconds, > 0); 0 in either leaves it. Threads
+ * above a lowered limit exit once idle. Errors: WEFT_EINVAL. Callable anytime. */
+WEFT_API int weft_blocking_limits(int max_threads, uint64_t idle_ns);
+
+/* weft_blocking_threads() returns the number of pool threads alive now (a
+ * snapshot). Callable anytime. */
+WEFT_API int weft_blocking_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

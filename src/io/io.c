@@ -1,0 +1,763 @@
+/* src/io/io.c - the I/O calls of weft/io.h and the epoll engine (docs/io.md).
+ *
+ * Readiness, as Go's netpoller: a call tries its system call without blocking
+ * (MSG_DONTWAIT on sockets, O_NONBLOCK on other descriptors that can block); if
+ * that would block, the thread links a waiter (src/sync/sync.h) on the descriptor's
+ * record, arms the descriptor in the process's one epoll instance (one-shot, level
+ * triggered, for the union of what its waiters want), and blocks; the lock of the
+ * record is released in the block continuation, so no poller can wake it before it
+ * is saved. A level-triggered arm after the failed try reports readiness that came
+ * in between, so no edge is lost.
+ *
+ * Polling: an idle VP that would sleep while threads wait on I/O waits in
+ * epoll_wait instead of its futex (at most one VP at a time: the poller), bounded
+ * by the earliest timer; VPs that spin in the idle loop poll without waiting. The
+ * poller claims the waiters whose events came (WAITING -> SIGNALED, the same CAS
+ * a timer's TIMEDOUT competes with, so a deadline racing readiness is decided
+ * once) and makes them ready. A waker of a sleeping VP interrupts the poller's
+ * epoll_wait through an eventfd (docs/memory-ordering.md "The I/O poller").
+ *
+ * Descriptor records live in a two-level table indexed by fd, allocated on first
+ * use and freed at weft_shutdown.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/io.h"
+#include "sync/sync.h"
+#include "weft/io.h"
+
+/* errno of the kernel thread the caller runs on now. glibc declares
+ * __errno_location const, so a compiler may keep errno's address across a call
+ * that parked the thread and resumed it on another VP's kernel thread, and read or
+ * write the errno of the old one. Every access to errno in this file that may come
+ * after a park goes through these two, which are never inlined. */
+static __attribute__((noinline)) int err_now(void) {
+  __asm__ volatile("" ::: "memory");
+  return errno;
+}
+static __attribute__((noinline)) ssize_t fail(int e) {
+  __asm__ volatile("" ::: "memory");
+  errno = e;
+  return -1;
+}
+
+/* ---- descriptor records ------------------------------------------------------------ */
+
+enum { K_UNKNOWN = 0, K_SOCK = 1, K_OTHER = 2 };
+#define IO_EVMASK (EPOLLIN | EPOLLOUT | EPOLLPRI)
+
+typedef struct iod {
+  weft__spin_t lock;
+  int fd;                  /* set when the page is made, then read-only */
+  _Atomic uint32_t gen;    /* bumped by weft_close under lock; an operation reads it
+                              at its start (relaxed: a waiter re-reads it under lock,
+                              or after the acquire load of its waiter state that
+                              pairs with weft_close's claim) */
+  uint32_t armed;          /* events armed (one-shot) in epoll: lock */
+  _Atomic int kind;        /* K_*: a cache (relaxed); K_OTHER means weft set
+                              O_NONBLOCK on it */
+  _Atomic int listen_nb;   /* 1 once weft_accept set O_NONBLOCK (relaxed: a cache) */
+  weft__wq_t q;            /* parked waiters, w->mode = the events they wait for:
+                              lock */
+} iod_t;
+
+#define IOD_PAGE 1024
+#define IOD_PAGES 4096     /* 4M descriptors, above the kernel's nr_open maximum */
+
+static struct {
+  _Atomic int on;                       /* 1 between init and fini */
+  int epfd, evfd;
+  const char *name;
+  /* the VP waiting in epoll_wait, or NULL; CAS to take the role (seq_cst: the
+   * store-buffering pair with weft__io_wake, see there) */
+  _Atomic(weft_vp_t *) poller;
+  _Atomic long nwait;                   /* threads linked on a record (seq_cst RMW) */
+  /* pages: CAS from NULL (acq_rel) once; acquire loads pair with it */
+  _Atomic(iod_t *) pages[IOD_PAGES];
+} io;
+
+static iod_t *iod_get(int fd) {
+  if (fd < 0 || fd >= IOD_PAGE * IOD_PAGES) return NULL;
+  _Atomic(iod_t *) *slot = &io.pages[fd / IOD_PAGE];
+  iod_t *p = atomic_load_explicit(slot, memory_order_acquire);
+  if (WEFT__UNLIKELY(!p)) {
+    iod_t *np = weft__sys_calloc(IOD_PAGE, sizeof *np);
+    if (!np) return NULL;
+    for (int i = 0; i < IOD_PAGE; i++) np[i].fd = (fd / IOD_PAGE) * IOD_PAGE + i;
+    /* acq_rel: release publishes the filled page; acquire (also on failure) sees
+     * the winner's */
+    if (atomic_compare_exchange_strong_explicit(slot, &p, np, memory_order_acq_rel,
+                                                memory_order_acquire))
+      p = np;
+    else
+      weft__sys_free(np);
+  }
+  return &p[fd % IOD_PAGE];
+}
+
+/* The caller is a weft thread running on a VP (then weft is running and the engine
+ * is on): the calls park. Otherwise they are the plain system calls. */
+static inline int here(void) { return weft__vp() != NULL; }
+
+/* Arms d for `want` on top of what is armed (lock held). 0 or -errno. */
+static int arm(iod_t *d, uint32_t want) {
+  uint32_t ev = d->armed | want;
+  if (ev == d->armed) return 0;
+  struct epoll_event e;
+  memset(&e, 0, sizeof e);
+  e.events = ev | EPOLLONESHOT | EPOLLRDHUP;
+  e.data.ptr = d;
+  if (epoll_ctl(io.epfd, EPOLL_CTL_MOD, d->fd, &e) != 0) {
+    if (err_now() != ENOENT) return -err_now();
+    if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, d->fd, &e) != 0) return -err_now();
+  }
+  d->armed = ev;
+  return 0;
+}
+
+/* The block continuation's extra step (after the record's lock is released): if
+ * this VP goes on running threads and no VP waits in the engine, wake a sleeping
+ * VP so that one becomes the poller (weft__wake_one wakes none if a VP spins: that
+ * one polls, and becomes the poller when it sleeps). */
+static void kick(void *unused) {
+  (void)unused;
+  weft_vp_t *vp = weft__vp();
+  if (vp->current && !atomic_load_explicit(&io.poller, memory_order_relaxed)) weft__wake_one();
+}
+
+/* Parks the caller until d may be ready for `mode` (EPOLLIN/OUT/PRI). Returns 0
+ * (retry the operation), or -ETIMEDOUT, -EBADF (weft_close since the operation
+ * began), -ENOMEM (no timer slot), or epoll_ctl's -errno. */
+static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
+  weft__waiter_t w;
+  weft__waiter_init(&w, deadline);
+  if (deadline != WEFT_FOREVER) {
+    if (deadline <= weft__os_now_ns()) return -ETIMEDOUT;
+    if (weft__timer_reserve(weft__vp())) return -ENOMEM;
+  }
+  w.mode = mode;
+  weft__qlock_lock(&d->lock);
+  if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
+    weft__spin_unlock(&d->lock);
+    return -EBADF;
+  }
+  int rc = arm(d, mode);
+  if (rc) {
+    weft__spin_unlock(&d->lock);
+    return rc;
+  }
+  weft__wq_push(&d->q, &w);
+  /* seq_cst: the deadlock check (quiet) and the pollers read it */
+  atomic_fetch_add_explicit(&io.nwait, 1, memory_order_seq_cst);
+  uint32_t st = weft__wait(&w, &d->lock, kick, NULL);
+  if (st != WEFT__W_SIGNALED) {
+    weft__qlock_lock(&d->lock);
+    if (w.linked) weft__wq_remove(&d->q, &w);
+    weft__spin_unlock(&d->lock);
+    rc = -ETIMEDOUT;
+  } else if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
+    rc = -EBADF;  /* woken by weft_close (its bump is ordered by our acquire of state) */
+  }
+  /* relaxed: after the wait; the count stays above zero for as long as we wait */
+  atomic_fetch_sub_explicit(&io.nwait, 1, memory_order_relaxed);
+  return rc;
+}
+
+/* From a plain OS thread: poll(2) until ready or the deadline. 0 or -errno. */
+static int os_wait(int fd, uint32_t mode, uint64_t deadline) {
+  for (;;) {
+    int ms = -1;
+    if (deadline != WEFT_FOREVER) {
+      uint64_t now = weft__os_now_ns();
+      if (now >= deadline) return -ETIMEDOUT;
+      uint64_t left = (deadline - now + 999999u) / 1000000u;
+      ms = left > INT_MAX ? INT_MAX : (int)left;
+    }
+    struct pollfd p = {.fd = fd, .events = (short)mode, .revents = 0};
+    int r = poll(&p, 1, ms);
+    if (r > 0) return 0;
+    if (r < 0 && err_now() != EINTR) return -err_now();
+  }
+}
+
+/* ---- engine hooks (runtime.c) -------------------------------------------------------- */
+
+static int dispatch(struct epoll_event *ev, int n) {
+  int woke = 0;
+  for (int i = 0; i < n; i++) {
+    iod_t *d = ev[i].data.ptr;
+    if (!d) {  /* the eventfd: weft__io_wake; drain it */
+      uint64_t v;
+      ssize_t r = read(io.evfd, &v, sizeof v);
+      (void)r;
+      continue;
+    }
+    uint32_t e = ev[i].events, m = 0;
+    if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) m |= EPOLLIN;
+    if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) m |= EPOLLOUT;
+    if (e & (EPOLLPRI | EPOLLHUP | EPOLLERR)) m |= EPOLLPRI;
+    weft__wakeset_t s;
+    weft__wakeset_init(&s);
+    weft__qlock_lock(&d->lock);
+    d->armed = 0;  /* one-shot: the kernel disarmed it when it reported */
+    uint32_t rest = 0;
+    for (weft__waiter_t *w = d->q.head, *nx; w; w = nx) {
+      nx = w->next;  /* before the claim: the wake set reuses next */
+      if (w->mode & m) {
+        weft__wq_remove(&d->q, w);
+        woke += weft__wakeset_claim(&s, w);
+      } else {
+        rest |= w->mode;
+      }
+    }
+    if (rest && arm(d, rest) != 0) {
+      /* cannot re-arm (closed behind weft's back): wake them all to retry and see */
+      weft__waiter_t *w;
+      while ((w = weft__wq_pop(&d->q)) != NULL) woke += weft__wakeset_claim(&s, w);
+    }
+    weft__spin_unlock(&d->lock);
+    weft__wakeset_run(&s);
+  }
+  return woke;
+}
+
+#define IO_NEV 64
+
+static int epoll_for(uint64_t until, struct epoll_event *ev) {
+  if (until == 0) return epoll_wait(io.epfd, ev, IO_NEV, 0);
+  if (until == WEFT_FOREVER) return epoll_wait(io.epfd, ev, IO_NEV, -1);
+  uint64_t now = weft__os_now_ns(), left = until > now ? until - now : 0;
+  struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+  int n = epoll_pwait2(io.epfd, ev, IO_NEV, &ts, NULL);
+  if (n < 0 && err_now() == ENOSYS) {
+    uint64_t ms = (left + 999999u) / 1000000u;
+    n = epoll_wait(io.epfd, ev, IO_NEV, ms > INT_MAX ? INT_MAX : (int)ms);
+  }
+  return n;
+}
+
+int weft__io_park(weft_vp_t *vp, uint64_t until) {
+  weft_vp_t *none = NULL;
+  if (!atomic_load_explicit(&io.nwait, memory_order_relaxed) ||
+      !atomic_compare_exchange_strong_explicit(&io.poller, &none, vp, memory_order_seq_cst,
+                                               memory_order_relaxed)) {
+    weft__os_futex_wait_until(&vp->park, 1, until);
+    return 0;
+  }
+  /* seq_cst: with the CAS above, the store-buffering pair with weft__io_wake (a
+   * waker stores park = 0, then fences and reads poller): either we see 0 here, or
+   * it sees us as the poller and writes the eventfd */
+  if (atomic_load_explicit(&vp->park, memory_order_seq_cst) == 0) {
+    atomic_store_explicit(&io.poller, NULL, memory_order_release);
+    return 0;
+  }
+  struct epoll_event ev[IO_NEV];
+  int n = epoll_for(until == 0 ? 1 : until, ev);
+  /* release: pairs with the acquire of the next CAS for the role (nothing to hand
+   * over but the role itself) */
+  atomic_store_explicit(&io.poller, NULL, memory_order_release);
+  return n > 0 && dispatch(ev, n) > 0;
+}
+
+void weft__io_wake(weft_vp_t *vp) {
+  /* seq_cst fence: the caller's store of park = 0 comes before our load of the
+   * poller (see weft__io_park) */
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&io.poller, memory_order_relaxed) == vp) {
+    uint64_t one = 1;
+    ssize_t r = write(io.evfd, &one, sizeof one);  /* readable until the poller drains it */
+    (void)r;
+  }
+}
+
+int weft__io_poll(weft_vp_t *vp) {
+  if (!atomic_load_explicit(&io.nwait, memory_order_relaxed)) return 0;
+  weft_vp_t *none = NULL;
+  if (!atomic_compare_exchange_strong_explicit(&io.poller, &none, vp, memory_order_seq_cst,
+                                               memory_order_relaxed))
+    return 0;
+  struct epoll_event ev[IO_NEV];
+  int n = epoll_for(0, ev);
+  atomic_store_explicit(&io.poller, NULL, memory_order_release);
+  return n > 0 ? dispatch(ev, n) : 0;
+}
+
+int weft__io_waiting(void) { return atomic_load_explicit(&io.nwait, memory_order_seq_cst) != 0; }
+
+int weft__io_need_poller(void) {
+  return atomic_load_explicit(&io.nwait, memory_order_relaxed) != 0 &&
+         !atomic_load_explicit(&io.poller, memory_order_relaxed);
+}
+
+int weft__io_init(void) {
+  const char *e = getenv("WEFT_IO");
+  if (e && *e && strcmp(e, "epoll") != 0) return WEFT_EINVAL;
+  memset(&io, 0, sizeof io);
+  io.epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (io.epfd < 0) return WEFT_ESYS;
+  io.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (io.evfd < 0) {
+    close(io.epfd);
+    return WEFT_ESYS;
+  }
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLIN;
+  ev.data.ptr = NULL;
+  if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, io.evfd, &ev) != 0) {
+    close(io.evfd);
+    close(io.epfd);
+    return WEFT_ESYS;
+  }
+  io.name = "epoll";
+  atomic_store_explicit(&io.on, 1, memory_order_release);
+  return 0;
+}
+
+void weft__io_fini(void) {
+  if (!atomic_load_explicit(&io.on, memory_order_relaxed)) return;
+  atomic_store_explicit(&io.on, 0, memory_order_relaxed);
+  for (int i = 0; i < IOD_PAGES; i++) {
+    iod_t *p = atomic_load_explicit(&io.pages[i], memory_order_relaxed);
+    if (p) weft__sys_free(p);
+    atomic_store_explicit(&io.pages[i], NULL, memory_order_relaxed);
+  }
+  close(io.evfd);
+  close(io.epfd);
+  io.name = NULL;
+}
+
+const char *weft_io_engine(void) {
+  return weft_is_running() && atomic_load_explicit(&io.on, memory_order_acquire) ? io.name : NULL;
+}
+
+/* ---- the operations --------------------------------------------------------------- */
+
+enum { OP_READ, OP_WRITE, OP_READV, OP_WRITEV, OP_PREAD, OP_PWRITE, OP_RECV, OP_SEND,
+       OP_RECVMSG, OP_SENDMSG };
+
+typedef struct op {
+  int kind, fd, flags;
+  void *buf;
+  size_t len;
+  const struct iovec *iov;
+  int iovcnt;
+  off_t off;
+  struct msghdr *msg;
+} op_t;
+
+static int is_write(int kind) {
+  return kind == OP_WRITE || kind == OP_WRITEV || kind == OP_PWRITE || kind == OP_SEND ||
+         kind == OP_SENDMSG;
+}
+
+/* d found not to be a socket: give it O_NONBLOCK (docs/io.md) and remember. */
+static void make_other(iod_t *d) {
+  int fl = fcntl(d->fd, F_GETFL);
+  if (fl >= 0 && !(fl & O_NONBLOCK)) (void)fcntl(d->fd, F_SETFL, fl | O_NONBLOCK);
+  atomic_store_explicit(&d->kind, K_OTHER, memory_order_relaxed);
+}
+
+/* The plain system call (blocking unless the descriptor is O_NONBLOCK). */
+static ssize_t op_plain(const op_t *o, int extra_flags) {
+  switch (o->kind) {
+  case OP_READ: return read(o->fd, o->buf, o->len);
+  case OP_WRITE: return write(o->fd, o->buf, o->len);
+  case OP_READV: return readv(o->fd, o->iov, o->iovcnt);
+  case OP_WRITEV: return writev(o->fd, o->iov, o->iovcnt);
+  case OP_PREAD: return pread(o->fd, o->buf, o->len, o->off);
+  case OP_PWRITE: return pwrite(o->fd, o->buf, o->len, o->off);
+  case OP_RECV: return recv(o->fd, o->buf, o->len, o->flags | extra_flags);
+  case OP_SEND: return send(o->fd, o->buf, o->len, o->flags | extra_flags);
+  case OP_RECVMSG: return recvmsg(o->fd, o->msg, o->flags | extra_flags);
+  case OP_SENDMSG: return sendmsg(o->fd, o->msg, o->flags | extra_flags);
+  }
+  return fail(EINVAL);
+}
+
+/* One try that does not block: sockets with MSG_DONTWAIT (read and write as recv
+ * and send, readv and writev as recvmsg and sendmsg), others through O_NONBLOCK.
+ * d NULL (a plain OS thread after poll said ready): non-sockets are the plain call. */
+static ssize_t op_try(iod_t *d, const op_t *o) {
+  int k = d ? atomic_load_explicit(&d->kind, memory_order_relaxed) : K_UNKNOWN;
+  if (o->kind == OP_PREAD || o->kind == OP_PWRITE) return op_plain(o, 0);
+  if (o->kind >= OP_RECV) return op_plain(o, MSG_DONTWAIT);
+  if (k != K_OTHER) {
+    ssize_t r;
+    struct msghdr m;
+    switch (o->kind) {
+    case OP_READ: r = recv(o->fd, o->buf, o->len, MSG_DONTWAIT); break;
+    case OP_WRITE: r = send(o->fd, o->buf, o->len, MSG_DONTWAIT); break;
+    default:
+      memset(&m, 0, sizeof m);
+      m.msg_iov = (struct iovec *)o->iov;
+      m.msg_iovlen = (size_t)o->iovcnt;
+      r = o->kind == OP_READV ? recvmsg(o->fd, &m, MSG_DONTWAIT) : sendmsg(o->fd, &m, MSG_DONTWAIT);
+      break;
+    }
+    if (r >= 0 || err_now() != ENOTSOCK) {
+      if (d && k == K_UNKNOWN && (r >= 0 || err_now() == EAGAIN || err_now() == EWOULDBLOCK))
+        atomic_store_explicit(&d->kind, K_SOCK, memory_order_relaxed);
+      return r;
+    }
+    if (d) make_other(d);
+  }
+  return op_plain(o, 0);
+}
+
+static uint32_t op_mode(const op_t *o) { return is_write(o->kind) ? EPOLLOUT : EPOLLIN; }
+
+/* One operation: try, park while it would block. Returns its result, or -1 with
+ * errno (ETIMEDOUT, EBADF after weft_close, ...). */
+static ssize_t op_run(op_t *o, uint64_t deadline) {
+  int nowait = (o->kind >= OP_RECV) && (o->flags & MSG_DONTWAIT);
+  if (!here()) {
+    if (deadline == WEFT_FOREVER || nowait) return op_plain(o, 0);
+    /* wait for readiness first: a non-socket is then read with the plain call,
+     * which would block past the deadline if it came before the data */
+    for (;;) {
+      int rc = os_wait(o->fd, op_mode(o), deadline);
+      if (rc) return fail(-rc);
+      ssize_t r = op_try(NULL, o);
+      if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK)) return r;
+    }
+  }
+  iod_t *d = iod_get(o->fd);
+  if (!d) {
+    return fail(o->fd < 0 || o->fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM);
+  }
+  uint32_t gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
+  for (;;) {
+    ssize_t r = op_try(d, o);
+    if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK) || nowait) return r;
+    int rc = iod_wait(d, gen, op_mode(o), deadline);
+    if (rc) return (int)fail(-rc);
+  }
+}
+
+/* Drops n bytes from the front of an iovec array (a private copy, *own). */
+static int iov_skip(struct iovec **own, const struct iovec **iov, int *cnt, size_t n) {
+  if (!*own) {
+    *own = malloc((size_t)*cnt * sizeof **own);
+    if (!*own) return -1;
+    memcpy(*own, *iov, (size_t)*cnt * sizeof **own);
+    *iov = *own;
+  }
+  struct iovec *v = (struct iovec *)*iov;
+  while (*cnt > 0 && n >= v->iov_len) {
+    n -= v->iov_len;
+    v++;
+    (*cnt)--;
+  }
+  if (*cnt > 0) {
+    v->iov_base = (char *)v->iov_base + n;
+    v->iov_len -= n;
+  }
+  *iov = v;
+  return 0;
+}
+
+static size_t iov_total(const struct iovec *iov, int cnt) {
+  size_t t = 0;
+  for (int i = 0; i < cnt; i++) t += iov[i].iov_len;
+  return t;
+}
+
+/* A whole write (or a MSG_WAITALL recv): repeats o until `total` bytes moved, end
+ * of stream (reads), an error, or the deadline; returns the bytes moved if any,
+ * else the error. */
+static ssize_t op_all(op_t *o, size_t total, uint64_t deadline) {
+  size_t done = 0;
+  struct iovec *own = NULL;
+  struct msghdr m;
+  if (o->kind == OP_SENDMSG || o->kind == OP_RECVMSG) {
+    m = *o->msg;
+    o->iov = m.msg_iov;
+    o->iovcnt = (int)m.msg_iovlen;
+  }
+  ssize_t r;
+  for (;;) {
+    if (o->kind == OP_SENDMSG || o->kind == OP_RECVMSG) {
+      m.msg_iov = (struct iovec *)o->iov;
+      m.msg_iovlen = (size_t)o->iovcnt;
+      op_t one = *o;
+      one.msg = &m;
+      r = op_run(&one, deadline);
+      if (r >= 0 && o->kind == OP_RECVMSG) o->msg->msg_flags = m.msg_flags;
+      if (r > 0 && o->kind == OP_SENDMSG) {
+        m.msg_control = NULL;  /* ancillary data went with the first bytes */
+        m.msg_controllen = 0;
+      }
+    } else {
+      r = op_run(o, deadline);
+    }
+    if (r < 0) break;
+    done += (size_t)r;
+    if (done >= total || (r == 0 && !is_write(o->kind))) break;
+    if (o->kind == OP_WRITEV || o->kind == OP_READV || o->kind == OP_SENDMSG || o->kind == OP_RECVMSG) {
+      if (iov_skip(&own, &o->iov, &o->iovcnt, (size_t)r)) {
+        r = fail(ENOMEM);
+        break;
+      }
+    } else {
+      o->buf = (char *)o->buf + r;
+      o->len -= (size_t)r;
+      if (o->kind == OP_PWRITE) o->off += r;
+    }
+  }
+  free(own);
+  if (done > 0) return (ssize_t)done;
+  return r;
+}
+
+static ssize_t do_write(op_t *o, size_t total, uint64_t deadline) {
+  if (!here() || (o->kind >= OP_RECV && (o->flags & MSG_DONTWAIT))) return op_run(o, deadline);
+  return op_all(o, total, deadline);
+}
+
+ssize_t weft_read_deadline(int fd, void *buf, size_t count, uint64_t deadline) {
+  op_t o = {.kind = OP_READ, .fd = fd, .buf = buf, .len = count};
+  return op_run(&o, deadline);
+}
+ssize_t weft_read(int fd, void *buf, size_t count) {
+  return weft_read_deadline(fd, buf, count, WEFT_FOREVER);
+}
+
+ssize_t weft_write_deadline(int fd, const void *buf, size_t count, uint64_t deadline) {
+  op_t o = {.kind = OP_WRITE, .fd = fd, .buf = (void *)buf, .len = count};
+  return do_write(&o, count, deadline);
+}
+ssize_t weft_write(int fd, const void *buf, size_t count) {
+  return weft_write_deadline(fd, buf, count, WEFT_FOREVER);
+}
+
+ssize_t weft_readv_deadline(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline) {
+  op_t o = {.kind = OP_READV, .fd = fd, .iov = iov, .iovcnt = iovcnt};
+  return op_run(&o, deadline);
+}
+ssize_t weft_readv(int fd, const struct iovec *iov, int iovcnt) {
+  return weft_readv_deadline(fd, iov, iovcnt, WEFT_FOREVER);
+}
+
+ssize_t weft_writev_deadline(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline) {
+  if (iovcnt < 0 || iovcnt > IOV_MAX || (iovcnt > 0 && !iov)) return (int)fail(EINVAL);
+  op_t o = {.kind = OP_WRITEV, .fd = fd, .iov = iov, .iovcnt = iovcnt};
+  return do_write(&o, iov_total(iov, iovcnt), deadline);
+}
+ssize_t weft_writev(int fd, const struct iovec *iov, int iovcnt) {
+  return weft_writev_deadline(fd, iov, iovcnt, WEFT_FOREVER);
+}
+
+ssize_t weft_pread_deadline(int fd, void *buf, size_t count, off_t offset, uint64_t deadline) {
+  op_t o = {.kind = OP_PREAD, .fd = fd, .buf = buf, .len = count, .off = offset};
+  return op_run(&o, deadline);
+}
+ssize_t weft_pread(int fd, void *buf, size_t count, off_t offset) {
+  return weft_pread_deadline(fd, buf, count, offset, WEFT_FOREVER);
+}
+
+ssize_t weft_pwrite_deadline(int fd, const void *buf, size_t count, off_t offset, uint64_t deadline) {
+  op_t o = {.kind = OP_PWRITE, .fd = fd, .buf = (void *)buf, .len = count, .off = offset};
+  return op_run(&o, deadline);
+}
+ssize_t weft_pwrite(int fd, const void *buf, size_t count, off_t offset) {
+  return weft_pwrite_deadline(fd, buf, count, offset, WEFT_FOREVER);
+}
+
+ssize_t weft_recv_deadline(int fd, void *buf, size_t len, int flags, uint64_t deadline) {
+  op_t o = {.kind = OP_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags & ~MSG_WAITALL};
+  if ((flags & MSG_WAITALL) && !(flags & (MSG_DONTWAIT | MSG_PEEK)) && here())
+    return op_all(&o, len, deadline);
+  o.flags = flags;
+  return op_run(&o, deadline);
+}
+ssize_t weft_recv(int fd, void *buf, size_t len, int flags) {
+  return weft_recv_deadline(fd, buf, len, flags, WEFT_FOREVER);
+}
+
+ssize_t weft_send_deadline(int fd, const void *buf, size_t len, int flags, uint64_t deadline) {
+  op_t o = {.kind = OP_SEND, .fd = fd, .buf = (void *)buf, .len = len, .flags = flags};
+  return do_write(&o, len, deadline);
+}
+ssize_t weft_send(int fd, const void *buf, size_t len, int flags) {
+  return weft_send_deadline(fd, buf, len, flags, WEFT_FOREVER);
+}
+
+ssize_t weft_recvmsg_deadline(int fd, struct msghdr *msg, int flags, uint64_t deadline) {
+  op_t o = {.kind = OP_RECVMSG, .fd = fd, .msg = msg, .flags = flags};
+  return op_run(&o, deadline);
+}
+ssize_t weft_recvmsg(int fd, struct msghdr *msg, int flags) {
+  return weft_recvmsg_deadline(fd, msg, flags, WEFT_FOREVER);
+}
+
+ssize_t weft_sendmsg_deadline(int fd, const struct msghdr *msg, int flags, uint64_t deadline) {
+  if (!msg) return (int)fail(EFAULT);
+  if (msg->msg_iovlen > IOV_MAX) return (int)fail(EMSGSIZE);
+  op_t o = {.kind = OP_SENDMSG, .fd = fd, .msg = (struct msghdr *)msg, .flags = flags};
+  return do_write(&o, iov_total(msg->msg_iov, (int)msg->msg_iovlen), deadline);
+}
+ssize_t weft_sendmsg(int fd, const struct msghdr *msg, int flags) {
+  return weft_sendmsg_deadline(fd, msg, flags, WEFT_FOREVER);
+}
+
+/* A descriptor number that now names a new file: forget what weft knew. */
+static void iod_reset(int fd, int kind) {
+  if (!here()) return;
+  iod_t *d = iod_get(fd);
+  if (!d) return;
+  weft__qlock_lock(&d->lock);
+  d->armed = 0;
+  atomic_store_explicit(&d->kind, kind, memory_order_relaxed);
+  atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
+  weft__spin_unlock(&d->lock);
+}
+
+int weft_accept_deadline(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags,
+                         uint64_t deadline) {
+  if (!here()) {
+    if (deadline != WEFT_FOREVER) {
+      int rc = os_wait(fd, EPOLLIN, deadline);
+      if (rc) return (int)fail(-rc);
+    }
+    return accept4(fd, addr, addrlen, flags);
+  }
+  iod_t *d = iod_get(fd);
+  if (!d) {
+    return (int)fail(fd < 0 || fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM);
+  }
+  uint32_t gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
+  if (!atomic_load_explicit(&d->listen_nb, memory_order_relaxed)) {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0) return -1;
+    if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
+    atomic_store_explicit(&d->listen_nb, 1, memory_order_relaxed);
+  }
+  for (;;) {
+    int c = accept4(fd, addr, addrlen, flags);
+    if (c >= 0) {
+      iod_reset(c, K_SOCK);
+      return c;
+    }
+    if (err_now() != EAGAIN && err_now() != EWOULDBLOCK) return -1;
+    int rc = iod_wait(d, gen, EPOLLIN, deadline);
+    if (rc) return (int)fail(-rc);
+  }
+}
+int weft_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags) {
+  return weft_accept_deadline(fd, addr, addrlen, flags, WEFT_FOREVER);
+}
+
+int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline) {
+  int on_vp = here();
+  if (!on_vp && deadline == WEFT_FOREVER) return connect(fd, addr, addrlen);
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0) return -1;
+  if (fl & O_NONBLOCK) return connect(fd, addr, addrlen);
+  if (fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
+  int r = connect(fd, addr, addrlen), e = err_now();
+  (void)fcntl(fd, F_SETFL, fl);
+  if (r == 0) return 0;
+  if (e != EINPROGRESS) {
+    return (int)fail(e);
+  }
+  iod_t *d = on_vp ? iod_get(fd) : NULL;
+  if (on_vp && !d) return (int)fail(ENOMEM);
+  uint32_t gen = d ? atomic_load_explicit(&d->gen, memory_order_relaxed) : 0;
+  for (;;) {
+    struct pollfd p = {.fd = fd, .events = POLLOUT, .revents = 0};
+    if (poll(&p, 1, 0) > 0) break;
+    int rc = d ? iod_wait(d, gen, EPOLLOUT, deadline) : os_wait(fd, EPOLLOUT, deadline);
+    if (rc) return (int)fail(-rc);
+  }
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -1;
+  if (err) {
+    return (int)fail(err);
+  }
+  return 0;
+}
+int weft_connect(int fd, const struct sockaddr *addr, socklen_t addrlen) {
+  return weft_connect_deadline(fd, addr, addrlen, WEFT_FOREVER);
+}
+
+int weft_fd_wait_deadline(int fd, short events, uint64_t deadline) {
+  uint32_t mode = (uint32_t)events & (POLLIN | POLLOUT | POLLPRI);
+  if (!mode) return (int)fail(EINVAL);
+  iod_t *d = NULL;
+  uint32_t gen = 0;
+  if (here()) {
+    if (!(d = iod_get(fd))) {
+      return (int)fail(fd < 0 || fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM);
+    }
+    gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
+  }
+  for (;;) {
+    struct pollfd p = {.fd = fd, .events = events, .revents = 0};
+    int r = poll(&p, 1, 0);
+    if (r > 0) return p.revents;
+    if (r < 0 && err_now() != EINTR) return -1;
+    int rc = d ? iod_wait(d, gen, mode, deadline) : os_wait(fd, mode, deadline);
+    if (rc) return (int)fail(-rc);
+  }
+}
+int weft_fd_wait(int fd, short events) { return weft_fd_wait_deadline(fd, events, WEFT_FOREVER); }
+
+int weft_openat(int dirfd, const char *path, int flags, ...) {
+  mode_t mode = 0;
+  if (flags & (O_CREAT | __O_TMPFILE)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, int);
+    va_end(ap);
+  }
+  int fd = openat(dirfd, path, flags, mode);
+  if (fd >= 0) iod_reset(fd, K_UNKNOWN);
+  return fd;
+}
+
+int weft_fsync(int fd) { return fsync(fd); }
+
+int weft_close(int fd) {
+  int gated = 0;
+  if (!here()) {
+    /* a plain OS thread wakes weft threads only inside the gate (weft_shutdown
+     * must not free the records meanwhile); not running: just close */
+    if (!weft_is_running() || weft__os_enter(WEFT__GATE_OTHER) != 0) return close(fd);
+    gated = 1;
+  }
+  iod_t *d = (fd >= 0 && fd < IOD_PAGE * IOD_PAGES)
+                 ? atomic_load_explicit(&io.pages[fd / IOD_PAGE], memory_order_acquire)
+                 : NULL;
+  if (d) {
+    d = &d[fd % IOD_PAGE];
+    weft__wakeset_t s;
+    weft__wakeset_init(&s);
+    weft__qlock_lock(&d->lock);
+    /* relaxed: waiters read it under this lock, or after their acquire load of the
+     * state our claim below releases */
+    atomic_store_explicit(&d->gen, atomic_load_explicit(&d->gen, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    d->armed = 0;
+    atomic_store_explicit(&d->kind, K_UNKNOWN, memory_order_relaxed);
+    atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
+    weft__waiter_t *w;
+    while ((w = weft__wq_pop(&d->q)) != NULL) weft__wakeset_claim(&s, w);
+    weft__spin_unlock(&d->lock);
+    weft__wakeset_run(&s);
+  }
+  if (gated) weft__os_leave(WEFT__GATE_OTHER);
+  return close(fd);
+}

@@ -1,0 +1,845 @@
+// tests/unit/io_test.cc - weft/io.h: one conformance suite run over every I/O engine
+// this build has (WEFT_IO), at 1 and 2 VPs, plus weft_blocking().
+//
+// Every test runs under a watchdog (alarm): a call that blocked its VP instead of
+// parking its thread, or a lost wake-up, ends the process instead of hanging.
+#include "weft_test.h"
+
+#include <weft/io.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+using namespace weft_test;
+
+namespace {
+
+// errno of the kernel thread the caller runs on now. A weft thread may resume on
+// another VP's kernel thread after a call that parks it, and glibc declares
+// __errno_location const, so a compiler may keep errno's address across such a call
+// (weft/io.h): read and write it through functions that are never inlined.
+__attribute__((noinline)) int Err() {
+  asm volatile("" ::: "memory");
+  return errno;
+}
+__attribute__((noinline)) void SetErr(int e) {
+  asm volatile("" ::: "memory");
+  errno = e;
+}
+
+struct Watchdog {
+  explicit Watchdog(unsigned seconds) { alarm(seconds); }
+  ~Watchdog() { alarm(0); }
+};
+
+// The engines this build has.
+std::vector<std::string> Engines() { return {"epoll"}; }
+
+// A TCP listener on 127.0.0.1 (a free port).
+int Listen(int *port) {
+  int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (bind(ls, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || listen(ls, 4096) != 0 ||
+      getsockname(ls, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
+    close(ls);
+    return -1;
+  }
+  *port = ntohs(a.sin_port);
+  return ls;
+}
+
+int Dial(int port, uint64_t deadline = WEFT_FOREVER) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (weft_connect_deadline(s, reinterpret_cast<sockaddr *>(&a), sizeof a, deadline) != 0) {
+    int e = Err();
+    close(s);
+    SetErr(e);
+    return -1;
+  }
+  return s;
+}
+
+class IoTest : public WeftTest, public ::testing::WithParamInterface<std::tuple<std::string, int>> {
+ protected:
+  void SetUp() override {
+    alarm(60);
+    setenv("WEFT_IO", std::get<0>(GetParam()).c_str(), 1);
+    StartWeft(std::get<1>(GetParam()));
+  }
+  void TearDown() override {
+    WeftTest::TearDown();
+    unsetenv("WEFT_IO");
+    alarm(0);
+  }
+  int nvps() const { return std::get<1>(GetParam()); }
+};
+
+std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, int>> &i) {
+  return std::get<0>(i.param) + "_" + std::to_string(std::get<1>(i.param)) + "vp";
+}
+
+TEST_P(IoTest, EngineIsReported) {
+  ASSERT_NE(weft_io_engine(), nullptr);
+  EXPECT_EQ(std::string(weft_io_engine()), std::get<0>(GetParam()));
+}
+
+// With one VP, a reader parked on an empty pipe must leave the VP to the writer.
+TEST_P(IoTest, ReadParksTheThreadNotTheVp) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  struct Ctx { int fd; char got[8]; ssize_t n; } c{p[0], {}, -2};
+  weft_thread_t *r = Spawn(+[](void *a) -> void * {
+    auto *c = static_cast<Ctx *>(a);
+    c->n = weft_read(c->fd, c->got, sizeof c->got);
+    return nullptr;
+  }, &c);
+  // let the reader run and park (it cannot finish: the pipe is empty)
+  for (int i = 0; i < 100; i++) weft_yield();
+  EXPECT_EQ(c.n, -2);
+  ASSERT_EQ(weft_write(p[1], "hi", 2), 2);
+  Join(r);
+  EXPECT_EQ(c.n, 2);
+  EXPECT_EQ(std::string(c.got, 2), "hi");
+  EXPECT_EQ(weft_close(p[0]), 0);
+  EXPECT_EQ(weft_close(p[1]), 0);
+}
+
+TEST_P(IoTest, EveryCallOnASocketPair) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  // write/read
+  ASSERT_EQ(weft_write(sv[0], "abc", 3), 3);
+  char b[64];
+  ASSERT_EQ(weft_read(sv[1], b, sizeof b), 3);
+  EXPECT_EQ(memcmp(b, "abc", 3), 0);
+  // writev/readv
+  char x1[] = "he", x2[] = "llo";
+  iovec wv[2] = {{x1, 2}, {x2, 3}};
+  ASSERT_EQ(weft_writev(sv[1], wv, 2), 5);
+  char r1[3], r2[8];
+  iovec rv[2] = {{r1, 3}, {r2, sizeof r2}};
+  ASSERT_EQ(weft_readv(sv[0], rv, 2), 5);
+  EXPECT_EQ(std::string(r1, 3) + std::string(r2, 2), "hello");
+  // send/recv (MSG_WAITALL across two writes)
+  weft_thread_t *w = Spawn(+[](void *a) -> void * {
+    int fd = static_cast<int>(I(a));
+    weft_send(fd, "12", 2, 0);
+    weft_sleep_ns(1000000);
+    weft_send(fd, "34", 2, 0);
+    return nullptr;
+  }, P(sv[0]));
+  ASSERT_EQ(weft_recv(sv[1], b, 4, MSG_WAITALL), 4);
+  EXPECT_EQ(memcmp(b, "1234", 4), 0);
+  Join(w);
+  // recv with MSG_DONTWAIT on an empty socket: EAGAIN, never parks
+  SetErr(0);
+  EXPECT_EQ(weft_recv(sv[1], b, 4, MSG_DONTWAIT), -1);
+  EXPECT_TRUE(Err() == EAGAIN || Err() == EWOULDBLOCK);
+  // sendmsg/recvmsg
+  msghdr m{};
+  iovec sv_iov = {const_cast<char *>("msg"), 3};
+  m.msg_iov = &sv_iov;
+  m.msg_iovlen = 1;
+  ASSERT_EQ(weft_sendmsg(sv[0], &m, 0), 3);
+  msghdr rm{};
+  iovec rm_iov = {b, sizeof b};
+  rm.msg_iov = &rm_iov;
+  rm.msg_iovlen = 1;
+  ASSERT_EQ(weft_recvmsg(sv[1], &rm, 0), 3);
+  EXPECT_EQ(memcmp(b, "msg", 3), 0);
+  // fd_wait: writable at once; readable after a write
+  int rev = weft_fd_wait(sv[0], POLLOUT);
+  EXPECT_TRUE(rev & POLLOUT);
+  EXPECT_EQ(weft_fd_wait(sv[0], 0), -1);
+  EXPECT_EQ(Err(), EINVAL);
+  weft_thread_t *w2 = Spawn(+[](void *a) -> void * {
+    weft_sleep_ns(1000000);
+    weft_write(static_cast<int>(I(a)), "z", 1);
+    return nullptr;
+  }, P(sv[0]));
+  rev = weft_fd_wait(sv[1], POLLIN);
+  EXPECT_TRUE(rev & POLLIN) << rev;
+  Join(w2);
+  ASSERT_EQ(weft_read(sv[1], b, 1), 1);
+  // the socket's own flags are left alone
+  EXPECT_EQ(fcntl(sv[0], F_GETFL) & O_NONBLOCK, 0);
+  EXPECT_EQ(weft_close(sv[0]), 0);
+  EXPECT_EQ(weft_close(sv[1]), 0);
+  // bad descriptors: the system call's error (a number no file has: a closed one
+  // may be reused at once by another kernel thread of the process)
+  EXPECT_EQ(weft_read(1 << 20, b, 1), -1);
+  EXPECT_EQ(Err(), EBADF);
+  EXPECT_EQ(weft_read(-1, b, 1), -1);
+  EXPECT_EQ(Err(), EBADF);
+}
+
+TEST_P(IoTest, FilesOpenPreadPwriteFsyncClose) {
+  char path[] = "/tmp/weft_io_test_XXXXXX";
+  int tfd = mkstemp(path);
+  ASSERT_GE(tfd, 0);
+  close(tfd);
+  int fd = weft_openat(AT_FDCWD, path, O_RDWR | O_TRUNC | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(weft_pwrite(fd, "0123456789", 10, 0), 10);
+  ASSERT_EQ(weft_fsync(fd), 0);
+  char b[4];
+  ASSERT_EQ(weft_pread(fd, b, 4, 3), 4);
+  EXPECT_EQ(memcmp(b, "3456", 4), 0);
+  ASSERT_EQ(weft_write(fd, "ab", 2), 2);  // regular file: a plain write at offset 0
+  ASSERT_EQ(weft_read(fd, b, 4), 4);
+  EXPECT_EQ(memcmp(b, "2345", 4), 0);
+  EXPECT_EQ(weft_fd_wait(fd, POLLIN) & POLLIN, POLLIN);
+  EXPECT_EQ(weft_close(fd), 0);
+  int fd2 = weft_openat(AT_FDCWD, path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd2, 0);
+  EXPECT_EQ(weft_close(fd2), 0);
+  unlink(path);
+  EXPECT_EQ(weft_openat(AT_FDCWD, "/nonexistent/weft", O_RDONLY), -1);
+  EXPECT_EQ(Err(), ENOENT);
+}
+
+TEST_P(IoTest, AcceptConnectOverLoopback) {
+  int port = 0;
+  int ls = Listen(&port);
+  ASSERT_GE(ls, 0);
+  struct Ctx { int ls; int c; } c{ls, -1};
+  weft_thread_t *acc = Spawn(+[](void *a) -> void * {
+    auto *c = static_cast<Ctx *>(a);
+    c->c = weft_accept(c->ls, nullptr, nullptr, SOCK_CLOEXEC);
+    return nullptr;
+  }, &c);
+  for (int i = 0; i < 20; i++) weft_yield();  // the acceptor parks first
+  int s = Dial(port);
+  ASSERT_GE(s, 0) << strerror(Err());
+  Join(acc);
+  ASSERT_GE(c.c, 0);
+  EXPECT_EQ(fcntl(c.c, F_GETFL) & O_NONBLOCK, 0);  // only the flags asked for
+  ASSERT_EQ(weft_write(s, "ping", 4), 4);
+  char b[4];
+  ASSERT_EQ(weft_recv(c.c, b, 4, MSG_WAITALL), 4);
+  EXPECT_EQ(memcmp(b, "ping", 4), 0);
+  // accept with a deadline and nobody dialing: ETIMEDOUT, then a dial still works
+  EXPECT_EQ(weft_accept_deadline(ls, nullptr, nullptr, 0, weft_deadline_after(2000000)), -1);
+  EXPECT_EQ(Err(), ETIMEDOUT);
+  int s2 = Dial(port);
+  ASSERT_GE(s2, 0);
+  int c2 = weft_accept_deadline(ls, nullptr, nullptr, SOCK_NONBLOCK, weft_deadline_after(5000000000ull));
+  ASSERT_GE(c2, 0);
+  EXPECT_NE(fcntl(c2, F_GETFL) & O_NONBLOCK, 0);
+  // connect refused: the error of connect(2)
+  int port2 = 0;
+  int ls2 = Listen(&port2);
+  close(ls2);
+  EXPECT_EQ(Dial(port2), -1);
+  EXPECT_EQ(Err(), ECONNREFUSED);
+  for (int fd : {s, s2, c.c, c2, ls}) EXPECT_EQ(weft_close(fd), 0);
+}
+
+// Byte-at-a-time writes: every read returns at least one byte, and all arrive.
+TEST_P(IoTest, ShortReadsAndWholeWrites) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  const int n = 200;
+  weft_thread_t *w = Spawn(+[](void *a) -> void * {
+    int fd = static_cast<int>(I(a));
+    for (int i = 0; i < n; i++) {
+      char ch = static_cast<char>(i);
+      if (weft_write(fd, &ch, 1) != 1) return P(1);
+      if (i % 16 == 0) weft_yield();
+    }
+    return nullptr;
+  }, P(p[1]));
+  int got = 0;
+  char b[64];
+  while (got < n) {
+    ssize_t r = weft_read(p[0], b, sizeof b);
+    ASSERT_GT(r, 0);
+    for (ssize_t i = 0; i < r; i++) ASSERT_EQ(b[i], static_cast<char>(got + i));
+    got += static_cast<int>(r);
+  }
+  EXPECT_EQ(Join(w), nullptr);
+  // a pipe is not a socket: weft gave it O_NONBLOCK (documented)
+  EXPECT_NE(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
+  // a write much larger than the pipe: whole, while a slow reader drains it
+  const size_t big = 1 << 20;
+  std::vector<char> src(big), dst(big);
+  for (size_t i = 0; i < big; i++) src[i] = static_cast<char>(i * 7);
+  struct Ctx { int fd; char *d; size_t n; size_t got; } c{p[0], dst.data(), big, 0};
+  weft_thread_t *r = Spawn(+[](void *a) -> void * {
+    auto *c = static_cast<Ctx *>(a);
+    while (c->got < c->n) {
+      ssize_t k = weft_read(c->fd, c->d + c->got, 1000);
+      if (k <= 0) break;
+      c->got += static_cast<size_t>(k);
+    }
+    return nullptr;
+  }, &c);
+  EXPECT_EQ(weft_write(p[1], src.data(), big), static_cast<ssize_t>(big));
+  Join(r);
+  EXPECT_EQ(c.got, big);
+  EXPECT_TRUE(src == dst);
+  weft_close(p[0]);
+  weft_close(p[1]);
+}
+
+// A writev much larger than the socket buffer: whole, in order, across short writes.
+TEST_P(IoTest, WritevIsWhole) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  const size_t part = 300000;
+  std::vector<char> a(part, 'a'), b(part, 'b'), c(part, 'c'), got(3 * part);
+  struct Ctx { int fd; char *d; size_t n; size_t got; } x{sv[1], got.data(), 3 * part, 0};
+  weft_thread_t *r = Spawn(+[](void *p) -> void * {
+    auto *x = static_cast<Ctx *>(p);
+    while (x->got < x->n) {
+      ssize_t k = weft_read(x->fd, x->d + x->got, 7000);
+      if (k <= 0) break;
+      x->got += static_cast<size_t>(k);
+    }
+    return nullptr;
+  }, &x);
+  iovec v[3] = {{a.data(), part}, {b.data(), part}, {c.data(), part}};
+  EXPECT_EQ(weft_writev(sv[0], v, 3), static_cast<ssize_t>(3 * part));
+  EXPECT_EQ(v[0].iov_len, part);  // the caller's array is left as it was
+  Join(r);
+  ASSERT_EQ(x.got, 3 * part);
+  EXPECT_EQ(std::string(got.data(), part), std::string(part, 'a'));
+  EXPECT_EQ(std::string(got.data() + part, part), std::string(part, 'b'));
+  EXPECT_EQ(std::string(got.data() + 2 * part, part), std::string(part, 'c'));
+  weft_close(sv[0]);
+  weft_close(sv[1]);
+}
+
+// An O_NONBLOCK descriptor still waits in weft_read (the documented difference from
+// read(2)).
+TEST_P(IoTest, UserNonblockingDescriptorStillWaits) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+  weft_thread_t *w = Spawn(+[](void *a) -> void * {
+    weft_sleep_ns(2000000);
+    weft_write(static_cast<int>(I(a)), "x", 1);
+    return nullptr;
+  }, P(p[1]));
+  char b;
+  EXPECT_EQ(weft_read(p[0], &b, 1), 1);
+  Join(w);
+  weft_close(p[0]);
+  weft_close(p[1]);
+}
+
+std::atomic<int> g_signals{0};
+void OnSignal(int) { g_signals.fetch_add(1); }
+
+// Signals to the process while a thread is parked (handler without SA_RESTART):
+// the parked thread is not interrupted.
+TEST_P(IoTest, SignalsDoNotInterruptAParkedThread) {
+  struct sigaction sa{}, old{};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  struct Ctx { int fd; ssize_t n; int err; } c{p[0], -2, 0};
+  weft_thread_t *r = Spawn(+[](void *a) -> void * {
+    auto *c = static_cast<Ctx *>(a);
+    char b;
+    c->n = weft_read(c->fd, &b, 1);
+    c->err = Err();
+    return nullptr;
+  }, &c);
+  for (int i = 0; i < 20; i++) weft_yield();
+  g_signals = 0;
+  for (int i = 0; i < 20; i++) {
+    kill(getpid(), SIGUSR1);
+    weft_sleep_ns(100000);
+  }
+  EXPECT_TRUE(YieldUntil([] { return g_signals.load() > 0; }, 10));
+  EXPECT_EQ(c.n, -2) << "interrupted: " << strerror(c.err);
+  ASSERT_EQ(weft_write(p[1], "s", 1), 1);
+  Join(r);
+  EXPECT_EQ(c.n, 1);
+  sigaction(SIGUSR1, &old, nullptr);
+  weft_close(p[0]);
+  weft_close(p[1]);
+}
+
+TEST_P(IoTest, PeerReset) {
+  int port = 0;
+  int ls = Listen(&port);
+  ASSERT_GE(ls, 0);
+  int s = Dial(port);
+  ASSERT_GE(s, 0);
+  int c = weft_accept(ls, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(c, 0);
+  struct Ctx { int fd; ssize_t n; int err; } x{c, -2, 0};
+  weft_thread_t *r = Spawn(+[](void *a) -> void * {
+    auto *x = static_cast<Ctx *>(a);
+    char b[16];
+    x->n = weft_read(x->fd, b, sizeof b);
+    x->err = Err();
+    return nullptr;
+  }, &x);
+  for (int i = 0; i < 20; i++) weft_yield();
+  linger lg{1, 0};
+  ASSERT_EQ(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+  ASSERT_EQ(weft_close(s), 0);  // RST
+  Join(r);
+  EXPECT_EQ(x.n, -1);
+  EXPECT_EQ(x.err, ECONNRESET);
+  // writing to the reset connection fails (EPIPE or ECONNRESET), no SIGPIPE
+  ssize_t w = weft_send(c, "x", 1, MSG_NOSIGNAL);
+  if (w == 1) w = weft_send(c, "x", 1, MSG_NOSIGNAL);
+  EXPECT_EQ(w, -1);
+  EXPECT_TRUE(Err() == EPIPE || Err() == ECONNRESET) << strerror(Err());
+  weft_close(c);
+  weft_close(ls);
+}
+
+// weft_close wakes every thread parked on the descriptor with EBADF; from a weft
+// thread and from a plain OS thread.
+TEST_P(IoTest, CloseWakesParkedThreads) {
+  for (int from_os = 0; from_os < 2; from_os++) {
+    int p[2];
+    ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+    const int k = 8;
+    struct Ctx { int fd; std::atomic<int> ebadf{0}; std::atomic<int> other{0}; } c;
+    c.fd = p[0];
+    std::vector<weft_thread_t *> ts;
+    for (int i = 0; i < k; i++)
+      ts.push_back(Spawn(+[](void *a) -> void * {
+        auto *c = static_cast<Ctx *>(a);
+        char b;
+        ssize_t n = weft_read(c->fd, &b, 1);
+        if (n == -1 && Err() == EBADF) c->ebadf++;
+        else c->other++;
+        return nullptr;
+      }, &c));
+    for (int i = 0; i < 50; i++) weft_yield();
+    weft_sleep_ns(2000000);  // every reader parked (they cannot finish)
+    EXPECT_EQ(c.ebadf.load() + c.other.load(), 0);
+    if (from_os) {
+      std::thread t([&] { EXPECT_EQ(weft_close(p[0]), 0); });
+      t.join();
+    } else {
+      EXPECT_EQ(weft_close(p[0]), 0);
+    }
+    for (auto *t : ts) Join(t);
+    EXPECT_EQ(c.ebadf.load(), k) << "from_os " << from_os;
+    EXPECT_EQ(c.other.load(), 0);
+    weft_close(p[1]);
+  }
+}
+
+// A deadline that passes: ETIMEDOUT, and the data that comes later is still there.
+TEST_P(IoTest, DeadlineTimesOutAndLosesNothing) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  char b[8];
+  EXPECT_EQ(weft_read_deadline(p[0], b, sizeof b, weft_deadline_after(1000000)), -1);
+  EXPECT_EQ(Err(), ETIMEDOUT);
+  EXPECT_EQ(weft_read_deadline(p[0], b, sizeof b, weft_time_now() - 1), -1);  // past
+  EXPECT_EQ(Err(), ETIMEDOUT);
+  EXPECT_EQ(weft_fd_wait_deadline(p[0], POLLIN, weft_deadline_after(1000000)), -1);
+  EXPECT_EQ(Err(), ETIMEDOUT);
+  ASSERT_EQ(weft_write(p[1], "late", 4), 4);
+  EXPECT_EQ(weft_read_deadline(p[0], b, sizeof b, weft_deadline_after(5000000000ull)), 4);
+  EXPECT_EQ(memcmp(b, "late", 4), 0);
+  weft_close(p[0]);
+  weft_close(p[1]);
+}
+
+// Deadlines racing completions: a writer sends bytes numbered 0..n-1 at varying
+// times while readers read with short deadlines; every byte is read exactly once.
+TEST_P(IoTest, DeadlinesRacingCompletionsDeliverEachByteOnce) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  const int n = static_cast<int>(Scaled(2000, 100));
+  struct Ctx {
+    int rfd, wfd, n;
+    std::atomic<int> got{0}, timeouts{0};
+    std::atomic<long> sum{0};
+  } c;
+  c.rfd = p[0];
+  c.wfd = p[1];
+  c.n = n;
+  auto reader = +[](void *a) -> void * {
+    auto *c = static_cast<Ctx *>(a);
+    unsigned seed = static_cast<unsigned>(weft_thread_id(weft_self()));
+    while (c->got.load() < c->n) {
+      unsigned char b[4];
+      uint64_t d = weft_deadline_after(rand_r(&seed) % 200000);
+      ssize_t r = weft_read_deadline(c->rfd, b, 1 + rand_r(&seed) % 4, d);
+      if (r < 0) {
+        if (Err() != ETIMEDOUT) return P(1);
+        c->timeouts++;
+        continue;
+      }
+      if (r == 0) return P(2);
+      long s = 0;
+      for (ssize_t i = 0; i < r; i++) s += b[i];
+      c->sum += s;
+      c->got += static_cast<int>(r);
+    }
+    return nullptr;
+  };
+  std::vector<weft_thread_t *> rs;
+  for (int i = 0; i < 3; i++) rs.push_back(Spawn(reader, &c));
+  unsigned seed = 7;
+  for (int i = 0; i < n; i++) {
+    unsigned char ch = static_cast<unsigned char>(i);
+    ASSERT_EQ(weft_write(p[1], &ch, 1), 1);
+    if (rand_r(&seed) % 4 == 0) weft_sleep_ns(rand_r(&seed) % 100000);
+  }
+  // the readers stop once every byte is counted; a lost or doubled byte shows as
+  // a count that never reaches n (watchdog) or passes it
+  for (auto *t : rs) EXPECT_EQ(Join(t), nullptr);
+  EXPECT_EQ(c.got.load(), n);
+  long want = 0;
+  for (int i = 0; i < n; i++) want += static_cast<unsigned char>(i);
+  EXPECT_EQ(c.sum.load(), want);
+  char b;
+  EXPECT_EQ(weft_read_deadline(p[0], &b, 1, weft_deadline_after(1000000)), -1);
+  EXPECT_EQ(Err(), ETIMEDOUT);  // nothing left over
+  weft_close(p[0]);
+  weft_close(p[1]);
+}
+
+// Shutdown with a thread parked on I/O: WEFT_EBUSY, the thread stays parked; a
+// weft_close makes it return, and shutdown then succeeds.
+TEST_P(IoTest, ShutdownWithIoPending) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  struct Ctx { int fd; ssize_t n; int err; } c{p[0], -2, 0};
+  weft_thread_t *r = Spawn(+[](void *a) -> void * {
+    auto *c = static_cast<Ctx *>(a);
+    char b;
+    c->n = weft_read(c->fd, &b, 1);
+    c->err = Err();
+    return nullptr;
+  }, &c);
+  weft_detach(r);
+  EXPECT_EQ(weft_shutdown(), WEFT_EBUSY);
+  EXPECT_EQ(c.n, -2);
+  ASSERT_EQ(weft_close(p[0]), 0);
+  EXPECT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(c.n, -1);
+  EXPECT_EQ(c.err, EBADF);
+  close(p[1]);
+}
+
+// Calls from a plain OS thread are the blocking calls (deadline forms included).
+TEST_P(IoTest, PlainOsThreadsBlock) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  std::thread t([&] {
+    char b[4];
+    EXPECT_EQ(weft_read_deadline(p[0], b, 4, weft_deadline_after(1000000)), -1);
+    EXPECT_EQ(Err(), ETIMEDOUT);
+    EXPECT_EQ(weft_read(p[0], b, 4), 2);
+  });
+  weft_sleep_ns(5000000);
+  ASSERT_EQ(weft_write(p[1], "os", 2), 2);
+  t.join();
+  weft_close(p[0]);
+  weft_close(p[1]);
+}
+
+// Every weft thread blocked on I/O that only another process can complete: that
+// is not a deadlock (the report would abort the process).
+TEST_P(IoTest, ThreadsWaitingOnIoAreNotADeadlock) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    usleep(100000);
+    ssize_t w = write(p[1], "c", 1);
+    _exit(w == 1 ? 0 : 1);
+  }
+  char b;
+  EXPECT_EQ(weft_read(p[0], &b, 1), 1);  // the main thread parks; every VP idles
+  int st = 0;
+  waitpid(child, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  weft_close(p[0]);
+  weft_close(p[1]);
+}
+
+// An echo server of weft threads and many client weft threads at once.
+struct EchoSrv {
+  int ls;
+  long conns;
+  std::atomic<long> bytes{0};
+};
+
+void *EchoConn(void *a) {
+  int fd = static_cast<int>(I(a));
+  char b[4096];
+  ssize_t n;
+  while ((n = weft_read(fd, b, sizeof b)) > 0)
+    if (weft_write(fd, b, static_cast<size_t>(n)) != n) break;
+  weft_close(fd);
+  return nullptr;
+}
+
+void *EchoAccept(void *a) {
+  auto *s = static_cast<EchoSrv *>(a);
+  std::vector<weft_thread_t *> ts;
+  for (long i = 0; i < s->conns; i++) {
+    int c = weft_accept(s->ls, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) return P(1);
+    weft_thread_t *t;
+    if (weft_create(&t, nullptr, EchoConn, P(c)) != 0) return P(2);
+    ts.push_back(t);
+  }
+  for (auto *t : ts) weft_join(t, nullptr);
+  return nullptr;
+}
+
+struct Client {
+  int port;
+  size_t total;  // bytes to send and get back
+  unsigned seed;
+  size_t got = 0;
+  int bad = 0;
+};
+
+void *EchoClient(void *a) {
+  auto *c = static_cast<Client *>(a);
+  int s = Dial(c->port);
+  if (s < 0) {
+    c->bad = 1;
+    return nullptr;
+  }
+  int one = 1;
+  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::vector<unsigned char> out(c->total), in(c->total);
+  for (size_t i = 0; i < c->total; i++) out[i] = static_cast<unsigned char>(rand_r(&c->seed));
+  size_t sent = 0;
+  while (c->got < c->total) {
+    if (sent < c->total) {
+      size_t k = 1 + rand_r(&c->seed) % 3000;
+      if (k > c->total - sent) k = c->total - sent;
+      if (weft_write(s, &out[sent], k) != static_cast<ssize_t>(k)) break;
+      sent += k;
+    }
+    while (c->got < sent) {
+      ssize_t n = weft_read(s, &in[c->got], sent - c->got);
+      if (n <= 0) {
+        c->bad = 2;
+        weft_close(s);
+        return nullptr;
+      }
+      c->got += static_cast<size_t>(n);
+    }
+  }
+  if (in != out) c->bad = 3;
+  weft_close(s);
+  return nullptr;
+}
+
+void RunEcho(long nconns, size_t bytes_each) {
+  EchoSrv srv;
+  int port = 0;
+  srv.ls = Listen(&port);
+  ASSERT_GE(srv.ls, 0);
+  srv.conns = nconns;
+  weft_thread_t *acc = Spawn(EchoAccept, &srv);
+  std::vector<Client> cs(static_cast<size_t>(nconns));
+  std::vector<weft_thread_t *> ts;
+  for (long i = 0; i < nconns; i++) {
+    cs[i].port = port;
+    cs[i].total = bytes_each;
+    cs[i].seed = static_cast<unsigned>(i + 1);
+    ts.push_back(Spawn(EchoClient, &cs[i]));
+  }
+  size_t total = 0;
+  int bad = 0;
+  for (long i = 0; i < nconns; i++) {
+    Join(ts[i]);
+    total += cs[i].got;
+    bad += cs[i].bad != 0;
+  }
+  EXPECT_EQ(Join(acc), nullptr);
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(total, static_cast<size_t>(nconns) * bytes_each);
+  weft_close(srv.ls);
+}
+
+TEST_P(IoTest, ManyConcurrentConnections) {
+  // each connection holds two descriptors here (both ends)
+  long n = Scaled(1000, 20);
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < static_cast<rlim_t>(2 * n + 64)) {
+    rlimit want = rl;
+    want.rlim_cur = std::min<rlim_t>(rl.rlim_max, static_cast<rlim_t>(2 * n + 64));
+    setrlimit(RLIMIT_NOFILE, &want);
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur < static_cast<rlim_t>(2 * n + 64)) n = (static_cast<long>(rl.rlim_cur) - 64) / 2;
+  }
+  RunEcho(n, 100);
+}
+
+TEST_P(IoTest, EchoStressExactByteCounts) {
+  RunEcho(Scaled(16, 4), static_cast<size_t>(Scaled(200000, 20000)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, IoTest,
+                         ::testing::Combine(::testing::ValuesIn(Engines()), ::testing::Values(1, 2)),
+                         Name);
+
+// ---- engine choice ---------------------------------------------------------------
+
+TEST(IoEngine, UnknownEngineIsRefused) {
+  Watchdog wd(30);
+  EXPECT_EQ(weft_io_engine(), nullptr);  // not running
+  setenv("WEFT_IO", "no-such-engine", 1);
+  EXPECT_EQ(InitWithVps(1), WEFT_EINVAL);
+  EXPECT_FALSE(weft_is_running());
+  unsetenv("WEFT_IO");
+  ASSERT_EQ(InitWithVps(1), 0);
+  EXPECT_NE(weft_io_engine(), nullptr);
+  EXPECT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
+
+TEST(IoEngine, CallsBeforeInitAreThePlainCalls) {
+  Watchdog wd(30);
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  EXPECT_EQ(weft_write(p[1], "ab", 2), 2);
+  char b[2];
+  EXPECT_EQ(weft_read(p[0], b, 2), 2);
+  EXPECT_EQ(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);  // nothing changed
+  EXPECT_EQ(weft_close(p[0]), 0);
+  EXPECT_EQ(weft_close(p[1]), 0);
+}
+
+// ---- weft_blocking ---------------------------------------------------------------
+
+class BlockingTest : public WeftTest {
+ protected:
+  void SetUp() override {
+    alarm(60);
+    StartWeft(1);
+  }
+  void TearDown() override {
+    WeftTest::TearDown();
+    alarm(0);
+  }
+};
+
+std::atomic<int> g_flag{0};
+
+// With one VP, fn waits for a flag that only another weft thread sets: the VP is
+// free while fn blocks, and fn runs on another kernel thread.
+TEST_F(BlockingTest, ParksTheCallerNotTheVp) {
+  g_flag = 0;
+  weft_thread_t *setter = Spawn(+[](void *) -> void * {
+    weft_sleep_ns(1000000);
+    g_flag = 1;
+    return nullptr;
+  });
+  long my_tid = Tid();
+  void *res = nullptr;
+  ASSERT_EQ(weft_blocking(+[](void *a) -> void * {
+    while (g_flag.load() == 0) usleep(100);
+    return P(Tid() + 0 * I(a));
+  }, nullptr, &res), 0);
+  EXPECT_NE(I(res), my_tid);
+  Join(setter);
+  EXPECT_EQ(weft_blocking(nullptr, nullptr, nullptr), WEFT_EINVAL);
+}
+
+// Concurrent calls that wait for each other need that many pool threads: the pool
+// grows on demand; lowered idle time lets them go.
+TEST_F(BlockingTest, PoolGrowsAndShrinks) {
+  const int k = 4;
+  static std::atomic<int> arrived;
+  arrived = 0;
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < k; i++)
+    ts.push_back(Spawn(+[](void *) -> void * {
+      void *r = nullptr;
+      int rc = weft_blocking(+[](void *) -> void * {
+        arrived++;
+        while (arrived.load() < k) usleep(100);
+        return P(42);
+      }, nullptr, &r);
+      return rc == 0 ? r : nullptr;
+    }));
+  for (auto *t : ts) EXPECT_EQ(Join(t), P(42));
+  EXPECT_GE(weft_blocking_threads(), k);
+  EXPECT_EQ(weft_blocking_limits(0, 1000000), 0);  // 1 ms idle
+  EXPECT_TRUE(YieldUntil([] { return weft_blocking_threads() == 0; }, 30));
+  EXPECT_EQ(weft_blocking_limits(-1, 0), WEFT_EINVAL);
+  EXPECT_EQ(weft_blocking_limits(64, 10000000000ull), 0);
+}
+
+// With a limit of one pool thread, concurrent calls queue and run one at a time.
+TEST_F(BlockingTest, PoolIsBounded) {
+  static std::atomic<int> active, most, done;
+  active = 0;
+  most = 0;
+  done = 0;
+  ASSERT_EQ(weft_blocking_limits(1, 0), 0);
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < 4; i++)
+    ts.push_back(Spawn(+[](void *) -> void * {
+      weft_blocking(+[](void *) -> void * {
+        int a = ++active;
+        int m = most.load();
+        while (a > m && !most.compare_exchange_weak(m, a)) {
+        }
+        usleep(2000);
+        --active;
+        ++done;
+        return nullptr;
+      }, nullptr, nullptr);
+      return nullptr;
+    }));
+  for (auto *t : ts) Join(t);
+  EXPECT_EQ(done.load(), 4);
+  EXPECT_EQ(most.load(), 1);
+  EXPECT_LE(weft_blocking_threads(), 1);
+  EXPECT_EQ(weft_blocking_limits(64, 0), 0);
+}
+
+// From a plain OS thread fn runs on the caller.
+TEST(BlockingOs, RunsOnTheCaller) {
+  void *r = nullptr;
+  EXPECT_EQ(weft_blocking(+[](void *) -> void * { return P(Tid()); }, nullptr, &r), 0);
+  EXPECT_EQ(I(r), Tid());
+}
+
+}  // namespace
