@@ -3,7 +3,7 @@
 //
 //   L2  one empty task spawned and waited for, one after another, on one worker;
 //       time per task (weft's L2: create + run + join of an empty thread)
-//   T1  P chains, each task spawning its successor and finishing (sweep.c's T1);
+//   T1  P chains, each task spawning its successor and finishing (T_sweep.c's T1);
 //       N tasks in all; timed until every chain has ended
 //   T5  fork-join: N tasks spawned in batches of 1000, each batch waited for
 //
@@ -33,7 +33,7 @@
 #include <oneapi/tbb/task_group.h>
 #endif
 
-#include "bench_common.h"
+#include "bench.h"
 
 namespace {
 

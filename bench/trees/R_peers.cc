@@ -1,5 +1,5 @@
-// trees_peers.cc - the OpenMP tasks, oneTBB task_group and Boost.Fiber side of R1-R3
-// (trees_weft.c has weft's and the comment on what each benchmark does). One source,
+// R_peers.cc - the OpenMP tasks, oneTBB task_group and Boost.Fiber side of R1-R3
+// (R_weft.c has weft's and the comment on what each benchmark does). One source,
 // built three times (bench/trees/CMakeLists.txt), once per package, so that each process
 // loads only its own runtime and the peak RSS is its own:
 //
@@ -15,7 +15,7 @@
 //
 // Task systems cannot keep a million tasks blocked (a task that waits holds its worker
 // thread), so `live` is Boost.Fiber's only. Output, checks and exit codes as
-// trees_weft.c: one "RESULT {...}" line; "WRONG RESULT" and exit 3 on a wrong answer.
+// R_weft.c: one "RESULT {...}" line; "WRONG RESULT" and exit 3 on a wrong answer.
 //
 // usage: weft_trees_<pkg> --bench fib|queens|live [--p 1] [--n N] [--reps 3]
 #include <atomic>
@@ -43,7 +43,7 @@ namespace bf = boost::fibers;
 #error "define one of TREES_OMP, TREES_TBB, TREES_FIBER"
 #endif
 
-#include "bench_common.h"
+#include "bench.h"
 
 namespace {
 
@@ -199,7 +199,7 @@ void live_body() {
 }
 
 // P OS threads under work_stealing: every one registers before any dispatches (a thief
-// picks a random peer), as sweep_fiber.cc does; the helpers run fibers until `fini`.
+// picks a random peer), as T_sweep_fiber.cc does; the helpers run fibers until `fini`.
 struct FiberPool {
   std::vector<std::thread> helpers;
   bf::mutex fini_m;
@@ -334,7 +334,7 @@ int main(int argc, char **argv) {
     else if (!std::strcmp(k, "--n")) n = std::atol(v);
     else if (!std::strcmp(k, "--reps")) reps = std::atoi(v);
     else {
-      std::fprintf(stderr, "unknown option %s (see the comment at the top of trees_peers.cc)\n", k);
+      std::fprintf(stderr, "unknown option %s (see the comment at the top of R_peers.cc)\n", k);
       return 1;
     }
   }

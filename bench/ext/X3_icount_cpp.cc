@@ -1,4 +1,4 @@
-// icount_cpp.cc - X3: the L1-L4 loops of icount.c written with the C++ layer
+// X3_icount_cpp.cc - X3: the L1-L4 loops of L_icount.cc written with the C++ layer
 // (weft/weft.hpp), for instruction counting under callgrind (bench/icount.sh runs both
 // and prints the C and C++ rows side by side).
 //

@@ -1,6 +1,6 @@
-/* trees_weft.c - the weft (and POSIX threads) side of R1-R3 (bench/README.md, "Trees of
+/* R_weft.c - the weft (and POSIX threads) side of R1-R3 (bench/README.md, "Trees of
  * threads and a million live threads"): one run of one benchmark in a fresh process,
- * driven by run_trees.py, which starts one process per (benchmark, library, P) under
+ * driven by R_run.py, which starts one process per (benchmark, library, P) under
  * `timeout` and collects the line this program prints:
  *
  *   RESULT {"bench": ..., "lib": ..., "P": ..., ...}
@@ -29,7 +29,7 @@
  *                   [--n N] [--reps 3] [--callgrind]
  * --callgrind (fib, queens; weft): one uncounted warm-up, then one run between two
  * CALLGRIND_TOGGLE_COLLECTs (valgrind --tool=callgrind --collect-atstart=no);
- * run_trees.py runs it at two n and divides the difference in instructions by the
+ * R_run.py runs it at two n and divides the difference in instructions by the
  * difference in spawns. */
 #include <errno.h>
 #include <pthread.h>
@@ -44,7 +44,7 @@
 #include "weft/weft.h"
 #include "weft/sync.h"
 
-#include "bench_common.h"
+#include "bench.h"
 
 #ifdef WEFT_BENCH_CALLGRIND
 #include <valgrind/callgrind.h>
@@ -351,7 +351,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--n")) n = atol(v);
     else if (!strcmp(k, "--reps")) reps = atoi(v);
     else {
-      fprintf(stderr, "unknown option %s (see the comment at the top of trees_weft.c)\n", k);
+      fprintf(stderr, "unknown option %s (see the comment at the top of R_weft.c)\n", k);
       return 1;
     }
   }

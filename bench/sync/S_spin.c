@@ -1,4 +1,4 @@
-/* spin_sweep.c - spin-waiting and atomic integers as processors are added: rows S1-S5 of
+/* S_spin.c - spin-waiting and atomic integers as processors are added: rows S1-S5 of
  * BENCHMARKS.md (FastThreads Fig 4.1-4.3, Presto Fig 1-2), every weft spinlock kind
  * beside pthread_spinlock_t and pthread_mutex_t, in one run.
  *
@@ -46,7 +46,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/atomic_int.h"
 #include "weft/spinlock.h"
 #include "weft/weft.h"
@@ -103,18 +103,8 @@ __attribute__((noinline)) static void cs_work(long w) {
   for (long i = 0; i < w; i++) sh.data[i & 63] += i;
 }
 static void calibrate(void) {
-  long it = 2000000;
-  for (;;) {
-    double t0 = bench_now_ns();
-    compute(it);
-    double ns = bench_now_ns() - t0;
-    if (ns > 20e6) {
-      iters_per_us = (long)((double)it * 1000.0 / ns);
-      if (iters_per_us < 1) iters_per_us = 1;
-      return;
-    }
-    it *= 4;
-  }
+  iters_per_us = (long)bench_calibrate(compute);
+  if (iters_per_us < 1) iters_per_us = 1;
 }
 
 /* ---- one run: P workers, a start barrier, a body ---------------------------------------- */
@@ -153,16 +143,6 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-/* The first p CPUs this process may use. */
-static int cpu_of[MAX_P];
-static void read_cpus(void) {
-  cpu_set_t all;
-  sched_getaffinity(0, sizeof all, &all);
-  int got = 0;
-  for (int c = 0; c < CPU_SETSIZE && got < MAX_P; c++)
-    if (CPU_ISSET(c, &all)) cpu_of[got++] = c;
-  for (int i = got; i < MAX_P; i++) cpu_of[i] = got ? cpu_of[i % got] : 0;
-}
 
 /* Runs r on r->p threads (weft threads, or pinned pthreads); returns seconds. */
 static double run_once(run_t *r, int impl) {
@@ -186,7 +166,7 @@ static double run_once(run_t *r, int impl) {
       pthread_attr_init(&a);
       cpu_set_t set;
       CPU_ZERO(&set);
-      CPU_SET(cpu_of[i], &set);
+      CPU_SET(bench_cpu_nth(i), &set);
       pthread_attr_setaffinity_np(&a, sizeof set, &set);
       int rc = pthread_create(&t[i], &a, worker_main, &r->w[i]);
       if (rc) die("pthread_create", rc);
@@ -388,15 +368,6 @@ static void measure(int row, int k, int impl, int p, int over, long param, run_t
 
 /* ---- driver ------------------------------------------------------------------------------- */
 
-static int parse_list(const char *s, long *v, int max) {
-  int n = 0;
-  while (*s && n < max) {
-    v[n++] = atol(s);
-    s += strcspn(s, ",");
-    s += *s == ',';
-  }
-  return n;
-}
 
 static struct {
   const char *rows, *kinds;
@@ -535,33 +506,28 @@ static int write_json(const char *dir, const bench_machine_t *m) {
 int main(int argc, char **argv) {
   bench_machine_t m;
   bench_machine_read(&m);
-  read_cpus();
   const char *out = "bench-results";
   long procs[16], oversub[16];
   int nprocs = 0, nover = 0;
   for (int p = 1; p <= m.cores && nprocs < 16; p++) procs[nprocs++] = p;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const char *k = argv[i], *v = argv[i + 1];
-    if (!strcmp(k, "--out")) out = v;
-    else if (!strcmp(k, "--reps")) reps = atoi(v);
-    else if (!strcmp(k, "--procs")) nprocs = parse_list(v, procs, 16);
-    else if (!strcmp(k, "--oversub")) nover = parse_list(v, oversub, 16);
-    else if (!strcmp(k, "--rows")) opt.rows = v;
-    else if (!strcmp(k, "--kinds")) opt.kinds = v;
-    else if (!strcmp(k, "--pthreads-all")) opt.pthreads_all = atoi(v);
-    else if (!strcmp(k, "--n")) opt.n = atol(v);
-    else if (!strcmp(k, "--s2-n")) opt.s2_n = atol(v);
-    else if (!strcmp(k, "--s2-us")) opt.s2_us = atol(v);
-    else if (!strcmp(k, "--s3-n")) opt.s3_n = atol(v);
-    else if (!strcmp(k, "--s3-work")) opt.ns3 = parse_list(v, opt.s3_work, MAX_WORK);
-    else if (!strcmp(k, "--s4-rounds")) opt.s4_rounds = atol(v);
-    else if (!strcmp(k, "--s5-n")) opt.s5_n = atol(v);
-    else {
-      fprintf(stderr, "unknown option %s (see the comment at the top of spin_sweep.c)\n", k);
-      return 1;
-    }
-  }
-  if (reps < 1 || reps > MAX_REPS) reps = 5;
+  const bench_opt_t opts[] = {
+      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/S1.json ... S5.json (bench-results)"},
+      {"--reps", BENCH_INT, &reps, NULL, 0, "timed runs after one warm-up (5)"},
+      {"--procs", BENCH_LONGS, procs, &nprocs, 16, "P values (1..cores)"},
+      {"--oversub", BENCH_LONGS, oversub, &nover, 16, "oversubscribed P values (none)"},
+      {"--rows", BENCH_STR, &opt.rows, NULL, 0, "S1,S2,S3,S4,S5"},
+      {"--kinds", BENCH_STR, &opt.kinds, NULL, 0, "lock kinds"},
+      {"--pthreads-all", BENCH_INT, &opt.pthreads_all, NULL, 0, "1: the weft kinds on pthreads too"},
+      {"--n", BENCH_LONG, &opt.n, NULL, 0, "S1 acquisitions (1000000)"},
+      {"--s2-n", BENCH_LONG, &opt.s2_n, NULL, 0, "S2 acquisitions (20000)"},
+      {"--s2-us", BENCH_LONG, &opt.s2_us, NULL, 0, "S2 compute per acquisition, us"},
+      {"--s3-n", BENCH_LONG, &opt.s3_n, NULL, 0, "S3 acquisitions (100000)"},
+      {"--s3-work", BENCH_LONGS, opt.s3_work, &opt.ns3, MAX_WORK, "S3 critical-section work (0,10,100,1000)"},
+      {"--s4-rounds", BENCH_LONG, &opt.s4_rounds, NULL, 0, "S4 barrier rounds (20000)"},
+      {"--s5-n", BENCH_LONG, &opt.s5_n, NULL, 0, "S5 increments (1000000)"},
+  };
+  bench_args(argc, argv, opts, 14, "S1-S5: spin-waiting and atomic integers");
+  if (reps < 1 || reps > MAX_REPS) bench_die(argv[0], "--reps out of range");
   calibrate();
   printf("spin sweep: machine %s, %d cores; rows %s; 1 warm-up + %d runs per point\n", m.model,
          m.cores, opt.rows, reps);

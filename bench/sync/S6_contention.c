@@ -36,7 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/weft.h"
 
 #define MAX_REPS 50
@@ -64,16 +64,9 @@ static inline uint64_t work(int units, uint64_t x) {
   return x;
 }
 
-static double calibrate_unit_ns(void) {
-  double best = 1e30;
-  for (int r = 0; r < 5; r++) {
-    double t0 = bench_now_ns();
-    uint64_t x = work(200000, (uint64_t)r);
-    double ns = (bench_now_ns() - t0) / 200000;
-    __asm__ volatile("" : : "r"(x));
-    if (ns < best) best = ns;
-  }
-  return best;
+static void burn(long units) {
+  uint64_t x = work(units, 1);
+  __asm__ volatile("" : : "r"(x));
 }
 
 /* ---- one run ---- */
@@ -112,13 +105,6 @@ static void *pthread_worker(void *arg) {
   return (void *)(uintptr_t)(x & 1);
 }
 
-static void check(int rc, const char *what) {
-  if (rc != 0) {
-    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
-    exit(2);
-  }
-}
-
 /* Runs one repetition; returns seconds. weft must be running with the wanted nvps (for
  * weft variants); pthreads get the first p CPUs. */
 static double run_once(int variant, const setup_t *su, int w, long total, int p) {
@@ -135,13 +121,11 @@ static double run_once(int variant, const setup_t *su, int w, long total, int p)
     weft_thread_t *t[MAX_THREADS];
     t0 = bench_now_ns();
     for (int i = 0; i < nthreads; i++)
-      check(weft_create(&t[i], NULL, weft_worker, &slots[i % su->locks]), "weft_create");
-    for (int i = 0; i < nthreads; i++) check(weft_join(t[i], NULL), "weft_join");
+      bench_check(weft_create(&t[i], NULL, weft_worker, &slots[i % su->locks]), "weft_create");
+    for (int i = 0; i < nthreads; i++) bench_check(weft_join(t[i], NULL), "weft_join");
     t1 = bench_now_ns();
   } else {
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    for (int c = 0; c < p; c++) CPU_SET(c, &cpus);
+    cpu_set_t cpus = bench_cpus_first(p);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setaffinity_np(&attr, sizeof cpus, &cpus);
@@ -156,7 +140,7 @@ static double run_once(int variant, const setup_t *su, int w, long total, int p)
   long sum = 0;
   for (int l = 0; l < su->locks; l++) {
     sum += slots[l].counter;
-    if (variant != V_PTHREADS) check(weft_mutex_destroy(&slots[l].wm), "weft_mutex_destroy");
+    if (variant != V_PTHREADS) bench_check(weft_mutex_destroy(&slots[l].wm), "weft_mutex_destroy");
     pthread_mutex_destroy(&slots[l].pm);
   }
   if (sum != cur_iters * nthreads) {
@@ -185,7 +169,7 @@ static long total_iters = 100000;
 static void run_point(const char *part, int setup, int w, int p, int variant, int oversub) {
   point_t *pt = &pts[npts++];
   *pt = (point_t){part, setup, w, p, variant, oversub, total_iters, {0, 0, 0}, {0}};
-  if (variant != V_PTHREADS) check(weft_sync_set_spin(vspin[variant][0], vspin[variant][1]), "set_spin");
+  if (variant != V_PTHREADS) bench_check(weft_sync_set_spin(vspin[variant][0], vspin[variant][1]), "set_spin");
   double v[MAX_REPS];
   run_once(variant, &setups[setup], w, total_iters / 10, p); /* warm-up */
   for (int r = 0; r < reps; r++) {
@@ -200,7 +184,7 @@ static void run_point(const char *part, int setup, int w, int p, int variant, in
     pt->stats.idled += st.idled;
   }
   pt->s = bench_summarize(v, reps);
-  check(weft_sync_set_spin(400, 1), "set_spin");
+  bench_check(weft_sync_set_spin(400, 1), "set_spin");
 }
 
 static point_t *find(const char *part, int setup, int w, int p, int variant) {
@@ -215,18 +199,7 @@ static void weft_start(int nvps) {
   weft_config_t cfg;
   weft_config_init(&cfg);
   cfg.nvps = nvps;
-  check(weft_init(&cfg), "weft_init");
-}
-
-static int parse_list(const char *s, int *out, int max) {
-  int n = 0;
-  while (*s && n < max) {
-    out[n++] = atoi(s);
-    s = strchr(s, ',');
-    if (!s) break;
-    s++;
-  }
-  return n;
+  bench_check(weft_init(&cfg), "weft_init");
 }
 
 static void cell(char *buf, size_t len, const point_t *pt) {
@@ -244,32 +217,31 @@ int main(int argc, char **argv) {
   int ws[MAX_W] = {0, 5, 10, 20, 40, 60, 80, 100}, nw = 8;
   int pws[MAX_W] = {0, 20, 40, 80}, npw = 4;
   int oversub = 4, prime_w = -1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--quick")) {
-      reps = 3;
-      total_iters = 40000;
-      nw = parse_list("0,10,40,80", ws, MAX_W);
-      npw = parse_list("0,40", pws, MAX_W);
-      continue;
-    }
-    if (!v) goto usage;
-    if (!strcmp(a, "--out")) out = v;
-    else if (!strcmp(a, "--reps")) reps = atoi(v);
-    else if (!strcmp(a, "--iters")) total_iters = atol(v);
-    else if (!strcmp(a, "--w")) nw = parse_list(v, ws, MAX_W);
-    else if (!strcmp(a, "--pw")) npw = parse_list(v, pws, MAX_W);
-    else if (!strcmp(a, "--oversub")) oversub = atoi(v);
-    else if (!strcmp(a, "--prime-w")) prime_w = atoi(v);
-    else goto usage;
-    i++;
+  int quick = bench_args_has(argc, argv, "--quick");
+  if (quick) {
+    reps = 3;
+    total_iters = 40000;
+    nw = bench_parse_ints("0,10,40,80", ws, MAX_W);
+    npw = bench_parse_ints("0,40", pws, MAX_W);
   }
-  if (reps < 1 || reps > MAX_REPS || total_iters < 40 || nw < 1) goto usage;
+  const bench_opt_t opts[] = {
+      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/S6.json (bench-results)"},
+      {"--reps", BENCH_INT, &reps, NULL, 0, "runs per point (5)"},
+      {"--iters", BENCH_LONG, &total_iters, NULL, 0, "lock acquisitions in all (100000)"},
+      {"--w", BENCH_INTS, ws, &nw, MAX_W, "work units for the W sweep (0,5,10,20,40,60,80,100)"},
+      {"--pw", BENCH_INTS, pws, &npw, MAX_W, "work units for the P sweep (0,20,40,80)"},
+      {"--oversub", BENCH_INT, &oversub, NULL, 0, "oversubscribed P (4)"},
+      {"--prime-w", BENCH_INT, &prime_w, NULL, 0, "W of the statistics (else: the most contended)"},
+      {"--quick", BENCH_FLAG, &quick, NULL, 0, "3 runs, 40000 acquisitions, fewer W (options after it still count)"},
+  };
+  bench_args(argc, argv, opts, 8, "S6: the contention benchmark of C-Threads 5.2-5.3");
+  if (reps < 1 || reps > MAX_REPS || total_iters < 40 || nw < 1)
+    bench_die(argv[0], "--reps 1..MAX_REPS, --iters at least 40, --w not empty");
 
   bench_machine_t m;
   bench_machine_read(&m);
   int cores = m.cores;
-  double unit_ns = calibrate_unit_ns();
+  double unit_ns = 1000.0 / bench_calibrate(burn);
   printf("S6 contention benchmark (C-Threads §5.2-5.3)\n");
   printf("machine: %s, %d cores, Linux %s\n", m.model, cores, m.kernel);
   printf("one unit of work = %d multiply-adds = %.1f ns; %ld iterations per point; %d repetitions;"
@@ -281,7 +253,7 @@ int main(int argc, char **argv) {
   for (int su = 0; su < NSETUPS; su++)
     for (int i = 0; i < nw; i++)
       for (int v = 0; v < NVARIANTS; v++) run_point("W", su, ws[i], cores, v, 0);
-  check(weft_shutdown(), "weft_shutdown");
+  bench_check(weft_shutdown(), "weft_shutdown");
 
   char c[NVARIANTS][64];
   for (int su = 0; su < NSETUPS; su++) {
@@ -321,7 +293,7 @@ int main(int argc, char **argv) {
         if (v == V_PTHREADS && ps[j] > cores) continue;
         run_point("P", 2, pws[i], ps[j], v, ps[j] > cores);
       }
-    check(weft_shutdown(), "weft_shutdown");
+    bench_check(weft_shutdown(), "weft_shutdown");
   }
   printf("\nsweep P: 1x40 (1 lock x 40 threads)\n%5s %4s", "W", "P");
   for (int v = 0; v < NVARIANTS; v++) printf("  %-22s", vname[v]);
@@ -340,7 +312,7 @@ int main(int argc, char **argv) {
   if (!find("W", 2, prime_w, cores, V_WEFT)) {
     weft_start(cores);
     for (int v = 0; v < V_PTHREADS; v++) run_point("W", 2, prime_w, cores, v, 0);
-    check(weft_shutdown(), "weft_shutdown");
+    bench_check(weft_shutdown(), "weft_shutdown");
   }
   printf("\nFig 5-5 statistics: 1 lock x 40 threads, W=%d (prime contention), P=%d, "
          "%ld attempts per repetition, summed over %d repetitions\n",
@@ -409,8 +381,4 @@ int main(int argc, char **argv) {
   fclose(f);
   printf("\nwrote %s\n", path);
   return 0;
-usage:
-  fprintf(stderr, "usage: %s [--out DIR] [--reps R] [--iters N] [--w LIST] [--pw LIST] "
-                  "[--oversub P] [--prime-w W] [--quick]\n", argv[0]);
-  return 1;
 }
