@@ -266,7 +266,7 @@ int main(int argc, char **argv) {
         int p = procs[pi];
         if (v == -2 && pi > 0) continue; /* serial: once (it runs on one VP anyway) */
         double secs[64];
-        long rss[64], flt[64], thr = 0;
+        long rss[64] = {0}, flt[64] = {0}, thr = 0;
         int ok = 1;
         for (int r = 0; r < reps && ok; r++) {
           sample_t s = {0, 0, 0, 0};

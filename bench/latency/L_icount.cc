@@ -2,6 +2,8 @@
  * callgrind (bench/icount.sh runs it with N and 2N iterations and takes the
  * difference, which cancels start-up, warm-up and shutdown).
  *
+ *   weft_icount --mode MODE --n N [--verify | --hooked]   (MODE N below)
+ *
  *   weft_icount l1 N   N x weft_create of an empty thread that has not run (batches of
  *                      500; only the creations are collected, the joins are not)
  *   weft_icount l2 N   N x (weft_create + weft_join) of an empty thread, nvps=1
@@ -17,9 +19,9 @@
  * (ping-pong: ops = rounds, a round = one pass of each thread; nvps=1.)
  * For l2 and l3 it also prints "ns_per_op=<t>", the loop's wall time per operation
  * (run natively for that; under callgrind it is meaningless).
- * A third argument "hooked" installs one counting callback on every event
+ * --hooked installs one counting callback on every event
  * (weft/hook.h) before the loop: X1's third column. It prints "events=<count>".
- * A third argument "verify" (debug run, nothing is collected) checks after every round
+ * --verify (debug run, nothing is collected) checks after every round
  * that the partner made exactly one pass per round of the main thread, and for l6m
  * that each round blocked both threads once (weft_sync_stats); it prints the result.
  *
@@ -164,16 +166,22 @@ static void simple(void (*loop)(long), long n) {
 
 int main(int argc, char **argv) {
   static const char *const modes[] = {"l2", "l3", "l4m", "l4s", "l5m", "l5s", "l6m", "l6s", "l7", "l1"};
+  const char *mode_name = NULL;
+  long n = 0;
+  int verify = 0, hooked = 0;
+  const bench_opt_t opts[] = {
+      {"--mode", BENCH_STR, &mode_name, NULL, 0, "l1|l2|l3|l4m|l4s|l5m|l5s|l6m|l6s|l7"},
+      {"--n", BENCH_LONG, &n, NULL, 0, "operations (ping-pong: rounds)"},
+      {"--verify", BENCH_FLAG, &verify, NULL, 0, "l6m|l6s|l7: check every round, count nothing"},
+      {"--hooked", BENCH_FLAG, &hooked, NULL, 0, "one counting callback on every event (X1)"},
+  };
+  bench_args(argc, argv, opts, 4, "the L1-L7 loops of weft for callgrind (bench/icount.sh)");
   int mode = -1;
-  for (int i = 0; argc >= 3 && i < (int)(sizeof modes / sizeof *modes); i++)
-    if (strcmp(argv[1], modes[i]) == 0) mode = i;
-  int verify = argc == 4 && strcmp(argv[3], "verify") == 0;
-  int hooked = argc == 4 && strcmp(argv[3], "hooked") == 0;
-  if (mode < 0 || argc > 4 || (argc == 4 && !verify && !hooked)) {
-    fprintf(stderr, "usage: %s l1|l2|l3|l4m|l4s|l5m|l5s|l6m|l6s|l7 N [verify|hooked]\n", argv[0]);
-    return 1;
-  }
-  long n = atol(argv[2]);
+  for (int i = 0; mode_name && i < (int)(sizeof modes / sizeof *modes); i++)
+    if (strcmp(mode_name, modes[i]) == 0) mode = i;
+  if (mode < 0 || n < 1 || (verify && hooked) || (verify && (mode < 6 || mode > 8)))
+    bench_die(argv[0], "--mode (one of the list) and --n >= 1 are needed; --verify only for l6m|l6s|l7, "
+              "not with --hooked");
   int is_l2 = mode == 0;
   weft_config_t cfg;
   weft_config_init(&cfg);

@@ -1,6 +1,7 @@
 // L_icount_fiber.cc - the Boost.Fiber L2-L7 loops, alone, for bench/icount.sh
 // (same protocol as L_icount.cc: only the loop is collected; prints "ops=<count>").
 //
+//   weft_icount_fiber --mode MODE --n N, MODE:
 //   weft_icount_fiber l2 N   N x (construct fiber + join) of an empty fiber
 //   weft_icount_fiber l3 N   N yields of the main fiber against one yielding partner
 //   weft_icount_fiber l4m N  N x boost::fibers::mutex lock + unlock, uncontested
@@ -64,14 +65,17 @@ static void pingpong(long n) {
 
 int main(int argc, char **argv) {
   static const char *const modes[] = {"l2", "l3", "l4m", "l4s", "l6m", "l6s", "l7"};
+  const char *mode_name = nullptr;
+  long n = 0;
+  const bench_opt_t opts[] = {
+      {"--mode", BENCH_STR, &mode_name, nullptr, 0, "l2|l3|l4m|l4s|l6m|l6s|l7"},
+      {"--n", BENCH_LONG, &n, nullptr, 0, "operations (ping-pong: rounds)"},
+  };
+  bench_args(argc, argv, opts, 2, "the Boost.Fiber L2-L7 loops for callgrind (bench/icount.sh)");
   int mode = -1;
-  for (int i = 0; argc == 3 && i < 7; i++)
-    if (std::strcmp(argv[1], modes[i]) == 0) mode = i;
-  if (mode < 0) {
-    std::fprintf(stderr, "usage: %s l2|l3|l4m|l4s|l6m|l6s|l7 N\n", argv[0]);
-    return 1;
-  }
-  long n = std::atol(argv[2]);
+  for (int i = 0; mode_name && i < 7; i++)
+    if (std::strcmp(mode_name, modes[i]) == 0) mode = i;
+  if (mode < 0 || n < 1) bench_die(argv[0], "--mode (one of the list) and --n >= 1 are needed");
   long ops;
   if (mode >= 2) {
     switch (mode) {

@@ -3,7 +3,9 @@
 // partner; an "ops" policy names the library's lock/semaphore/condition calls). The one
 // place the patterns are written: the latency rows (run_pingpong, sync_common.h) and the
 // instruction counts (L_icount.cc, L_icount_fiber.cc: pingpong_rounds) both run them.
-// No Google Benchmark here, so that the instruction-count programs build without it.
+// No Google Benchmark here, so that the instruction-count programs build without it, and
+// nothing that needs the C++ runtime unless Boost.Fiber is wanted: weft_icount is linked
+// without one (WEFT_BENCH_NO_CXX_RUNTIME; bench/CMakeLists.txt says why).
 //
 // A round is one pass of each thread: the benchmark thread A passes once and the
 // partner B passes once. The partner counts its passes; partner_per_round is 1 when
@@ -16,12 +18,14 @@
 #include <semaphore.h>
 
 #include <atomic>
+#if defined(WEFT_BENCH_BOOST) && !defined(WEFT_BENCH_NO_CXX_RUNTIME)
 #include <mutex>
+#endif
 
 #include "bench.h"
 #include "weft/sync.h"
 #include "weft/weft.h"
-#ifdef WEFT_BENCH_BOOST
+#if defined(WEFT_BENCH_BOOST) && !defined(WEFT_BENCH_NO_CXX_RUNTIME)
 #include <boost/fiber/all.hpp>
 #endif
 
@@ -38,7 +42,7 @@ struct Pin {
   ~Pin() { bench_affinity_restore(&saved); }
 };
 
-#ifdef WEFT_BENCH_BOOST
+#if defined(WEFT_BENCH_BOOST) && !defined(WEFT_BENCH_NO_CXX_RUNTIME)
 // Counting semaphore from boost::fibers::mutex + condition_variable (Boost.Fiber has
 // no semaphore); rows that use it are labelled boost_fiber(mutex+cv).
 struct FiberSem {
@@ -96,7 +100,7 @@ struct PthreadSpawn {
   void join() { pthread_join(t, nullptr); }
 };
 
-#ifdef WEFT_BENCH_BOOST
+#if defined(WEFT_BENCH_BOOST) && !defined(WEFT_BENCH_NO_CXX_RUNTIME)
 // A partner fiber on this thread (round_robin).
 struct BoostSpawn {
   boost::fibers::fiber f;
@@ -168,7 +172,7 @@ struct PthreadCondOps {
   static void signal(C &c) { pthread_cond_signal(&c); }
   static void destroy(M &m, C &c) { pthread_cond_destroy(&c), pthread_mutex_destroy(&m); }
 };
-#ifdef WEFT_BENCH_BOOST
+#if defined(WEFT_BENCH_BOOST) && !defined(WEFT_BENCH_NO_CXX_RUNTIME)
 struct BoostMutexOps {
   using M = boost::fibers::mutex;
   static void init(M &) {}

@@ -57,7 +57,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -461,55 +460,66 @@ static void print_table(const bench_machine_t *m) {
 }
 
 static int write_json(const char *dir, const bench_machine_t *m, long n, long slow_n) {
-  mkdir(dir, 0777);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/sweep.json", dir);
-  FILE *f = fopen(path, "w");
-  if (!f) { perror(path); return -1; }
-  fprintf(f, "{\"machine\": ");
-  bench_machine_json(f, m);
-  fprintf(f, ",\n \"config\": {\"reps\": %d, \"warmup_runs\": 1, \"threads\": %ld, "
-             "\"slow_threads\": %ld, \"slow_points\": \"all pthreads; boost_fiber T4, T5\", "
-             "\"batch\": %d,\n"
-             "  \"boost_fiber\": \"algo::work_stealing(P, suspend=false), one process per P\",\n"
-             "  \"pthreads\": \"T1 detached chains, T5 create/join batches; all threads on "
-             "min(P, cores) CPUs; T4 not applicable\",\n"
-             "  \"T4\": \"create a batch of 1000 unstarted threads, then join them (each runs an "
-             "empty body): create+reclaim\",\n"
-             "  \"T2\": {\"mean_work_us\": %g, \"distribution\": \"uniform [0, 2W)\", "
-             "\"threads\": %ld, \"units_per_us\": %g, \"paper_work_us\": 300},\n"
-             "  \"T3\": {\"threads\": %ld, \"chains\": \"K chains (runnable threads), heads "
-             "round-robin over the P VPs\", \"latency\": \"elapsed x min(K, P) / threads\"}},\n"
-             " \"results\": [",
-          reps, n, slow_n, BATCH, t2_us, t2_n, units_per_us, t3_n);
+  bench_json_t f;
+  if (bench_json_open(&f, dir, "sweep.json") != 0) return -1;
+  bench_json_obj(&f, NULL);
+  bench_json_machine(&f, "machine", m);
+  bench_json_obj(&f, "config");
+  bench_json_int(&f, "reps", reps);
+  bench_json_int(&f, "warmup_runs", 1);
+  bench_json_int(&f, "threads", n);
+  bench_json_int(&f, "slow_threads", slow_n);
+  bench_json_str(&f, "slow_points", "all pthreads; boost_fiber T4, T5");
+  bench_json_int(&f, "batch", BATCH);
+  bench_json_str(&f, "boost_fiber", "algo::work_stealing(P, suspend=false), one process per P");
+  bench_json_str(&f, "pthreads", "T1 detached chains, T5 create/join batches; all threads on "
+                 "min(P, cores) CPUs; T4 not applicable");
+  bench_json_str(&f, "T4", "create a batch of 1000 unstarted threads, then join them (each runs an "
+                 "empty body): create+reclaim");
+  bench_json_obj(&f, "T2");
+  bench_json_num(&f, "mean_work_us", t2_us);
+  bench_json_str(&f, "distribution", "uniform [0, 2W)");
+  bench_json_int(&f, "threads", t2_n);
+  bench_json_num(&f, "units_per_us", units_per_us);
+  bench_json_int(&f, "paper_work_us", 300);
+  bench_json_end(&f);
+  bench_json_obj(&f, "T3");
+  bench_json_int(&f, "threads", t3_n);
+  bench_json_str(&f, "chains", "K chains (runnable threads), heads round-robin over the P VPs");
+  bench_json_str(&f, "latency", "elapsed x min(K, P) / threads");
+  bench_json_end(&f);
+  bench_json_end(&f);
+  bench_json_arr(&f, "results");
   for (int i = 0; i < npoints; i++) {
     const point_t *pt = &points[i];
-    fprintf(f, "%s\n  {\"test\": \"%s\", \"lib\": \"%s\", \"P\": %d, \"oversubscribed\": %s, "
-               "\"threads\": %ld, \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": %.6g, "
-               "\"ns_per_thread\": %.4g, \"speedup\": %.4g, ",
-            i ? "," : "", test_name[pt->test], lib_name[pt->lib], pt->p,
-            pt->oversub ? "true" : "false", pt->threads, pt->sum.median, pt->sum.min, pt->sum.max,
-            pt->sum.median * 1e9 / (double)pt->threads, speedup(pt));
+    bench_json_obj(&f, NULL);
+    bench_json_str(&f, "test", test_name[pt->test]);
+    bench_json_str(&f, "lib", lib_name[pt->lib]);
+    bench_json_int(&f, "P", pt->p);
+    bench_json_bool(&f, "oversubscribed", pt->oversub);
+    bench_json_int(&f, "threads", pt->threads);
+    bench_json_summary(&f, "_s", pt->sum, 1);
+    bench_json_num(&f, "ns_per_thread", pt->sum.median * 1e9 / (double)pt->threads);
+    bench_json_num(&f, "speedup", speedup(pt));
     if (pt->test == T3) {
       int busy = pt->k < pt->p ? pt->k : pt->p;
-      fprintf(f, "\"K\": %d, \"busy_processors\": %d, \"latency_ns\": %.4g, "
-                 "\"latency_min_ns\": %.4g, \"latency_max_ns\": %.4g, ",
-              pt->k, busy, pt->sum.median * 1e9 * busy / (double)pt->threads,
-              pt->sum.min * 1e9 * busy / (double)pt->threads,
-              pt->sum.max * 1e9 * busy / (double)pt->threads);
+      bench_json_int(&f, "K", pt->k);
+      bench_json_int(&f, "busy_processors", busy);
+      bench_json_num(&f, "latency_ns", pt->sum.median * 1e9 * busy / (double)pt->threads);
+      bench_json_num(&f, "latency_min_ns", pt->sum.min * 1e9 * busy / (double)pt->threads);
+      bench_json_num(&f, "latency_max_ns", pt->sum.max * 1e9 * busy / (double)pt->threads);
     }
-    if (pt->lib == LIB_WEFT)
-      fprintf(f, "\"cpu_per_wall\": %.4g, \"weft_steals_per_run\": %.6g, \"weft_sleeps_per_run\": %.6g, ",
-              pt->cpu_per_wall, pt->steals,
-              pt->sleeps);
-    fprintf(f, "\"seconds\": [");
-    for (int r = 0; r < pt->reps; r++) fprintf(f, "%s%.6g", r ? ", " : "", pt->s[r]);
-    fprintf(f, "]}");
+    if (pt->lib == LIB_WEFT) {
+      bench_json_num(&f, "cpu_per_wall", pt->cpu_per_wall);
+      bench_json_num(&f, "weft_steals_per_run", pt->steals);
+      bench_json_num(&f, "weft_sleeps_per_run", pt->sleeps);
+    }
+    bench_json_nums(&f, "seconds", pt->s, pt->reps);
+    bench_json_end(&f);
   }
-  fprintf(f, "\n]}\n");
-  fclose(f);
-  printf("wrote %s\n", path);
-  return 0;
+  bench_json_end(&f);
+  bench_json_end(&f);
+  return bench_json_close(&f);
 }
 
 int main(int argc, char **argv) {

@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "bench.h"
 #include "weft/weft.h"
@@ -344,41 +343,46 @@ int main(int argc, char **argv) {
          "counter.)\n");
 
   /* ---- JSON ---- */
-  mkdir(out, 0777);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/S6.json", out);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    perror(path);
-    return 1;
-  }
-  fprintf(f, "{\"benchmark\": \"S6\", \"machine\": ");
-  bench_machine_json(f, &m);
-  fprintf(f, ",\n \"unit_ns\": %.3f, \"unit\": \"%d dependent multiply-adds\", \"iterations\": %ld,"
-             " \"reps\": %d, \"prime_w\": %d,\n \"results\": [",
-          unit_ns, UNIT_LOOP, total_iters, reps, prime_w);
+  bench_json_t f;
+  if (bench_json_open(&f, out, "S6.json") != 0) return 2;
+  bench_json_obj(&f, NULL);
+  bench_json_str(&f, "benchmark", "S6");
+  bench_json_machine(&f, "machine", &m);
+  bench_json_num(&f, "unit_ns", unit_ns);
+  char unit[64];
+  snprintf(unit, sizeof unit, "%d dependent multiply-adds", UNIT_LOOP);
+  bench_json_str(&f, "unit", unit);
+  bench_json_int(&f, "iterations", total_iters);
+  bench_json_int(&f, "reps", reps);
+  bench_json_int(&f, "prime_w", prime_w);
+  bench_json_arr(&f, "results");
   for (int i = 0; i < npts; i++) {
     const point_t *pt = &pts[i];
     const setup_t *su = &setups[pt->setup];
-    fprintf(f,
-            "%s\n  {\"part\": \"%s\", \"setup\": \"%s\", \"locks\": %d, \"threads_per_lock\": %d, "
-            "\"W\": %d, \"P\": %d, \"oversubscribed\": %s, \"lib\": \"%s\", \"median_s\": %.6f, "
-            "\"min_s\": %.6f, \"max_s\": %.6f, \"ns_per_iteration\": %.1f",
-            i ? "," : "", pt->part, su->name, su->locks, su->threads, pt->w, pt->p,
-            pt->oversub ? "true" : "false", vname[pt->variant], pt->s.median, pt->s.min, pt->s.max,
-            pt->s.median * 1e9 / (double)pt->iters);
-    if (pt->variant != V_PTHREADS)
-      fprintf(f, ", \"stats\": {\"attempts\": %ld, \"mutex_missed\": %llu, \"acquired_spinning\": %llu, "
-                 "\"acquired_polling\": %llu, \"blocked\": %llu, \"idled\": %llu}",
-              pt->iters / (su->locks * su->threads) * (su->locks * su->threads) * reps,
-              (unsigned long long)pt->stats.mutex_missed,
-              (unsigned long long)pt->stats.acquired_spinning,
-              (unsigned long long)pt->stats.acquired_polling, (unsigned long long)pt->stats.blocked,
-              (unsigned long long)pt->stats.idled);
-    fprintf(f, "}");
+    bench_json_obj(&f, NULL);
+    bench_json_str(&f, "part", pt->part);
+    bench_json_str(&f, "setup", su->name);
+    bench_json_int(&f, "locks", su->locks);
+    bench_json_int(&f, "threads_per_lock", su->threads);
+    bench_json_int(&f, "W", pt->w);
+    bench_json_int(&f, "P", pt->p);
+    bench_json_bool(&f, "oversubscribed", pt->oversub);
+    bench_json_str(&f, "lib", vname[pt->variant]);
+    bench_json_summary(&f, "_s", pt->s, 1);
+    bench_json_num(&f, "ns_per_iteration", pt->s.median * 1e9 / (double)pt->iters);
+    if (pt->variant != V_PTHREADS) {
+      bench_json_obj(&f, "stats");
+      bench_json_int(&f, "attempts", pt->iters / (su->locks * su->threads) * (su->locks * su->threads) * reps);
+      bench_json_int(&f, "mutex_missed", (long)pt->stats.mutex_missed);
+      bench_json_int(&f, "acquired_spinning", (long)pt->stats.acquired_spinning);
+      bench_json_int(&f, "acquired_polling", (long)pt->stats.acquired_polling);
+      bench_json_int(&f, "blocked", (long)pt->stats.blocked);
+      bench_json_int(&f, "idled", (long)pt->stats.idled);
+      bench_json_end(&f);
+    }
+    bench_json_end(&f);
   }
-  fprintf(f, "\n]}\n");
-  fclose(f);
-  printf("\nwrote %s\n", path);
-  return 0;
+  bench_json_end(&f);
+  bench_json_end(&f);
+  return bench_json_close(&f) == 0 ? 0 : 2;
 }

@@ -43,7 +43,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -452,53 +451,63 @@ static void print_tables(const bench_machine_t *m) {
 }
 
 static int write_json(const char *dir, const bench_machine_t *m) {
-  mkdir(dir, 0777);
   int rc = 0;
   for (int row = 0; row < NROWS; row++) {
     int any = 0;
     for (int i = 0; i < nresults; i++) any |= results[i].row == row;
     if (!any) continue;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.json", dir, row_name[row]);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-      perror(path);
+    char file[32];
+    snprintf(file, sizeof file, "%s.json", row_name[row]);
+    bench_json_t f;
+    if (bench_json_open(&f, dir, file) != 0) {
       rc = -1;
       continue;
     }
-    fprintf(f, "{\"row\": \"%s\", \"title\": \"%s\", \"machine\": ", row_name[row],
-            row_title[row]);
-    bench_machine_json(f, m);
-    fprintf(f, ",\n \"config\": {\"reps\": %d, \"warmup_runs\": 1, \"n\": %ld, \"s2_n\": %ld, "
-               "\"s2_compute_us\": %ld, \"s3_n\": %ld, \"s4_rounds\": %ld, \"s5_n\": %ld, "
-               "\"compute_iters_per_us\": %ld, \"spin_os_yield_spins\": %d, "
-               "\"array_slots\": %d, \"backoff_min\": %u, \"backoff_max\": %u,\n"
-               "  \"weft\": \"P weft threads on P VPs (nvps=P, pin=1, affinity i)\", "
-               "\"pthread\": \"P pthreads pinned to the first P CPUs\"},\n \"results\": [",
-            reps, opt.n, opt.s2_n, opt.s2_us, opt.s3_n, opt.s4_rounds, opt.s5_n, iters_per_us,
-            WEFT_SPIN_OS_YIELD_SPINS, WEFT_SPIN_ARRAY_SLOTS, WEFT_SPIN_BACKOFF_MIN,
-            WEFT_SPIN_BACKOFF_MAX);
-    int first = 1;
+    bench_json_obj(&f, NULL);
+    bench_json_str(&f, "row", row_name[row]);
+    bench_json_str(&f, "title", row_title[row]);
+    bench_json_machine(&f, "machine", m);
+    bench_json_obj(&f, "config");
+    bench_json_int(&f, "reps", reps);
+    bench_json_int(&f, "warmup_runs", 1);
+    bench_json_int(&f, "n", opt.n);
+    bench_json_int(&f, "s2_n", opt.s2_n);
+    bench_json_int(&f, "s2_compute_us", opt.s2_us);
+    bench_json_int(&f, "s3_n", opt.s3_n);
+    bench_json_int(&f, "s4_rounds", opt.s4_rounds);
+    bench_json_int(&f, "s5_n", opt.s5_n);
+    bench_json_int(&f, "compute_iters_per_us", iters_per_us);
+    bench_json_int(&f, "spin_os_yield_spins", WEFT_SPIN_OS_YIELD_SPINS);
+    bench_json_int(&f, "array_slots", WEFT_SPIN_ARRAY_SLOTS);
+    bench_json_int(&f, "backoff_min", WEFT_SPIN_BACKOFF_MIN);
+    bench_json_int(&f, "backoff_max", WEFT_SPIN_BACKOFF_MAX);
+    bench_json_str(&f, "weft", "P weft threads on P VPs (nvps=P, pin=1, affinity i)");
+    bench_json_str(&f, "pthread", "P pthreads pinned to the first P CPUs");
+    bench_json_end(&f);
+    bench_json_arr(&f, "results");
     for (int i = 0; i < nresults; i++) {
       const result_t *x = &results[i];
       if (x->row != row) continue;
-      fprintf(f, "%s\n  {\"kind\": \"%s\", \"threads\": \"%s\", \"P\": %d, "
-                 "\"oversubscribed\": %s, \"param\": %ld, \"ops\": %ld, \"median_s\": %.6g, "
-                 "\"min_s\": %.6g, \"max_s\": %.6g, \"ns_per_op\": %.5g, ",
-              first ? "" : ",", kinds[x->kind].name, impl_name[x->impl], x->p,
-              x->oversub ? "true" : "false", x->param, x->ops, x->sum.median, x->sum.min,
-              x->sum.max, per_op_ns(x));
-      if (row == S3) fprintf(f, "\"relative_speed\": %.5g, ", relative_speed(x));
-      if (row <= S3)
-        fprintf(f, "\"share_min\": %.4g, \"share_max\": %.4g, ", x->share_min, x->share_max);
-      fprintf(f, "\"seconds\": [");
-      for (int j = 0; j < x->reps; j++) fprintf(f, "%s%.6g", j ? ", " : "", x->s[j]);
-      fprintf(f, "]}");
-      first = 0;
+      bench_json_obj(&f, NULL);
+      bench_json_str(&f, "kind", kinds[x->kind].name);
+      bench_json_str(&f, "threads", impl_name[x->impl]);
+      bench_json_int(&f, "P", x->p);
+      bench_json_bool(&f, "oversubscribed", x->oversub);
+      bench_json_int(&f, "param", x->param);
+      bench_json_int(&f, "ops", x->ops);
+      bench_json_summary(&f, "_s", x->sum, 1);
+      bench_json_num(&f, "ns_per_op", per_op_ns(x));
+      if (row == S3) bench_json_num(&f, "relative_speed", relative_speed(x));
+      if (row <= S3) {
+        bench_json_num(&f, "share_min", x->share_min);
+        bench_json_num(&f, "share_max", x->share_max);
+      }
+      bench_json_nums(&f, "seconds", x->s, x->reps);
+      bench_json_end(&f);
     }
-    fprintf(f, "\n]}\n");
-    fclose(f);
-    printf("wrote %s\n", path);
+    bench_json_end(&f);
+    bench_json_end(&f);
+    if (bench_json_close(&f) != 0) rc = -1;
   }
   return rc;
 }

@@ -327,17 +327,13 @@ int main(int argc, char **argv) {
   const char *bench = nullptr;
   int p = 1, reps = 3;
   long n = -1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const char *k = argv[i], *v = argv[i + 1];
-    if (!std::strcmp(k, "--bench")) bench = v;
-    else if (!std::strcmp(k, "--p")) p = std::atoi(v);
-    else if (!std::strcmp(k, "--n")) n = std::atol(v);
-    else if (!std::strcmp(k, "--reps")) reps = std::atoi(v);
-    else {
-      std::fprintf(stderr, "unknown option %s (see the comment at the top of R_peers.cc)\n", k);
-      return 1;
-    }
-  }
+  const bench_opt_t opts[] = {
+      {"--bench", BENCH_STR, &bench, nullptr, 0, "fib|queens|live"},
+      {"--p", BENCH_INT, &p, nullptr, 0, "worker threads (1)"},
+      {"--n", BENCH_LONG, &n, nullptr, 0, "fib(n), n queens, n live threads"},
+      {"--reps", BENCH_INT, &reps, nullptr, 0, "timed runs after one warm-up (3)"},
+  };
+  bench_args(argc, argv, opts, 4, "R1-R3 of " TREES_LIB);
   if (p < 1 || p > 256 || reps < 1 || reps > kMaxReps || !bench) {
     std::fprintf(stderr, "usage: --bench fib|queens|live [--p 1..256] [--n N] [--reps 1..%d]\n", kMaxReps);
     return 1;

@@ -263,12 +263,7 @@ static int run_live(const char *lib, int p, long n) {
   }
   memset(t, 0, (size_t)n * sizeof *t);
   if (pth) {
-    cpu_set_t set;  /* the first p CPUs this process may use */
-    CPU_ZERO(&set);
-    cpu_set_t all;
-    sched_getaffinity(0, sizeof all, &all);
-    for (int c = 0, k = 0; c < CPU_SETSIZE && k < p; c++)
-      if (CPU_ISSET(c, &all)) CPU_SET(c, &set), k++;
+    cpu_set_t set = bench_cpus_first(p); /* the first p CPUs this process may use */
     sched_setaffinity(0, sizeof set, &set);
     sem_init(&pgate, 0, 0);
     sem_init(&pall_started, 0, 0);
@@ -334,27 +329,15 @@ int main(int argc, char **argv) {
   const char *bench = NULL, *lib = "weft";
   int p = 1, reps = 3, callgrind = 0;
   long n = -1;
-  for (int i = 1; i < argc; i++) {
-    const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(k, "--callgrind")) {
-      callgrind = 1;
-      continue;
-    }
-    if (!v) {
-      fprintf(stderr, "%s needs a value\n", k);
-      return 1;
-    }
-    i++;
-    if (!strcmp(k, "--bench")) bench = v;
-    else if (!strcmp(k, "--lib")) lib = v;
-    else if (!strcmp(k, "--p")) p = atoi(v);
-    else if (!strcmp(k, "--n")) n = atol(v);
-    else if (!strcmp(k, "--reps")) reps = atoi(v);
-    else {
-      fprintf(stderr, "unknown option %s (see the comment at the top of R_weft.c)\n", k);
-      return 1;
-    }
-  }
+  const bench_opt_t opts[] = {
+      {"--bench", BENCH_STR, &bench, NULL, 0, "fib|queens|live"},
+      {"--lib", BENCH_STR, &lib, NULL, 0, "weft|weft_workfirst|pthreads"},
+      {"--p", BENCH_INT, &p, NULL, 0, "VPs (1)"},
+      {"--n", BENCH_LONG, &n, NULL, 0, "fib(n), n queens, n live threads"},
+      {"--reps", BENCH_INT, &reps, NULL, 0, "timed runs after one warm-up (3)"},
+      {"--callgrind", BENCH_FLAG, &callgrind, NULL, 0, "count one run's instructions (nvps = 1)"},
+  };
+  bench_args(argc, argv, opts, 6, "R1-R3 of weft and POSIX threads");
   if (!bench || (strcmp(bench, "fib") && strcmp(bench, "queens") && strcmp(bench, "live"))) {
     fprintf(stderr, "--bench fib|queens|live is required\n");
     return 1;
