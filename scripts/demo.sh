@@ -6,8 +6,11 @@
 #
 #   report/README.md        the report: machine, tables (median ± spread), figures, the
 #                           model's validation error, a closing note with headline ratios
+#   report/figures.md       the measured figures the documentation quotes (docs/figures.md
+#                           is a committed copy), generated from the run's JSON
 #   report/figures/*.png    one PNG per benchmark, shaped like the paper's figure
 #   report/raw/*.json       the raw results (and raw/logs/*.log, raw/skipped.txt)
+# The steps are the rows of one table (below: name, CMake targets, outputs, command).
 #
 # usage: scripts/demo.sh [--full] [--out DIR]
 #   (default)  the quick suite: fewer repetitions and points; about 5 minutes on 2 cores
@@ -24,7 +27,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --full) mode=full ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "demo.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
   shift

@@ -84,10 +84,10 @@ int main(int argc, char **argv) {
   const bench_opt_t opts[] = {
       {"--rows", BENCH_INT, &rows, NULL, 0, "matrix rows (1024)"},
       {"--cols", BENCH_INT, &cols, NULL, 0, "matrix columns (4096)"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "timed runs after one warm-up (7)"},
-      {"--procs", BENCH_INTS, procs, &nprocs, 8, "VP counts (1,2)"},
-      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/A1.json"},
-      {"--quick", BENCH_FLAG, &quick, NULL, 0, "3 runs of 512 x 2048 (options after it still count)"},
+      BENCH_OPT_REPS(reps),
+      BENCH_OPT_PROCS(procs, nprocs, 8),
+      BENCH_OPT_OUT(out, "A1.json"),
+      BENCH_OPT_QUICK(quick),
   };
   bench_args(argc, argv, opts, 6, "A1: vector x matrix, one thread per column, with and without affinity");
   if (rows < 1 || cols < 1 || reps < 1 || reps > 64 || nprocs < 1)
@@ -134,10 +134,8 @@ int main(int argc, char **argv) {
   }
   bench_json_t jf;
   if (out) {
-    if (bench_json_open(&jf, out, "A1.json") != 0) return 2;
-    bench_json_obj(&jf, NULL);
+    if (bench_json_start(&jf, out, "A1.json", &mc) != 0) return 2;
     bench_json_str(&jf, "id", "A1");
-    bench_json_machine(&jf, "machine", &mc);
     bench_json_int(&jf, "rows", rows);
     bench_json_int(&jf, "cols", cols);
     bench_json_int(&jf, "reps", reps);
@@ -150,24 +148,17 @@ int main(int argc, char **argv) {
       printf("%-14s %2d %10.5f %9.5f..%-9.5f %8.2f %10.2f%s\n", variants[k].name, procs[pi], s.median,
              s.min, s.max, vs1, vss, procs[pi] > mc.cores ? "  (oversubscribed)" : "");
       if (out) {
-        bench_json_obj(&jf, NULL);
-        bench_json_str(&jf, "variant", variants[k].name);
-        bench_json_int(&jf, "P", procs[pi]);
+        bench_json_record(&jf, "variant", variants[k].name, procs[pi], procs[pi] > mc.cores);
         bench_json_summary(&jf, "_s", s, 1);
         bench_json_num(&jf, "spread", (s.max - s.min) / s.median);
         bench_json_num(&jf, "speedup_vs_p1", vs1);
         bench_json_num(&jf, "speedup_vs_serial", vss);
         bench_json_int(&jf, "rows", rows);
         bench_json_int(&jf, "cols", cols);
-        if (procs[pi] > mc.cores) bench_json_bool(&jf, "oversubscribed", 1);
         bench_json_end(&jf);
       }
     }
-  if (out) {
-    bench_json_end(&jf);
-    bench_json_end(&jf);
-    if (bench_json_close(&jf) != 0) return 2;
-  }
+  if (out && bench_json_finish(&jf) != 0) return 2;
   free(v);
   free(m);
   free(r);

@@ -233,12 +233,12 @@ int main(int argc, char **argv) {
   int quick = bench_args_has(argc, argv, "--quick");
   if (quick) reps = 3;
   const bench_opt_t opts[] = {
-      {"--n", BENCH_LONG, &n, NULL, 0, "records (100000)"},
+      BENCH_OPT_N(n, "records (100000)"),
       {"--leaf", BENCH_LONG, &leaf, NULL, 0, "serial sort at or below (10)"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "runs, a fresh process each (5)"},
-      {"--procs", BENCH_INTS, procs, &nprocs, 8, "VP counts (1,2)"},
-      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/A2.json"},
-      {"--quick", BENCH_FLAG, &quick, NULL, 0, "3 runs (options after it still count)"},
+      BENCH_OPT_REPS(reps),
+      BENCH_OPT_PROCS(procs, nprocs, 8),
+      BENCH_OPT_OUT(out, "A2.json"),
+      BENCH_OPT_QUICK(quick),
   };
   bench_args(argc, argv, opts, 6, "A2: sorts with a thread per call under the eight schedlib schedulers");
   if (n < 2 || leaf < 1 || reps < 1 || reps > 64 || nprocs < 1)
@@ -247,10 +247,8 @@ int main(int argc, char **argv) {
   bench_machine_read(&m);
   bench_json_t jf;
   if (out) {
-    if (bench_json_open(&jf, out, "A2.json") != 0) return 2;
-    bench_json_obj(&jf, NULL);
+    if (bench_json_start(&jf, out, "A2.json", &m) != 0) return 2;
     bench_json_str(&jf, "id", "A2");
-    bench_json_machine(&jf, "machine", &m);
     bench_json_int(&jf, "n", n);
     bench_json_int(&jf, "leaf", leaf);
     bench_json_int(&jf, "reps", reps);
@@ -292,10 +290,8 @@ int main(int argc, char **argv) {
                merge ? "mergesort" : "quicksort", pp, s.median, s.min, s.max, mr, mf, thr);
         fflush(stdout);
         if (out) {
-          bench_json_obj(&jf, NULL);
-          bench_json_str(&jf, "variant", variant_name(v));
+          bench_json_record(&jf, "variant", variant_name(v), pp, pp > m.cores);
           bench_json_str(&jf, "sort", merge ? "mergesort" : "quicksort");
-          bench_json_int(&jf, "P", pp);
           bench_json_summary(&jf, "_s", s, 1);
           bench_json_num(&jf, "spread", s.median > 0 ? (s.max - s.min) / s.median : 0);
           bench_json_num(&jf, "peak_rss_kib", mr);
@@ -306,14 +302,9 @@ int main(int argc, char **argv) {
           bench_json_int(&jf, "reps", reps);
           bench_json_int(&jf, "n", n);
           bench_json_int(&jf, "leaf", leaf);
-          if (pp > m.cores) bench_json_bool(&jf, "oversubscribed", 1);
           bench_json_end(&jf);
         }
       }
-  if (out) {
-    bench_json_end(&jf);
-    bench_json_end(&jf);
-    if (bench_json_close(&jf) != 0) return 2;
-  }
+  if (out && bench_json_finish(&jf) != 0) return 2;
   return 0;
 }

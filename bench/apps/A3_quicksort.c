@@ -267,11 +267,11 @@ int main(int argc, char **argv) {
   int leaves[MAX_LEAVES] = {5, 10, 20, 30, 40, 50, 60, 80, 100, 150}, nleaves = 10;
   int procs[MAX_PROCS] = {1, 2}, nprocs = 2;
   const bench_opt_t opts[] = {
-      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/A3.json (bench-results)"},
-      {"--n", BENCH_LONG, &n_records, NULL, 0, "records (2000000)"},
+      BENCH_OPT_OUT(out, "A3.json"),
+      BENCH_OPT_N(n_records, "records (2000000)"),
       {"--leaf", BENCH_INTS, leaves, &nleaves, MAX_LEAVES, "leaf sizes (5,10,20,...,150)"},
-      {"--procs", BENCH_INTS, procs, &nprocs, MAX_PROCS, "processors (1,2)"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "timed runs after one warm-up (3)"},
+      BENCH_OPT_PROCS(procs, nprocs, MAX_PROCS),
+      BENCH_OPT_REPS(reps),
       {"--libs", BENCH_STR, &libs, NULL, 0, "serial,weft,openmp_tasks"},
   };
   bench_args(argc, argv, opts, 6, "A3: quicksort, one detached thread per call");
@@ -329,9 +329,7 @@ int main(int argc, char **argv) {
   }
 
   bench_json_t f;
-  if (bench_json_open(&f, out, "A3.json") != 0) return 2;
-  bench_json_obj(&f, NULL);
-  bench_json_machine(&f, "machine", &m);
+  if (bench_json_start(&f, out, "A3.json", &m) != 0) return 2;
   bench_json_obj(&f, "config");
   bench_json_int(&f, "records", n_records);
   bench_json_int(&f, "reps", reps);
@@ -345,17 +343,11 @@ int main(int argc, char **argv) {
   bench_json_arr(&f, "results");
   for (int i = 0; i < npoints; i++) {
     point_t *pt = &points[i];
-    bench_json_obj(&f, NULL);
-    bench_json_str(&f, "lib", pt->lib);
+    bench_json_record(&f, "lib", pt->lib, pt->p, pt->p > m.cores);
     bench_json_int(&f, "leaf", pt->leaf);
-    bench_json_int(&f, "P", pt->p);
-    bench_json_bool(&f, "oversubscribed", pt->p > m.cores);
     bench_json_int(&f, "threads", pt->threads);
-    bench_json_summary(&f, "_s", pt->sum, 1);
-    bench_json_nums(&f, "seconds", pt->s, reps);
+    bench_json_times(&f, pt->sum, pt->s, reps);
     bench_json_end(&f);
   }
-  bench_json_end(&f);
-  bench_json_end(&f);
-  return bench_json_close(&f) == 0 ? 0 : 2;
+  return bench_json_finish(&f) == 0 ? 0 : 2;
 }

@@ -226,15 +226,15 @@ int main(int argc, char **argv) {
     t_end = 10;
   }
   const bench_opt_t opts[] = {
-      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/A4.json (bench-results)"},
+      BENCH_OPT_OUT(out, "A4.json"),
       {"--nlp", BENCH_INT, &nlp, NULL, 0, "LPs in all (1200)"},
       {"--lps", BENCH_DOUBLES, lps, &nl, MAX_LIST, "LPs per thread (50,300,600)"},
       {"--work-us", BENCH_DOUBLES, work, &nw, MAX_LIST, "event-handling time, us (0,1,5,20)"},
       {"--t-end", BENCH_DOUBLE, &t_end, NULL, 0, "simulated time (20)"},
       {"--procs", BENCH_DOUBLES, procs, &np, MAX_LIST, "processors (1,2)"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "timed runs after one warm-up (3)"},
+      BENCH_OPT_REPS(reps),
       {"--libs", BENCH_STR, &libs, NULL, 0, "serial,weft,pthreads,openmp_tasks"},
-      {"--quick", BENCH_FLAG, &quick, NULL, 0, "work 0,2,10 us, t_end 10 (options after it still count)"},
+      BENCH_OPT_QUICK(quick),
   };
   bench_args(argc, argv, opts, 9, "A4: conservative parallel discrete-event simulation");
   if (reps < 1 || reps > MAX_REPS) bench_die(argv[0], "--reps out of range");
@@ -289,9 +289,7 @@ int main(int argc, char **argv) {
   }
 
   bench_json_t f;
-  if (bench_json_open(&f, out, "A4.json") != 0) return 2;
-  bench_json_obj(&f, NULL);
-  bench_json_machine(&f, "machine", &m);
+  if (bench_json_start(&f, out, "A4.json", &m) != 0) return 2;
   bench_json_obj(&f, "config");
   bench_json_int(&f, "lps_total", nlp);
   bench_json_num(&f, "t_end", t_end);
@@ -308,21 +306,15 @@ int main(int argc, char **argv) {
   bench_json_arr(&f, "results");
   for (int i = 0; i < npoints; i++) {
     point_t *pt = &points[i];
-    bench_json_obj(&f, NULL);
-    bench_json_str(&f, "lib", pt->lib);
+    bench_json_record(&f, "lib", pt->lib, pt->p, pt->p > m.cores);
     bench_json_int(&f, "lps_per_thread", pt->lps);
     bench_json_int(&f, "threads", pt->threads);
     bench_json_num(&f, "work_us", pt->work_us);
-    bench_json_int(&f, "P", pt->p);
-    bench_json_bool(&f, "oversubscribed", pt->p > m.cores);
     bench_json_int(&f, "events", pt->events);
     bench_json_num(&f, "waits_per_run", pt->waits);
     bench_json_num(&f, "steps_per_run", pt->steps);
-    bench_json_summary(&f, "_s", pt->sum, 1);
-    bench_json_nums(&f, "seconds", pt->s, reps);
+    bench_json_times(&f, pt->sum, pt->s, reps);
     bench_json_end(&f);
   }
-  bench_json_end(&f);
-  bench_json_end(&f);
-  return bench_json_close(&f) == 0 ? 0 : 2;
+  return bench_json_finish(&f) == 0 ? 0 : 2;
 }

@@ -387,6 +387,30 @@ void bench_json_machine(bench_json_t *j, const char *key, const bench_machine_t 
   bench_json_end(j);
 }
 
+int bench_json_start(bench_json_t *j, const char *dir, const char *file, const bench_machine_t *m) {
+  if (bench_json_open(j, dir, file) != 0) return -1;
+  bench_json_obj(j, NULL);
+  bench_json_machine(j, "machine", m);
+  return 0;
+}
+
+int bench_json_finish(bench_json_t *j) {
+  while (j->depth > 0) bench_json_end(j);
+  return bench_json_close(j);
+}
+
+void bench_json_record(bench_json_t *j, const char *lib_key, const char *lib, int p, int oversubscribed) {
+  bench_json_obj(j, NULL);
+  bench_json_str(j, lib_key, lib);
+  bench_json_int(j, "P", p);
+  bench_json_bool(j, "oversubscribed", oversubscribed);
+}
+
+void bench_json_times(bench_json_t *j, bench_summary_t s, const double *v, int n) {
+  bench_json_summary(j, "_s", s, 1);
+  bench_json_nums(j, "seconds", v, n);
+}
+
 void bench_json_summary(bench_json_t *j, const char *suffix, bench_summary_t s, double scale) {
   char k[64];
   snprintf(k, sizeof k, "median%s", suffix);

@@ -97,6 +97,15 @@ typedef struct bench_opt {
  * exit with status 2; `--help` prints the usage and exits with 0. */
 void bench_args(int argc, char **argv, const bench_opt_t *opts, int n, const char *about);
 
+/* The options most programs share (entries of a bench_opt_t table). */
+#define BENCH_OPT_OUT(var, files) {"--out", BENCH_STR, &(var), NULL, 0, "write DIR/" files}
+#define BENCH_OPT_REPS(var) {"--reps", BENCH_INT, &(var), NULL, 0, "timed runs after one warm-up"}
+#define BENCH_OPT_PROCS(arr, count, max) \
+  {"--procs", BENCH_INTS, (arr), &(count), (max), "processor (VP) counts P (1..cores)"}
+#define BENCH_OPT_N(var, what) {"--n", BENCH_LONG, &(var), NULL, 0, what}
+#define BENCH_OPT_QUICK(var) \
+  {"--quick", BENCH_FLAG, &(var), NULL, 0, "the demo's small sizes (options after it still count)"}
+
 /* Whether argv holds the bare option `name` (to apply a mode such as --quick before
  * bench_args, so that explicit options still override it). */
 int bench_args_has(int argc, char **argv, const char *name);
@@ -112,9 +121,10 @@ int bench_list_has(const char *list, const char *word);
 
 /* ---- CPU pinning ---- */
 
-/* The first min(p, allowed) CPUs this process may use (its affinity at the call). */
+/* The first min(p, allowed) CPUs the calling thread may use (its affinity now). */
 cpu_set_t bench_cpus_first(int p);
-/* The i-th CPU this process may use, wrapping around (i >= 0). */
+/* The i-th CPU the calling thread may use, wrapping around (i >= 0). A program that
+ * pins its threads (weft's cfg.pin) reads these before it does. */
 int bench_cpu_nth(int i);
 /* A CPU this thread may use other than `cpu` (cpu itself when there is none). */
 int bench_other_cpu(int cpu);
@@ -167,6 +177,15 @@ void bench_json_nums(bench_json_t *j, const char *key, const double *v, int n);
 void bench_machine_json(FILE *out, const bench_machine_t *m);
 /* {"cpu_model", "cores", "kernel"} */
 void bench_json_machine(bench_json_t *j, const char *key, const bench_machine_t *m);
+/* bench_json_open, then the top object with "machine": the start of every results file. */
+int bench_json_start(bench_json_t *j, const char *dir, const char *file, const bench_machine_t *m);
+/* Ends every open object and array, then bench_json_close. */
+int bench_json_finish(bench_json_t *j);
+/* Opens a result record: {"<lib_key>": lib, "P": p, "oversubscribed": oversubscribed
+ * (P beyond the machine's cores, or a point the program labels so). */
+void bench_json_record(bench_json_t *j, const char *lib_key, const char *lib, int p, int oversubscribed);
+/* "median_s", "min_s", "max_s" of s and "seconds": v[0..n) (the runs, in seconds). */
+void bench_json_times(bench_json_t *j, bench_summary_t s, const double *v, int n);
 /* "median<suffix>", "min<suffix>", "max<suffix>" of s, each times scale. */
 void bench_json_summary(bench_json_t *j, const char *suffix, bench_summary_t s, double scale);
 

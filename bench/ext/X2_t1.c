@@ -62,10 +62,10 @@ int main(int argc, char **argv) {
   int reps = 5, procs[8] = {1, 2}, nprocs = 2;
   const char *out = NULL;
   const bench_opt_t opts[] = {
-      {"--n", BENCH_LONG, &n, NULL, 0, "null threads per run (1000000)"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "timed runs after one warm-up (5)"},
-      {"--procs", BENCH_INTS, procs, &nprocs, 8, "VP counts (1,2)"},
-      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/X2.json"},
+      BENCH_OPT_N(n, "null threads per run (1000000)"),
+      BENCH_OPT_REPS(reps),
+      BENCH_OPT_PROCS(procs, nprocs, 8),
+      BENCH_OPT_OUT(out, "X2.json"),
   };
   bench_args(argc, argv, opts, 4, "X2: T1 under user-defined schedulers");
   if (reps < 1 || reps > 50) bench_die(argv[0], "--reps must be 1..50");
@@ -78,9 +78,7 @@ int main(int argc, char **argv) {
          "ns/thread", "vs default");
   bench_json_t json;
   if (out) {
-    if (bench_json_open(&json, out, "X2.json") != 0) return 2;
-    bench_json_obj(&json, NULL);
-    bench_json_machine(&json, "machine", &m);
+    if (bench_json_start(&json, out, "X2.json", &m) != 0) return 2;
     bench_json_obj(&json, "config");
     bench_json_int(&json, "threads", n);
     bench_json_int(&json, "reps", reps);
@@ -112,11 +110,10 @@ int main(int argc, char **argv) {
              which == 0 ? "default" : which == 1 ? "example_fifo" : "fifo_lazy", sum.median,
              sum.min, sum.max, sum.median * 1e9 / (double)n, sum.median / base);
       if (out) {
-        bench_json_obj(&json, NULL);
+        bench_json_record(&json, "scheduler",
+                          which == 0 ? "default" : which == 1 ? "example_fifo" : "fifo_lazy",
+                          procs[k], procs[k] > m.cores);
         bench_json_str(&json, "test", "T1");
-        bench_json_str(&json, "scheduler", which == 0 ? "default" : which == 1 ? "example_fifo" : "fifo_lazy");
-        bench_json_int(&json, "P", procs[k]);
-        bench_json_bool(&json, "oversubscribed", procs[k] > m.cores);
         bench_json_int(&json, "threads", n);
         bench_json_summary(&json, "_s", sum, 1);
         bench_json_num(&json, "ratio_to_default", sum.median / base);
@@ -129,10 +126,6 @@ int main(int argc, char **argv) {
     }
     bench_check(weft_shutdown(), "weft_shutdown");
   }
-  if (out) {
-    bench_json_end(&json);
-    bench_json_end(&json);
-    if (bench_json_close(&json) != 0) return 2;
-  }
+  if (out && bench_json_finish(&json) != 0) return 2;
   return 0;
 }

@@ -37,8 +37,8 @@ int main(int argc, char **argv) {
   const char *out = "bench-results";
   int reps = 3;
   const bench_opt_t opts[] = {
-      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/calibrate.json (bench-results)"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "runs per P, median (3)"},
+      BENCH_OPT_OUT(out, "calibrate.json"),
+      BENCH_OPT_REPS(reps),
   };
   bench_args(argc, argv, opts, 2, "how much parallelism the machine gives");
   int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -64,7 +64,5 @@ int main(int argc, char **argv) {
     bench_json_num(&j, "speedup", p * med[1] / med[p]);
     bench_json_end(&j);
   }
-  bench_json_end(&j);
-  bench_json_end(&j);
-  return bench_json_close(&j) == 0 ? 0 : 2;
+  return bench_json_finish(&j) == 0 ? 0 : 2;
 }

@@ -21,8 +21,8 @@ int main(int argc, char **argv) {
   long n = 1000000;
   const char *out = NULL;
   const bench_opt_t opts[] = {
-      {"--n", BENCH_LONG, &n, NULL, 0, "threads (1000000)"},
-      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/memory.json"},
+      BENCH_OPT_N(n, "threads (1000000)"),
+      BENCH_OPT_OUT(out, "memory.json"),
   };
   bench_args(argc, argv, opts, 2, "memory per created-but-unstarted weft thread");
   if (n < 1) bench_die(argv[0], "--n must be at least 1");
@@ -50,17 +50,14 @@ int main(int argc, char **argv) {
          " (after joining them all: %ld KiB)\n", n, before, after, per, joined);
   bench_json_t j;
   if (out) {
-    if (bench_json_open(&j, out, "memory.json") != 0) return 2;
-    bench_json_obj(&j, NULL);
-    bench_json_machine(&j, "machine", &m);
+    if (bench_json_start(&j, out, "memory.json", &m) != 0) return 2;
     bench_json_str(&j, "lib", "weft");
     bench_json_int(&j, "threads", n);
     bench_json_int(&j, "rss_before_kib", before);
     bench_json_int(&j, "rss_after_kib", after);
     bench_json_int(&j, "rss_after_join_kib", joined);
     bench_json_num(&j, "bytes_per_thread", per);
-    bench_json_end(&j);
-    if (bench_json_close(&j) != 0) return 2;
+    if (bench_json_finish(&j) != 0) return 2;
   }
   return 0;
 }

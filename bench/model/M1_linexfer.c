@@ -39,8 +39,8 @@ static void *side(void *arg) {
 int main(int argc, char **argv) {
   int reps = 5;
   const bench_opt_t opts[] = {
-      {"--n", BENCH_LONG, &n, NULL, 0, "increments per thread (200000)"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "runs (5)"},
+      BENCH_OPT_N(n, "increments per thread (200000)"),
+      BENCH_OPT_REPS(reps),
   };
   bench_args(argc, argv, opts, 2, "cache-line transfer time between two CPUs; one JSON object on stdout");
   if (reps < 1 || reps > 50) bench_die(argv[0], "--reps must be 1..50");
@@ -76,6 +76,5 @@ int main(int argc, char **argv) {
   bench_json_int(&j, "chunks", nc);
   bench_json_int(&j, "increments", 2 * n);
   bench_json_int(&j, "reps", reps);
-  bench_json_end(&j);
-  return bench_json_close(&j) == 0 ? 0 : 2;
+  return bench_json_finish(&j) == 0 ? 0 : 2;
 }

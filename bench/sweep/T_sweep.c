@@ -461,9 +461,7 @@ static void print_table(const bench_machine_t *m) {
 
 static int write_json(const char *dir, const bench_machine_t *m, long n, long slow_n) {
   bench_json_t f;
-  if (bench_json_open(&f, dir, "sweep.json") != 0) return -1;
-  bench_json_obj(&f, NULL);
-  bench_json_machine(&f, "machine", m);
+  if (bench_json_start(&f, dir, "sweep.json", m) != 0) return -1;
   bench_json_obj(&f, "config");
   bench_json_int(&f, "reps", reps);
   bench_json_int(&f, "warmup_runs", 1);
@@ -492,13 +490,9 @@ static int write_json(const char *dir, const bench_machine_t *m, long n, long sl
   bench_json_arr(&f, "results");
   for (int i = 0; i < npoints; i++) {
     const point_t *pt = &points[i];
-    bench_json_obj(&f, NULL);
+    bench_json_record(&f, "lib", lib_name[pt->lib], pt->p, pt->oversub);
     bench_json_str(&f, "test", test_name[pt->test]);
-    bench_json_str(&f, "lib", lib_name[pt->lib]);
-    bench_json_int(&f, "P", pt->p);
-    bench_json_bool(&f, "oversubscribed", pt->oversub);
     bench_json_int(&f, "threads", pt->threads);
-    bench_json_summary(&f, "_s", pt->sum, 1);
     bench_json_num(&f, "ns_per_thread", pt->sum.median * 1e9 / (double)pt->threads);
     bench_json_num(&f, "speedup", speedup(pt));
     if (pt->test == T3) {
@@ -514,12 +508,10 @@ static int write_json(const char *dir, const bench_machine_t *m, long n, long sl
       bench_json_num(&f, "weft_steals_per_run", pt->steals);
       bench_json_num(&f, "weft_sleeps_per_run", pt->sleeps);
     }
-    bench_json_nums(&f, "seconds", pt->s, pt->reps);
+    bench_json_times(&f, pt->sum, pt->s, pt->reps);
     bench_json_end(&f);
   }
-  bench_json_end(&f);
-  bench_json_end(&f);
-  return bench_json_close(&f);
+  return bench_json_finish(&f);
 }
 
 int main(int argc, char **argv) {
@@ -531,11 +523,11 @@ int main(int argc, char **argv) {
   for (int p = 1; p <= m.cores && nprocs < 16; p++) procs[nprocs++] = p;
   oversub[nover++] = 2 * m.cores;
   const bench_opt_t opts[] = {
-      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/sweep.json (bench-results)"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "timed runs after one warm-up (5)"},
-      {"--n", BENCH_LONG, &n, NULL, 0, "threads per point (1000000)"},
+      BENCH_OPT_OUT(out, "sweep.json"),
+      BENCH_OPT_REPS(reps),
+      BENCH_OPT_N(n, "threads per point (1000000)"),
       {"--slow-n", BENCH_LONG, &slow_n, NULL, 0, "threads where one costs microseconds (50000)"},
-      {"--procs", BENCH_INTS, procs, &nprocs, 16, "P values (1..cores)"},
+      BENCH_OPT_PROCS(procs, nprocs, 16),
       {"--oversub", BENCH_INTS, oversub, &nover, 16, "oversubscribed P values (2 x cores)"},
       {"--libs", BENCH_STR, &libs, NULL, 0, "weft,pthreads,boost_fiber"},
       {"--tests", BENCH_STR, &tests, NULL, 0, "T1,T2,T3,T4,T5"},

@@ -224,14 +224,14 @@ int main(int argc, char **argv) {
     npw = bench_parse_ints("0,40", pws, MAX_W);
   }
   const bench_opt_t opts[] = {
-      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/S6.json (bench-results)"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "runs per point (5)"},
+      BENCH_OPT_OUT(out, "S6.json"),
+      BENCH_OPT_REPS(reps),
       {"--iters", BENCH_LONG, &total_iters, NULL, 0, "lock acquisitions in all (100000)"},
       {"--w", BENCH_INTS, ws, &nw, MAX_W, "work units for the W sweep (0,5,10,20,40,60,80,100)"},
       {"--pw", BENCH_INTS, pws, &npw, MAX_W, "work units for the P sweep (0,20,40,80)"},
       {"--oversub", BENCH_INT, &oversub, NULL, 0, "oversubscribed P (4)"},
       {"--prime-w", BENCH_INT, &prime_w, NULL, 0, "W of the statistics (else: the most contended)"},
-      {"--quick", BENCH_FLAG, &quick, NULL, 0, "3 runs, 40000 acquisitions, fewer W (options after it still count)"},
+      BENCH_OPT_QUICK(quick),
   };
   bench_args(argc, argv, opts, 8, "S6: the contention benchmark of C-Threads 5.2-5.3");
   if (reps < 1 || reps > MAX_REPS || total_iters < 40 || nw < 1)
@@ -344,10 +344,8 @@ int main(int argc, char **argv) {
 
   /* ---- JSON ---- */
   bench_json_t f;
-  if (bench_json_open(&f, out, "S6.json") != 0) return 2;
-  bench_json_obj(&f, NULL);
+  if (bench_json_start(&f, out, "S6.json", &m) != 0) return 2;
   bench_json_str(&f, "benchmark", "S6");
-  bench_json_machine(&f, "machine", &m);
   bench_json_num(&f, "unit_ns", unit_ns);
   char unit[64];
   snprintf(unit, sizeof unit, "%d dependent multiply-adds", UNIT_LOOP);
@@ -359,15 +357,12 @@ int main(int argc, char **argv) {
   for (int i = 0; i < npts; i++) {
     const point_t *pt = &pts[i];
     const setup_t *su = &setups[pt->setup];
-    bench_json_obj(&f, NULL);
+    bench_json_record(&f, "lib", vname[pt->variant], pt->p, pt->oversub);
     bench_json_str(&f, "part", pt->part);
     bench_json_str(&f, "setup", su->name);
     bench_json_int(&f, "locks", su->locks);
     bench_json_int(&f, "threads_per_lock", su->threads);
     bench_json_int(&f, "W", pt->w);
-    bench_json_int(&f, "P", pt->p);
-    bench_json_bool(&f, "oversubscribed", pt->oversub);
-    bench_json_str(&f, "lib", vname[pt->variant]);
     bench_json_summary(&f, "_s", pt->s, 1);
     bench_json_num(&f, "ns_per_iteration", pt->s.median * 1e9 / (double)pt->iters);
     if (pt->variant != V_PTHREADS) {
@@ -382,7 +377,5 @@ int main(int argc, char **argv) {
     }
     bench_json_end(&f);
   }
-  bench_json_end(&f);
-  bench_json_end(&f);
-  return bench_json_close(&f) == 0 ? 0 : 2;
+  return bench_json_finish(&f) == 0 ? 0 : 2;
 }

@@ -156,7 +156,7 @@ int main(int argc, char **argv) {
       {"--bweft", BENCH_INT, &bweft, NULL, 0, "barrier: weft threads (4)"},
       {"--bos", BENCH_INT, &bos, NULL, 0, "barrier: OS threads (4)"},
       {"--rounds", BENCH_INT, &g_rounds, NULL, 0, "barrier rounds"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "runs (7)"},
+      BENCH_OPT_REPS(reps),
       {"--tests", BENCH_STR, &tests, NULL, 0, "rwlock,barrier"},
   };
   bench_args(argc, argv, opts, 11, "reader/writer lock and barrier shared by weft and OS threads");

@@ -143,6 +143,10 @@ static void *worker_main(void *arg) {
 }
 
 
+/* The CPUs this process may use, read before weft pins its VPs (cfg.pin = 1 pins the
+ * main thread too): the pthread baselines run pinned to the first P of them. */
+static int cpu_of[MAX_P];
+
 /* Runs r on r->p threads (weft threads, or pinned pthreads); returns seconds. */
 static double run_once(run_t *r, int impl) {
   r->arrived = 0;
@@ -165,7 +169,7 @@ static double run_once(run_t *r, int impl) {
       pthread_attr_init(&a);
       cpu_set_t set;
       CPU_ZERO(&set);
-      CPU_SET(bench_cpu_nth(i), &set);
+      CPU_SET(cpu_of[i], &set);
       pthread_attr_setaffinity_np(&a, sizeof set, &set);
       int rc = pthread_create(&t[i], &a, worker_main, &r->w[i]);
       if (rc) die("pthread_create", rc);
@@ -459,14 +463,12 @@ static int write_json(const char *dir, const bench_machine_t *m) {
     char file[32];
     snprintf(file, sizeof file, "%s.json", row_name[row]);
     bench_json_t f;
-    if (bench_json_open(&f, dir, file) != 0) {
+    if (bench_json_start(&f, dir, file, m) != 0) {
       rc = -1;
       continue;
     }
-    bench_json_obj(&f, NULL);
     bench_json_str(&f, "row", row_name[row]);
     bench_json_str(&f, "title", row_title[row]);
-    bench_json_machine(&f, "machine", m);
     bench_json_obj(&f, "config");
     bench_json_int(&f, "reps", reps);
     bench_json_int(&f, "warmup_runs", 1);
@@ -488,26 +490,20 @@ static int write_json(const char *dir, const bench_machine_t *m) {
     for (int i = 0; i < nresults; i++) {
       const result_t *x = &results[i];
       if (x->row != row) continue;
-      bench_json_obj(&f, NULL);
-      bench_json_str(&f, "kind", kinds[x->kind].name);
+      bench_json_record(&f, "kind", kinds[x->kind].name, x->p, x->oversub);
       bench_json_str(&f, "threads", impl_name[x->impl]);
-      bench_json_int(&f, "P", x->p);
-      bench_json_bool(&f, "oversubscribed", x->oversub);
       bench_json_int(&f, "param", x->param);
       bench_json_int(&f, "ops", x->ops);
-      bench_json_summary(&f, "_s", x->sum, 1);
       bench_json_num(&f, "ns_per_op", per_op_ns(x));
       if (row == S3) bench_json_num(&f, "relative_speed", relative_speed(x));
       if (row <= S3) {
         bench_json_num(&f, "share_min", x->share_min);
         bench_json_num(&f, "share_max", x->share_max);
       }
-      bench_json_nums(&f, "seconds", x->s, x->reps);
+      bench_json_times(&f, x->sum, x->s, x->reps);
       bench_json_end(&f);
     }
-    bench_json_end(&f);
-    bench_json_end(&f);
-    if (bench_json_close(&f) != 0) rc = -1;
+    if (bench_json_finish(&f) != 0) rc = -1;
   }
   return rc;
 }
@@ -515,19 +511,20 @@ static int write_json(const char *dir, const bench_machine_t *m) {
 int main(int argc, char **argv) {
   bench_machine_t m;
   bench_machine_read(&m);
+  for (int i = 0; i < MAX_P; i++) cpu_of[i] = bench_cpu_nth(i);
   const char *out = "bench-results";
   long procs[16], oversub[16];
   int nprocs = 0, nover = 0;
   for (int p = 1; p <= m.cores && nprocs < 16; p++) procs[nprocs++] = p;
   const bench_opt_t opts[] = {
-      {"--out", BENCH_STR, &out, NULL, 0, "write DIR/S1.json ... S5.json (bench-results)"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "timed runs after one warm-up (5)"},
+      BENCH_OPT_OUT(out, "S1.json ... S5.json"),
+      BENCH_OPT_REPS(reps),
       {"--procs", BENCH_LONGS, procs, &nprocs, 16, "P values (1..cores)"},
       {"--oversub", BENCH_LONGS, oversub, &nover, 16, "oversubscribed P values (none)"},
       {"--rows", BENCH_STR, &opt.rows, NULL, 0, "S1,S2,S3,S4,S5"},
       {"--kinds", BENCH_STR, &opt.kinds, NULL, 0, "lock kinds"},
       {"--pthreads-all", BENCH_INT, &opt.pthreads_all, NULL, 0, "1: the weft kinds on pthreads too"},
-      {"--n", BENCH_LONG, &opt.n, NULL, 0, "S1 acquisitions (1000000)"},
+      BENCH_OPT_N(opt.n, "S1 acquisitions (1000000)"),
       {"--s2-n", BENCH_LONG, &opt.s2_n, NULL, 0, "S2 acquisitions (20000)"},
       {"--s2-us", BENCH_LONG, &opt.s2_us, NULL, 0, "S2 compute per acquisition, us"},
       {"--s3-n", BENCH_LONG, &opt.s3_n, NULL, 0, "S3 acquisitions (100000)"},

@@ -148,11 +148,11 @@ int main(int argc, char **argv) {
   int procs_v[16], over_v[16] = {2 * m.cores}, nprocs = 0, nover = 1;
   for (int p = 1; p <= m.cores && nprocs < 16; p++) procs_v[nprocs++] = p;
   const bench_opt_t opts[] = {
-      {"--out", BENCH_STR, &out, nullptr, 0, "write DIR/tasks.json (bench-results)"},
-      {"--reps", BENCH_INT, &reps, nullptr, 0, "timed runs after one warm-up (5)"},
-      {"--n", BENCH_LONG, &n, nullptr, 0, "tasks per T point (1000000)"},
+      BENCH_OPT_OUT(out, "tasks.json"),
+      BENCH_OPT_REPS(reps),
+      BENCH_OPT_N(n, "tasks per T point (1000000)"),
       {"--l2-n", BENCH_LONG, &l2n, nullptr, 0, "L2 tasks (200000)"},
-      {"--procs", BENCH_INTS, procs_v, &nprocs, 16, "P values (1..cores)"},
+      BENCH_OPT_PROCS(procs_v, nprocs, 16),
       {"--oversub", BENCH_INTS, over_v, &nover, 16, "oversubscribed P values (2 x cores)"},
       {"--libs", BENCH_STR, &libs, nullptr, 0, "openmp_tasks,tbb_task_group"},
       {"--tests", BENCH_STR, &tests, nullptr, 0, "L2,T1,T5"},
@@ -221,9 +221,7 @@ int main(int argc, char **argv) {
                 pt.oversub ? "  (oversubscribed)" : "");
 
   bench_json_t f;
-  if (bench_json_open(&f, out, "tasks.json") != 0) return 2;
-  bench_json_obj(&f, nullptr);
-  bench_json_machine(&f, "machine", &m);
+  if (bench_json_start(&f, out, "tasks.json", &m) != 0) return 2;
   bench_json_obj(&f, "config");
   bench_json_int(&f, "reps", reps);
   bench_json_int(&f, "warmup_runs", 1);
@@ -237,19 +235,13 @@ int main(int argc, char **argv) {
     double one = 0;
     for (const auto &q : pts)
       if (q.test == pt.test && q.lib == pt.lib && q.p == 1) one = q.med;
-    bench_json_obj(&f, nullptr);
+    bench_json_record(&f, "lib", pt.lib.c_str(), pt.p, pt.oversub);
     bench_json_str(&f, "test", pt.test.c_str());
-    bench_json_str(&f, "lib", pt.lib.c_str());
-    bench_json_int(&f, "P", pt.p);
-    bench_json_bool(&f, "oversubscribed", pt.oversub);
     bench_json_int(&f, "threads", pt.n);
-    bench_json_summary(&f, "_s", bench_summary_t{pt.med, pt.min, pt.max}, 1);
     bench_json_num(&f, "ns_per_thread", pt.med * 1e9 / (double)pt.n);
     bench_json_num(&f, "speedup", one > 0 ? one / pt.med : 0);
-    bench_json_nums(&f, "seconds", pt.s.data(), (int)pt.s.size());
+    bench_json_times(&f, bench_summary_t{pt.med, pt.min, pt.max}, pt.s.data(), (int)pt.s.size());
     bench_json_end(&f);
   }
-  bench_json_end(&f);
-  bench_json_end(&f);
-  return bench_json_close(&f) == 0 ? 0 : 2;
+  return bench_json_finish(&f) == 0 ? 0 : 2;
 }

@@ -44,6 +44,7 @@
 #include "weft/weft.h"
 #include "weft/sync.h"
 
+#include "R_common.h"
 #include "bench.h"
 
 #ifdef WEFT_BENCH_CALLGRIND
@@ -87,11 +88,7 @@ static void *fib_wf(void *arg) {
 
 /* ---- R2: N-queens, one thread per safe placement ------------------------------------- */
 
-#define QMAX 16
-/* Known solution counts, n = 0..16 (OEIS A000170). */
-static const long queens_known[QMAX + 1] = {1,    1,     0,      0,      2,       10,
-                                            4,    40,    92,     352,    724,     2680,
-                                            14200, 73712, 365596, 2279184, 14772512};
+#define QMAX R_QMAX
 static int qn;
 static const weft_attr_t *q_attr;
 
@@ -121,20 +118,6 @@ static void *queens(void *arg) {
     sum += (long)r;
   }
   return (void *)sum;
-}
-
-/* The serial search: solutions, and the nodes below the root (= threads created). */
-static long queens_serial(int row, uint32_t cols, uint32_t d1, uint32_t d2, long *nodes) {
-  if (row == qn) return 1;
-  long sum = 0;
-  uint32_t free_cols = ~(cols | d1 | d2) & ((1u << qn) - 1);
-  while (free_cols) {
-    uint32_t bit = free_cols & -free_cols;
-    free_cols ^= bit;
-    ++*nodes;
-    sum += queens_serial(row + 1, cols | bit, (d1 | bit) << 1, (d2 | bit) >> 1, nodes);
-  }
-  return sum;
 }
 
 /* ---- R3: a million live threads ------------------------------------------------------ */
@@ -196,14 +179,7 @@ static int run_tree(const char *bench, const char *lib, int p, long n, int reps,
       fprintf(stderr, "fib: --n must be in 0..60\n");
       return 1;
     }
-    long a = 0, b = 1;  /* fib(n), and fib(n+1) - 1 calls with n >= 2 = spawns */
-    for (long i = 0; i < n; i++) {
-      long c = a + b;
-      a = b;
-      b = c;
-    }
-    want = a;
-    spawns = b - 1;
+    want = r_fib(n, &spawns);
     arg = (void *)n;
     fn = fib;
 #if HAVE_WORK_FIRST
@@ -216,8 +192,8 @@ static int run_tree(const char *bench, const char *lib, int p, long n, int reps,
     }
     qn = (int)n;
     spawns = 0;
-    want = queens_serial(0, 0, 0, 0, &spawns);
-    if (want != queens_known[n]) wrong("serial queens found %ld solutions, known %ld", want, queens_known[n]);
+    want = r_queens_serial((int)n, 0, 0, 0, 0, &spawns);
+    if (want != r_queens_known[n]) wrong("serial queens found %ld solutions, known %ld", want, r_queens_known[n]);
     arg = &root;
     fn = queens;
     q_attr = NULL;
@@ -333,8 +309,8 @@ int main(int argc, char **argv) {
       {"--bench", BENCH_STR, &bench, NULL, 0, "fib|queens|live"},
       {"--lib", BENCH_STR, &lib, NULL, 0, "weft|weft_workfirst|pthreads"},
       {"--p", BENCH_INT, &p, NULL, 0, "VPs (1)"},
-      {"--n", BENCH_LONG, &n, NULL, 0, "fib(n), n queens, n live threads"},
-      {"--reps", BENCH_INT, &reps, NULL, 0, "timed runs after one warm-up (3)"},
+      BENCH_OPT_N(n, "fib(n), n queens, n live threads"),
+      BENCH_OPT_REPS(reps),
       {"--callgrind", BENCH_FLAG, &callgrind, NULL, 0, "count one run's instructions (nvps = 1)"},
   };
   bench_args(argc, argv, opts, 6, "R1-R3 of weft and POSIX threads");
