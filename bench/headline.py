@@ -136,7 +136,7 @@ def main():
     if mem:
         print("memory per created-but-unstarted weft thread: %.0f bytes (VmRSS delta over %d threads, nvps=1)"
               % (mem["bytes_per_thread"], mem["threads"]))
-    print("Cells: median ns per operation (per thread for T rows) ± spread over 5 repetitions:")
+    print("Cells: median ns per operation (per thread for T rows) ± spread over the run's repetitions:")
     print("  L rows: coefficient of variation; T rows: half the min..max range over the median.")
     print("  (N.NNx), T rows with P>1: speedup, the same library at P=1 over P. Ir: instructions per op,")
     print("  callgrind, user mode only (pthreads' switches are kernel work: not counted).")
@@ -148,7 +148,7 @@ def main():
     print("    once (L1, L8, T4, T5) the default allocator dominates; at P>1 work stealing runs fibers")
     print("    as they are created, fewer stacks are live at once: Boost's T4/T5 speedups are mostly")
     print("    the allocator's (they can exceed P).")
-    print("  Go: go test -bench, -cpu 1, 5 counts; L8 as weft's (a goroutine cannot be deleted).")
+    print("  Go: go test -bench, -cpu 1, the run's -count; L8 as weft's (a goroutine cannot be deleted).")
     print("  L4-L7: Boost.Fiber's semaphore is mutex+condition_variable; Go's a channel. L6/L7 round:")
     print("    one pass of each thread; pthreads pinned to one CPU (2-CPU variants: latency.json).")
     if sw:

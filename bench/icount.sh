@@ -25,7 +25,7 @@ trap 'rm -rf "$tmp"' EXIT
 run() {
   local f="$tmp/cg.$RANDOM" ops ir
   ops=$(valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$f" \
-          "$1" "$2" "$3" ${4:+"$4"} 2>"$tmp/vg.log" | sed -n 's/^ops=//p')
+          "$1" --mode "$2" --n "$3" ${4:+"--$4"} 2>"$tmp/vg.log" | sed -n 's/^ops=//p')
   ir=$(sed -n 's/^summary: *//p' "$f")
   [ -n "$ops" ] && [ -n "$ir" ] || { echo "icount: $1 $2 $3 failed:" >&2; tail -5 "$tmp/vg.log" >&2; return 1; }
   echo "$ir $ops"
@@ -41,7 +41,7 @@ per_op() {
 rows=()
 add() { rows+=("{\"row\": \"$1\", \"lib\": \"$2\", \"instructions_per_op\": $3}"); }
 for mode in l6m l6s l7; do
-  "$build/bench/weft_icount" "$mode" 20000 verify | grep '^verify' || echo "verify $mode: FAILED"
+  "$build/bench/weft_icount" --mode "$mode" --n 20000 --verify | grep '^verify' || echo "verify $mode: FAILED"
 done
 printf '%-18s %-12s %s\n' row lib "instructions/op (callgrind, N=$n vs 2N)"
 declare -A row_of=([l1]=L1_create [l2]=L2 [l3]=L3 [l4m]=L4_mutex [l4s]=L4_sem [l5m]=L5_trylock
@@ -55,7 +55,7 @@ for mode in $modes; do
     v=$(per_op "$build/bench/weft_icount_cpp" "$mode"); add "$row" weft_cpp "$v"
     printf '%-18s %-12s %s\n' "$row" weft_cpp "$v"
   fi
-  if [ -x "$build/bench/weft_icount_fiber" ] && [ "$mode" != l5m ] && [ "$mode" != l5s ]; then
+  if [ -x "$build/bench/weft_icount_fiber" ] && [[ " l2 l3 l4m l4s l6m l6s l7 " == *" $mode "* ]]; then
     v=$(per_op "$build/bench/weft_icount_fiber" "$mode"); add "$row" boost_fiber "$v"
     printf '%-18s %-12s %s\n' "$row" boost_fiber "$v"
   fi

@@ -1,7 +1,7 @@
 /* examples/sort_sched.c - mergesort of a linked list and quicksort of an array with
  * one thread per recursive call (Active Threads §8.1), run under the default scheduler and
  * each of the eight FIFO/LIFO variants of weft/schedlib.h. Prints the time and the
- * number of threads per run. (bench/sched/A2_sort.c measures the same with
+ * number of threads per run. (bench/apps/A2_sort.c measures the same with
  * repetitions, peak memory and page faults.)
  *
  * usage: weft_example_sort_sched [N [LEAF [NVPS]]]   (defaults 100000 10 0=all CPUs)

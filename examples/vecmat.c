@@ -10,7 +10,7 @@
  * that runs on one VP. The only changes are the lines marked "new".
  *
  * usage: weft_example_vecmat [ROWS [COLS [NVPS]]]   (defaults 1024 4096 0=all CPUs)
- * The benchmark with repetitions and a processor sweep is bench/sched/A1_vecmat.c. */
+ * The benchmark with repetitions and a processor sweep is bench/apps/A1_vecmat.c. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,8 +6,11 @@
 #
 #   report/README.md        the report: machine, tables (median ± spread), figures, the
 #                           model's validation error, a closing note with headline ratios
+#   report/figures.md       the measured figures the documentation quotes (docs/figures.md
+#                           is a committed copy), generated from the run's JSON
 #   report/figures/*.png    one PNG per benchmark, shaped like the paper's figure
 #   report/raw/*.json       the raw results (and raw/logs/*.log, raw/skipped.txt)
+# The steps are the rows of one table (below: name, CMake targets, outputs, command).
 #
 # usage: scripts/demo.sh [--full] [--out DIR]
 #   (default)  the quick suite: fewer repetitions and points; about 5 minutes on 2 cores
@@ -24,7 +27,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --full) mode=full ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "demo.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -126,15 +129,56 @@ else
     --icount-fib 18,21 --icount-queens 8,9)
 fi
 
-steps_total=20
+# ---- the suite: one row per step ----------------------------------------------------------
+# name | targets | outputs (under raw/) | command (evaluated when the step runs)
+# targets: the CMake targets the step runs (built by the build step; a missing one skips
+# the step, with the reason); "?target": built when it exists, not required; "@go",
+# "@valgrind": a tool that must be installed. B is the build's bench/ directory.
+read -r -d '' STEPS <<'TABLE'
+latency           | weft_bench_latency                        | latency.json        | "$B/weft_bench_latency" "${lat_args[@]}" --benchmark_out="$raw/latency.json" --benchmark_out_format=json
+go_latency        | @go                                       | go_latency.txt      | go_run -bench "^BenchmarkL" -cpu 1 "${go_lat[@]}" >"$raw/go_latency.txt"
+go_sweep          | @go                                       | go_sweep.txt        | go_run -bench "T1|T5" -cpu "$(seq -s, 1 "$cores"),$((2 * cores))" "${go_sw[@]}" >"$raw/go_sweep.txt"
+icount            | @valgrind weft_icount ?weft_icount_cpp ?weft_icount_fiber | icount.json | ICOUNT_N="$icount_n" bench/icount.sh "$build" "$raw"
+icount_X1_nohooks | @valgrind weft_icount                     | nohooks/icount.json | icount_nohooks
+memory            | weft_mem_per_thread                       | memory.json         | "$B/weft_mem_per_thread" --out "$raw"
+calibrate         | weft_calibrate                            | calibrate.json      | "$B/weft_calibrate" --out "$raw"
+sweep_T1_T5       | weft_sweep                                | sweep.json          | "$B/weft_sweep" --out "$raw" "${sweep_args[@]}"
+tasks_L2_T1_T5    | weft_tasks                                | tasks.json          | "$B/tasks/weft_tasks" --out "$raw" "${tasks_args[@]}"
+spin_S1_S5        | weft_bench_spin                           | S1.json S5.json     | "$B/sync/weft_bench_spin" --out "$raw" "${spin_args[@]}"
+contention_S6     | weft_s6_contention                        | S6.json             | "$B/sync/weft_s6_contention" --out "$raw" "${s6_args[@]}"
+quicksort_A3      | weft_a3_quicksort                         | A3.json             | "$B/apps/weft_a3_quicksort" --out "$raw" "${a3_args[@]}"
+vecmat_A1         | weft_a1_vecmat                            | A1.json             | "$B/apps/weft_a1_vecmat" --out "$raw" "${a1_args[@]}"
+sorts_A2          | weft_a2_sort                              | A2.json             | "$B/apps/weft_a2_sort" --out "$raw" "${a2_args[@]}"
+trees_R1_R2_R3    | weft_trees ?weft_trees_omp ?weft_trees_tbb ?weft_trees_fiber | R.json | "$py" bench/trees/R_run.py --build "$build" --out "$raw" ${go:+--go "$go"} "${trees_args[@]}"
+simulation_A4     | weft_a4_pdes                              | A4.json             | "$B/apps/weft_a4_pdes" --out "$raw" "${a4_args[@]}"
+scheduler_X2      | weft_x2_t1                                | X2.json             | "$B/weft_x2_t1" --out "$raw" "${x2_args[@]}"
+model_inputs_M1   | weft_sweep weft_calibrate weft_m1_linexfer | M1_inputs.json     | "$py" bench/model/measure.py --build "$build" --out "$raw" "${m1_args[@]}"
+TABLE
+
+trim() { local v=$1; v=${v#"${v%%[![:space:]]*}"}; printf '%s' "${v%"${v##*[![:space:]]}"}"; }
+names=() targets=() outputs=() commands=()
+while IFS= read -r line; do
+  [ -n "$line" ] || continue
+  IFS='|' read -r n t o c <<<"$line"
+  names+=("$(trim "$n")"); targets+=("$(trim "$t")"); outputs+=("$(trim "$o")"); commands+=("$(trim "$c")")
+done <<<"$STEPS"
+steps_total=$((${#names[@]} + 2))   # + build + report
 printf 'weft demo (%s mode): results in %s/\n' "$mode" "$out"
 # Other jobs on the machine skew every timing; the report quotes the load around the run.
 echo "start $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >"$raw/loadavg.txt"
 
-# ---- build -------------------------------------------------------------------------------
+# ---- build: the targets of the table that this configuration defines ----------------------
 build_weft() {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF \
-    -DWEFT_BUILD_BENCH=ON && cmake --build "$build" -j "$cores"
+    -DWEFT_BUILD_BENCH=ON || return
+  local known want=()
+  known=$(cmake --build "$build" --target help | sed -n 's/^\([A-Za-z0-9_]*\): .*/\1/p')
+  for t in ${targets[*]}; do
+    t=${t#\?}
+    case $t in @*) continue ;; esac
+    grep -qx "$t" <<<"$known" && want+=("$t")
+  done
+  cmake --build "$build" -j "$cores" --target $(printf '%s\n' "${want[@]}" | sort -u)
 }
 step build build_weft
 if [ ${#failed[@]} -ne 0 ]; then
@@ -145,75 +189,50 @@ fi
 model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 printf 'machine: %s, %s cores, Linux %s\n' "${model:-unknown}" "$cores" "$(uname -r)"
 B=$build/bench
-have() { [ -x "$1" ] || { skip "$2"; return 1; }; }
 grep -q 'Boost.Fiber/Context >= 1.74 not found' "$raw/logs/build.log" 2>/dev/null &&
   skip "Boost.Fiber: not installed (libboost-fiber-dev): Boost.Fiber columns left blank"
+grep -q 'Google Benchmark not found' "$raw/logs/build.log" 2>/dev/null &&
+  skip "L1-L8: Google Benchmark not installed (libbenchmark-dev): latency rows skipped"
 [ -x "$B/tasks/weft_tasks" ] || skip "OpenMP tasks, oneTBB task_group: neither found: task-system columns left blank"
-
-# ---- the suite ---------------------------------------------------------------------------
-if have "$B/weft_bench_latency" "L1-L8: Google Benchmark not installed (libbenchmark-dev): latency rows skipped"; then
-  step latency "$B/weft_bench_latency" "${lat_args[@]}" --benchmark_out="$raw/latency.json" \
-    --benchmark_out_format=json
-else step_no=$((step_no + 1)); fi
 
 if [ -n "$go" ]; then
   go_run() { (cd bench/go && GOTOOLCHAIN=local "$go" test -run '^$' "$@"); }
-  step go_latency eval 'go_run -bench "^BenchmarkL" -cpu 1 "${go_lat[@]}" >"$raw/go_latency.txt"'
-  step go_sweep eval 'go_run -bench "T1|T5" -cpu "$(seq -s, 1 "$cores"),$((2 * cores))" "${go_sw[@]}" >"$raw/go_sweep.txt"'
 else
   skip "Go: no go toolchain (PATH or /usr/local/go/bin): Go columns left blank"
-  step_no=$((step_no + 2))
 fi
-
-if command -v valgrind >/dev/null; then
-  step icount env ICOUNT_N="$icount_n" bench/icount.sh "$build" "$raw"
-else
-  skip "instruction counts: valgrind not installed"; step_no=$((step_no + 1))
-fi
+command -v valgrind >/dev/null || skip "instruction counts: valgrind not installed"
 # X1's middle column (hooks compiled out): a second build with -DWEFT_HOOKS=OFF, the
 # library and weft_icount only (about 10 s on 2 cores), counted on L2 and L3.
-if command -v valgrind >/dev/null; then
-  icount_nohooks() {
-    cmake -S . -B "$build-nohooks" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF \
-      -DWEFT_BUILD_BENCH=ON -DWEFT_HOOKS=OFF && cmake --build "$build-nohooks" -j "$cores" --target weft_icount &&
-      ICOUNT_N="$icount_n" ICOUNT_MODES="l2 l3" bench/icount.sh "$build-nohooks" "$raw/nohooks"
-  }
-  step icount_X1_nohooks icount_nohooks
-else step_no=$((step_no + 1)); fi
-step memory "$B/weft_mem_per_thread" --out "$raw"
-step calibrate "$B/weft_calibrate" --out "$raw"
-step sweep_T1_T5 "$B/weft_sweep" --out "$raw" "${sweep_args[@]}"
-if [ -x "$B/tasks/weft_tasks" ]; then
-  step tasks_L2_T1_T5 "$B/tasks/weft_tasks" --out "$raw" "${tasks_args[@]}"
-else step_no=$((step_no + 1)); fi
-if have "$B/sync/weft_bench_spin" "S1-S5: weft_bench_spin not built: skipped"; then
-  step spin_S1_S5 "$B/sync/weft_bench_spin" --out "$raw" "${spin_args[@]}"
-else step_no=$((step_no + 1)); fi
-if have "$B/contention/weft_s6_contention" "S6: weft_s6_contention not built: skipped"; then
-  step contention_S6 "$B/contention/weft_s6_contention" --out "$raw" "${s6_args[@]}"
-else step_no=$((step_no + 1)); fi
-if have "$B/apps/weft_a3_quicksort" "A3: weft_a3_quicksort not built: skipped"; then
-  step quicksort_A3 "$B/apps/weft_a3_quicksort" --out "$raw" "${a3_args[@]}"
-else step_no=$((step_no + 1)); fi
-if have "$B/weft_bench_A1" "A1: weft_bench_A1 not built: skipped"; then
-  step vecmat_A1 "$B/weft_bench_A1" --json "$raw/A1.json" "${a1_args[@]}"
-else step_no=$((step_no + 1)); fi
-if have "$B/weft_bench_A2" "A2: weft_bench_A2 not built: skipped"; then
-  step sorts_A2 "$B/weft_bench_A2" --json "$raw/A2.json" "${a2_args[@]}"
-else step_no=$((step_no + 1)); fi
-if have "$B/trees/weft_trees" "R1-R3: weft_trees not built: skipped"; then
-  step trees_R1_R2_R3 "$py" bench/trees/run_trees.py --build "$build" --out "$raw" \
-    ${go:+--go "$go"} "${trees_args[@]}"
-else step_no=$((step_no + 1)); fi
-if have "$B/apps/weft_a4_pdes" "A4: weft_a4_pdes not built: skipped"; then
-  step simulation_A4 "$B/apps/weft_a4_pdes" --out "$raw" "${a4_args[@]}"
-else step_no=$((step_no + 1)); fi
-if have "$B/weft_x2_t1" "X2: weft_x2_t1 not built: skipped"; then
-  step scheduler_X2 "$B/weft_x2_t1" --out "$raw" "${x2_args[@]}"
-else step_no=$((step_no + 1)); fi
-if [ -f bench/model/measure.py ]; then
-  step model_inputs_M1 "$py" bench/model/measure.py --build "$build" --out "$raw" "${m1_args[@]}"
-else skip "M1: bench/model/measure.py missing"; step_no=$((step_no + 1)); fi
+icount_nohooks() {
+  cmake -S . -B "$build-nohooks" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF \
+    -DWEFT_BUILD_BENCH=ON -DWEFT_HOOKS=OFF && cmake --build "$build-nohooks" -j "$cores" --target weft_icount &&
+    ICOUNT_N="$icount_n" ICOUNT_MODES="l2 l3" bench/icount.sh "$build-nohooks" "$raw/nohooks"
+}
+# The reason a step cannot run (empty: it can): a missing tool or a target not built.
+missing() {
+  local t
+  for t in $1; do
+    case $t in
+      \?*) ;;
+      @go) [ -n "$go" ] || { echo "no go toolchain"; return; } ;;
+      @valgrind) command -v valgrind >/dev/null || { echo "valgrind not installed"; return; } ;;
+      *) [ -n "$(find "$B" -maxdepth 2 -type f -name "$t" -perm -u+x 2>/dev/null)" ] ||
+        { echo "$t not built"; return; } ;;
+    esac
+  done
+}
+for i in "${!names[@]}"; do
+  why=$(missing "${targets[$i]}")
+  if [ -n "$why" ]; then
+    case $why in no\ go*|valgrind*) ;; *) skip "${names[$i]}: $why: skipped" ;; esac
+    step_no=$((step_no + 1))
+    continue
+  fi
+  step "${names[$i]}" eval "${commands[$i]}"
+  for o in ${outputs[$i]}; do
+    [ -s "$raw/$o" ] || echo "  (${names[$i]} wrote no $raw/$o: its report section says so)"
+  done
+done
 echo "end $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >>"$raw/loadavg.txt"
 for f in "$raw"/logs/*.log; do
   grep -h 'not built' "$f" 2>/dev/null | sed 's/^/baseline /' >>"$skipped"

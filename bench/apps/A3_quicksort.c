@@ -27,13 +27,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/weft.h"
 
 #define MAX_REPS 20
@@ -45,13 +44,6 @@ typedef struct rec { uint32_t key, idx; } rec_t;
 static rec_t *input, *work;
 static long n_records = 2000000;
 static int leaf_size;
-
-static void check(int rc, const char *what) {
-  if (rc != 0) {
-    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
-    exit(2);
-  }
-}
 
 static void bubble(rec_t *a, long n) {
   for (long i = n - 1; i > 0; i--) {
@@ -139,7 +131,7 @@ static void *pack(rec_t *a, long n) { return (void *)(uintptr_t)(((uint64_t)(a -
 
 static void spawn(rec_t *a, long n) {
   atomic_fetch_add_explicit(&threads_created, 1, memory_order_relaxed);
-  check(weft_create(NULL, &detached, qs_weft, pack(a, n)), "weft_create");
+  bench_check(weft_create(NULL, &detached, qs_weft, pack(a, n)), "weft_create");
 }
 
 static void *qs_weft(void *arg) {
@@ -274,20 +266,16 @@ int main(int argc, char **argv) {
   const char *out = "bench-results", *libs = "serial,weft,openmp_tasks";
   int leaves[MAX_LEAVES] = {5, 10, 20, 30, 40, 50, 60, 80, 100, 150}, nleaves = 10;
   int procs[MAX_PROCS] = {1, 2}, nprocs = 2;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const char *k = argv[i], *v = argv[i + 1];
-    if (!strcmp(k, "--out")) out = v;
-    else if (!strcmp(k, "--n")) n_records = atol(v);
-    else if (!strcmp(k, "--leaf")) nleaves = bench_parse_ints(v, leaves, MAX_LEAVES);
-    else if (!strcmp(k, "--procs")) nprocs = bench_parse_ints(v, procs, MAX_PROCS);
-    else if (!strcmp(k, "--reps")) reps = atoi(v);
-    else if (!strcmp(k, "--libs")) libs = v;
-    else {
-      fprintf(stderr, "unknown option %s (see the comment at the top of A3_quicksort.c)\n", k);
-      return 1;
-    }
-  }
-  if (reps < 1 || reps > MAX_REPS) reps = 3;
+  const bench_opt_t opts[] = {
+      BENCH_OPT_OUT(out, "A3.json"),
+      BENCH_OPT_N(n_records, "records (2000000)"),
+      {"--leaf", BENCH_INTS, leaves, &nleaves, MAX_LEAVES, "leaf sizes (5,10,20,...,150)"},
+      BENCH_OPT_PROCS(procs, nprocs, MAX_PROCS),
+      BENCH_OPT_REPS(reps),
+      {"--libs", BENCH_STR, &libs, NULL, 0, "serial,weft,openmp_tasks"},
+  };
+  bench_args(argc, argv, opts, 6, "A3: quicksort, one detached thread per call");
+  if (reps < 1 || reps > MAX_REPS) bench_die(argv[0], "--reps out of range");
   if (n_records < 4 || n_records >= (1L << 31)) {
     fprintf(stderr, "--n must be in 4 .. 2^31-1\n");
     return 1;
@@ -319,9 +307,9 @@ int main(int argc, char **argv) {
         weft_config_t cfg;
         weft_config_init(&cfg);
         cfg.nvps = p;
-        check(weft_init(&cfg), "weft_init");
+        bench_check(weft_init(&cfg), "weft_init");
         run_point("weft", p);
-        check(weft_shutdown(), "weft_shutdown");
+        bench_check(weft_shutdown(), "weft_shutdown");
       }
 #ifdef _OPENMP
       if (bench_list_has(libs, "openmp_tasks")) run_point("openmp_tasks", p);
@@ -340,32 +328,26 @@ int main(int argc, char **argv) {
            pt->threads, pt->sum.median, pt->sum.min, pt->sum.max, ser > 0 ? ser / pt->sum.median : 0);
   }
 
-  mkdir(out, 0777);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/A3.json", out);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    perror(path);
-    return 1;
-  }
-  fprintf(f, "{\"machine\": ");
-  bench_machine_json(f, &m);
-  fprintf(f, ",\n \"config\": {\"records\": %ld, \"reps\": %d, \"warmup_runs\": 1, "
-             "\"record_bytes\": %zu, \"leaf_sort\": \"bubble sort\", \"partition\": "
-             "\"median of three, Hoare\", \"threads\": \"serial: recursive calls; weft: detached "
-             "threads, one per call; openmp_tasks: tasks, one per call\"},\n \"results\": [",
-          n_records, reps, sizeof(rec_t));
+  bench_json_t f;
+  if (bench_json_start(&f, out, "A3.json", &m) != 0) return 2;
+  bench_json_obj(&f, "config");
+  bench_json_int(&f, "records", n_records);
+  bench_json_int(&f, "reps", reps);
+  bench_json_int(&f, "warmup_runs", 1);
+  bench_json_int(&f, "record_bytes", (long)sizeof(rec_t));
+  bench_json_str(&f, "leaf_sort", "bubble sort");
+  bench_json_str(&f, "partition", "median of three, Hoare");
+  bench_json_str(&f, "threads", "serial: recursive calls; weft: detached threads, one per call; "
+                 "openmp_tasks: tasks, one per call");
+  bench_json_end(&f);
+  bench_json_arr(&f, "results");
   for (int i = 0; i < npoints; i++) {
     point_t *pt = &points[i];
-    fprintf(f, "%s\n  {\"lib\": \"%s\", \"leaf\": %d, \"P\": %d, \"oversubscribed\": %s, "
-               "\"threads\": %ld, \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": %.6g, \"seconds\": [",
-            i ? "," : "", pt->lib, pt->leaf, pt->p, pt->p > m.cores ? "true" : "false",
-            pt->threads, pt->sum.median, pt->sum.min, pt->sum.max);
-    for (int r = 0; r < reps; r++) fprintf(f, "%s%.6g", r ? ", " : "", pt->s[r]);
-    fprintf(f, "]}");
+    bench_json_record(&f, "lib", pt->lib, pt->p, pt->p > m.cores);
+    bench_json_int(&f, "leaf", pt->leaf);
+    bench_json_int(&f, "threads", pt->threads);
+    bench_json_times(&f, pt->sum, pt->s, reps);
+    bench_json_end(&f);
   }
-  fprintf(f, "\n]}\n");
-  fclose(f);
-  printf("wrote %s\n", path);
-  return 0;
+  return bench_json_finish(&f) == 0 ? 0 : 2;
 }

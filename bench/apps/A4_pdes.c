@@ -23,44 +23,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 #include "A4_model.h"
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/weft.h"
 
 #define MAX_REPS 20
 #define MAX_LIST 16
-
-static void check(int rc, const char *what) {
-  if (rc != 0) {
-    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
-    exit(2);
-  }
-}
 
 /* ---- synchronization: weft ---------------------------------------------------------- */
 
 static void *w_mutex_new(void) {
   weft_mutex_t *m = malloc(sizeof *m);
   if (!m) abort();
-  check(weft_mutex_init(m), "weft_mutex_init");
+  bench_check(weft_mutex_init(m), "weft_mutex_init");
   return m;
 }
 static void *w_cond_new(void) {
   weft_cond_t *c = malloc(sizeof *c);
   if (!c) abort();
-  check(weft_cond_init(c), "weft_cond_init");
+  bench_check(weft_cond_init(c), "weft_cond_init");
   return c;
 }
-static void w_lock(void *m) { check(weft_mutex_lock(m), "weft_mutex_lock"); }
-static void w_unlock(void *m) { check(weft_mutex_unlock(m), "weft_mutex_unlock"); }
-static void w_wait(void *c, void *m) { check(weft_cond_wait(c, m), "weft_cond_wait"); }
-static void w_signal(void *c) { check(weft_cond_signal(c), "weft_cond_signal"); }
+static void w_lock(void *m) { bench_check(weft_mutex_lock(m), "weft_mutex_lock"); }
+static void w_unlock(void *m) { bench_check(weft_mutex_unlock(m), "weft_mutex_unlock"); }
+static void w_wait(void *c, void *m) { bench_check(weft_cond_wait(c, m), "weft_cond_wait"); }
+static void w_signal(void *c) { bench_check(weft_cond_signal(c), "weft_cond_signal"); }
 static void w_free_mutex(void *m) { weft_mutex_destroy(m); free(m); }
 static void w_free_cond(void *c) { weft_cond_destroy(c); free(c); }
 static const a4_sync_t weft_sync = {w_mutex_new, w_cond_new, w_lock, w_unlock,
@@ -105,19 +97,15 @@ static void run_weft(a4_sim_t *s) {
   run_arg_t *a = malloc((size_t)s->g * sizeof *a);
   for (int i = 0; i < s->g; i++) {
     a[i] = (run_arg_t){s, &s->groups[i]};
-    check(weft_create(&t[i], NULL, group_main, &a[i]), "weft_create");
+    bench_check(weft_create(&t[i], NULL, group_main, &a[i]), "weft_create");
   }
-  for (int i = 0; i < s->g; i++) check(weft_join(t[i], NULL), "weft_join");
+  for (int i = 0; i < s->g; i++) bench_check(weft_join(t[i], NULL), "weft_join");
   free(t);
   free(a);
 }
 
 static void run_pthreads(a4_sim_t *s, int p) {
-  cpu_set_t all, set;
-  sched_getaffinity(0, sizeof all, &all);
-  CPU_ZERO(&set);
-  for (int c = 0, got = 0; c < CPU_SETSIZE && got < p; c++)
-    if (CPU_ISSET(c, &all)) CPU_SET(c, &set), got++;
+  cpu_set_t set = bench_cpus_first(p);
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setaffinity_np(&at, sizeof set, &set);
@@ -158,32 +146,7 @@ static void run_omp(a4_sim_t *s, int p) {
 
 static double units_per_us;
 
-/* Units per us: the best of 5 timings of ~20 ms (preemption only makes a timing slower). */
-static void calibrate(void) {
-  double units = 1000;
-  for (;;) {
-    double t0 = bench_now_ns();
-    a4_burn(units);
-    if (bench_now_ns() - t0 > 20e6) break;
-    units *= 4;
-  }
-  for (int i = 0; i < 5; i++) {
-    double t0 = bench_now_ns();
-    a4_burn(units);
-    double u = units / ((bench_now_ns() - t0) / 1000);
-    if (u > units_per_us) units_per_us = u;
-  }
-}
-
-static int parse_list(const char *s, double *v, int max) {
-  int n = 0;
-  while (*s && n < max) {
-    v[n++] = atof(s);
-    s += strcspn(s, ",");
-    s += *s == ',';
-  }
-  return n;
-}
+static void burn(long units) { a4_burn((double)units); }
 
 typedef struct point {
   const char *lib;
@@ -257,33 +220,24 @@ int main(int argc, char **argv) {
   const char *out = "bench-results", *libs = "serial,weft,pthreads,openmp_tasks";
   double lps[MAX_LIST] = {50, 300, 600}, work[MAX_LIST] = {0, 1, 5, 20}, procs[MAX_LIST] = {1, 2};
   int nl = 3, nw = 4, np = 2;
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--quick")) {
-      nw = parse_list("0,2,10", work, MAX_LIST);
-      t_end = 10;
-    }
-  for (int i = 1; i < argc; i++) {
-    const char *k = argv[i];
-    if (!strcmp(k, "--quick")) continue;
-    if (i + 1 >= argc) {
-      fprintf(stderr, "option %s needs a value\n", k);
-      return 1;
-    }
-    const char *v = argv[++i];
-    if (!strcmp(k, "--out")) out = v;
-    else if (!strcmp(k, "--nlp")) nlp = atoi(v);
-    else if (!strcmp(k, "--lps")) nl = parse_list(v, lps, MAX_LIST);
-    else if (!strcmp(k, "--work-us")) nw = parse_list(v, work, MAX_LIST);
-    else if (!strcmp(k, "--t-end")) t_end = atof(v);
-    else if (!strcmp(k, "--procs")) np = parse_list(v, procs, MAX_LIST);
-    else if (!strcmp(k, "--reps")) reps = atoi(v);
-    else if (!strcmp(k, "--libs")) libs = v;
-    else {
-      fprintf(stderr, "unknown option %s (see the comment at the top of A4_pdes.c)\n", k);
-      return 1;
-    }
+  int quick = bench_args_has(argc, argv, "--quick");
+  if (quick) {
+    nw = bench_parse_doubles("0,2,10", work, MAX_LIST);
+    t_end = 10;
   }
-  if (reps < 1 || reps > MAX_REPS) reps = 3;
+  const bench_opt_t opts[] = {
+      BENCH_OPT_OUT(out, "A4.json"),
+      {"--nlp", BENCH_INT, &nlp, NULL, 0, "LPs in all (1200)"},
+      {"--lps", BENCH_DOUBLES, lps, &nl, MAX_LIST, "LPs per thread (50,300,600)"},
+      {"--work-us", BENCH_DOUBLES, work, &nw, MAX_LIST, "event-handling time, us (0,1,5,20)"},
+      {"--t-end", BENCH_DOUBLE, &t_end, NULL, 0, "simulated time (20)"},
+      {"--procs", BENCH_DOUBLES, procs, &np, MAX_LIST, "processors (1,2)"},
+      BENCH_OPT_REPS(reps),
+      {"--libs", BENCH_STR, &libs, NULL, 0, "serial,weft,pthreads,openmp_tasks"},
+      BENCH_OPT_QUICK(quick),
+  };
+  bench_args(argc, argv, opts, 9, "A4: conservative parallel discrete-event simulation");
+  if (reps < 1 || reps > MAX_REPS) bench_die(argv[0], "--reps out of range");
   for (int i = 0; i < nl; i++)
     if (lps[i] < 1 || nlp % (int)lps[i] != 0 || nlp / (int)lps[i] < 2) {
       fprintf(stderr, "--nlp %d must be a multiple of each --lps value, with at least 2 threads\n", nlp);
@@ -292,7 +246,7 @@ int main(int argc, char **argv) {
 #ifndef _OPENMP
   if (bench_list_has(libs, "openmp_tasks")) printf("openmp_tasks: not built (no OpenMP): skipped\n");
 #endif
-  calibrate();
+  units_per_us = bench_calibrate(burn);
   printf("A4 PDES: %d LPs, t_end %g, machine %s, %d cores; %.1f work units per us; 1 warm-up + "
          "%d runs per point\n", nlp, t_end, m.model, m.cores, units_per_us, reps);
   for (int l = 0; l < nl; l++)
@@ -309,9 +263,9 @@ int main(int argc, char **argv) {
           weft_config_t cfg;
           weft_config_init(&cfg);
           cfg.nvps = p;
-          check(weft_init(&cfg), "weft_init");
+          bench_check(weft_init(&cfg), "weft_init");
           run_point("weft", (int)lps[l], work[w], p, &ref_events, &ref_sum);
-          check(weft_shutdown(), "weft_shutdown");
+          bench_check(weft_shutdown(), "weft_shutdown");
         }
         if (bench_list_has(libs, "pthreads")) run_point("pthreads", (int)lps[l], work[w], p, &ref_events, &ref_sum);
 #ifdef _OPENMP
@@ -334,35 +288,33 @@ int main(int argc, char **argv) {
            ser > 0 ? ser / pt->sum.median : 0, pt->waits);
   }
 
-  mkdir(out, 0777);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/A4.json", out);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    perror(path);
-    return 1;
-  }
-  fprintf(f, "{\"machine\": ");
-  bench_machine_json(f, &m);
-  fprintf(f, ",\n \"config\": {\"lps_total\": %d, \"t_end\": %g, \"reps\": %d, \"warmup_runs\": 1, "
-             "\"lookahead\": %g, \"service_mean\": %g, \"p_remote\": %g, \"units_per_us\": %g, "
-             "\"model\": \"PHOLD-style production line: one job per station, service lookahead + "
-             "exponential, next station in the same group or (p_remote) the next group; groups in a "
-             "ring, null-message conservative synchronization\"},\n \"results\": [",
-          nlp, t_end, reps, LOOKAHEAD, SERVICE_MEAN, P_REMOTE, units_per_us);
+  bench_json_t f;
+  if (bench_json_start(&f, out, "A4.json", &m) != 0) return 2;
+  bench_json_obj(&f, "config");
+  bench_json_int(&f, "lps_total", nlp);
+  bench_json_num(&f, "t_end", t_end);
+  bench_json_int(&f, "reps", reps);
+  bench_json_int(&f, "warmup_runs", 1);
+  bench_json_num(&f, "lookahead", LOOKAHEAD);
+  bench_json_num(&f, "service_mean", SERVICE_MEAN);
+  bench_json_num(&f, "p_remote", P_REMOTE);
+  bench_json_num(&f, "units_per_us", units_per_us);
+  bench_json_str(&f, "model", "PHOLD-style production line: one job per station, service lookahead + "
+                 "exponential, next station in the same group or (p_remote) the next group; groups in a "
+                 "ring, null-message conservative synchronization");
+  bench_json_end(&f);
+  bench_json_arr(&f, "results");
   for (int i = 0; i < npoints; i++) {
     point_t *pt = &points[i];
-    fprintf(f, "%s\n  {\"lib\": \"%s\", \"lps_per_thread\": %d, \"threads\": %d, \"work_us\": %g, "
-               "\"P\": %d, \"oversubscribed\": %s, \"events\": %ld, \"waits_per_run\": %.6g, "
-               "\"steps_per_run\": %.6g, \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": %.6g, \"seconds\": [",
-            i ? "," : "", pt->lib, pt->lps, pt->threads, pt->work_us, pt->p,
-            pt->p > m.cores ? "true" : "false", pt->events, pt->waits, pt->steps, pt->sum.median,
-            pt->sum.min, pt->sum.max);
-    for (int r = 0; r < reps; r++) fprintf(f, "%s%.6g", r ? ", " : "", pt->s[r]);
-    fprintf(f, "]}");
+    bench_json_record(&f, "lib", pt->lib, pt->p, pt->p > m.cores);
+    bench_json_int(&f, "lps_per_thread", pt->lps);
+    bench_json_int(&f, "threads", pt->threads);
+    bench_json_num(&f, "work_us", pt->work_us);
+    bench_json_int(&f, "events", pt->events);
+    bench_json_num(&f, "waits_per_run", pt->waits);
+    bench_json_num(&f, "steps_per_run", pt->steps);
+    bench_json_times(&f, pt->sum, pt->s, reps);
+    bench_json_end(&f);
   }
-  fprintf(f, "\n]}\n");
-  fclose(f);
-  printf("wrote %s\n", path);
-  return 0;
+  return bench_json_finish(&f) == 0 ? 0 : 2;
 }

@@ -23,9 +23,9 @@ void L1_weft(benchmark::State &state) {
   weft_bench::run_batches(state, kWeftBatch, [&](benchmark::IterationCount n) {
     double t0 = bench_now_ns();
     for (int i = 0; i < n; i++)
-      weft_bench::check(weft_create(&t[i], nullptr, weft_bench::empty_body, nullptr), "weft_create");
+      bench_check(weft_create(&t[i], nullptr, weft_bench::empty_body, nullptr), "weft_create");
     double ns = bench_now_ns() - t0;
-    for (int i = 0; i < n; i++) weft_bench::check(weft_join(t[i], nullptr), "weft_join");
+    for (int i = 0; i < n; i++) bench_check(weft_join(t[i], nullptr), "weft_join");
     return ns;
   });
 }
@@ -38,11 +38,11 @@ void L1_weft_stack(benchmark::State &state) {
   weft_bench::run_batches(state, kWeftBatch, [&](benchmark::IterationCount n) {
     double t0 = bench_now_ns();
     for (int i = 0; i < n; i++) {
-      weft_bench::check(weft_create(&t[i], nullptr, weft_bench::empty_body, nullptr), "weft_create");
-      weft_bench::check(weft_sched_bind_stack(t[i]), "weft_sched_bind_stack");
+      bench_check(weft_create(&t[i], nullptr, weft_bench::empty_body, nullptr), "weft_create");
+      bench_check(weft_sched_bind_stack(t[i]), "weft_sched_bind_stack");
     }
     double ns = bench_now_ns() - t0;
-    for (int i = 0; i < n; i++) weft_bench::check(weft_join(t[i], nullptr), "weft_join");
+    for (int i = 0; i < n; i++) bench_check(weft_join(t[i], nullptr), "weft_join");
     return ns;
   });
 }

@@ -17,8 +17,8 @@ void L2_weft(benchmark::State &state) {
     double t0 = bench_now_ns();
     for (int i = 0; i < n; i++) {
       weft_thread_t *t;
-      weft_bench::check(weft_create(&t, nullptr, weft_bench::empty_body, nullptr), "weft_create");
-      weft_bench::check(weft_join(t, nullptr), "weft_join");
+      bench_check(weft_create(&t, nullptr, weft_bench::empty_body, nullptr), "weft_create");
+      bench_check(weft_join(t, nullptr), "weft_join");
     }
     return bench_now_ns() - t0;
   });

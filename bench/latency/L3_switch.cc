@@ -36,7 +36,7 @@ void *weft_partner(void *) {
 void L3_weft(benchmark::State &state) {
   partner_stop = false;
   weft_thread_t *partner;
-  weft_bench::check(weft_create(&partner, nullptr, weft_partner, nullptr), "weft_create");
+  bench_check(weft_create(&partner, nullptr, weft_partner, nullptr), "weft_create");
   weft_yield();  // let the partner start
   double mine = 0, theirs = 0;
   weft_bench::run_batches(state, kBatch, [&](benchmark::IterationCount n) {
@@ -49,7 +49,7 @@ void L3_weft(benchmark::State &state) {
     return ns * static_cast<double>(n) / static_cast<double>(n / 2 + (partner_yields - p0));
   });
   partner_stop = true;
-  weft_bench::check(weft_join(partner, nullptr), "weft_join");
+  bench_check(weft_join(partner, nullptr), "weft_join");
   state.counters["partner_per_main_yield"] = theirs / mine;
 }
 BENCHMARK(L3_weft)->Name("L3_switch/weft")->Apply(weft_bench::defaults);
@@ -70,19 +70,14 @@ void *pthread_partner(void *) {
 // Timed: n/2 round trips (sem_post(ping); sem_wait(pong)) = n hand-offs between two
 // pthreads pinned to one CPU. Reported: time per hand-off (kernel switch included).
 void L3_pthread(benchmark::State &state) {
-  cpu_set_t saved, one;
-  pthread_getaffinity_np(pthread_self(), sizeof saved, &saved);
-  CPU_ZERO(&one);
-  CPU_SET(sched_getcpu(), &one);
-  pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+  cpu_set_t saved;
+  bench_affinity_save(&saved);
+  int cpu = sched_getcpu();
+  bench_pin_self(cpu);
   sem_init(&ping, 0, 0);
   sem_init(&pong, 0, 0);
   partner_stop = false;
-  pthread_t partner;
-  if (pthread_create(&partner, &attr, pthread_partner, nullptr) != 0) std::abort();
+  pthread_t partner = bench_start_pinned(cpu, pthread_partner, nullptr);
   weft_bench::run_batches(state, kBatch, [](benchmark::IterationCount n) {
     double t0 = bench_now_ns();
     for (int i = 0; i < n / 2; i++) {
@@ -96,8 +91,7 @@ void L3_pthread(benchmark::State &state) {
   pthread_join(partner, nullptr);
   sem_destroy(&ping);
   sem_destroy(&pong);
-  pthread_attr_destroy(&attr);
-  pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+  bench_affinity_restore(&saved);
 }
 BENCHMARK(L3_pthread)->Name("L3_switch/pthreads")->Apply(weft_bench::defaults);
 

@@ -11,7 +11,7 @@
 // on one thread; its semaphore is mutex + condition_variable.
 #include <semaphore.h>
 
-#include "pingpong.h"
+#include "sync_common.h"
 
 namespace {
 
@@ -43,7 +43,7 @@ BENCHMARK(L6_pthread_mutex)->Name("L6_mutex_pingpong/pthreads")->Apply(defaults)
 
 void L6_pthread_mutex_2cpu(benchmark::State &state) {
   int a = sched_getcpu();
-  PthreadSpawn sp(a, other_cpu(a));
+  PthreadSpawn sp(a, bench_other_cpu(a));
   run_pingpong<MutexPingPong<PthreadMutexOps>>(state, sp);
 }
 BENCHMARK(L6_pthread_mutex_2cpu)->Name("L6_mutex_pingpong_2cpu/pthreads")->Apply(defaults);
@@ -56,7 +56,7 @@ BENCHMARK(L6_pthread_sem)->Name("L6_sem_pingpong/pthreads")->Apply(defaults);
 
 void L6_pthread_sem_2cpu(benchmark::State &state) {
   int a = sched_getcpu();
-  PthreadSpawn sp(a, other_cpu(a));
+  PthreadSpawn sp(a, bench_other_cpu(a));
   run_pingpong<SemPingPong<PthreadSemOps>>(state, sp);
 }
 BENCHMARK(L6_pthread_sem_2cpu)->Name("L6_sem_pingpong_2cpu/pthreads")->Apply(defaults);

@@ -17,7 +17,7 @@
 // Boost.Fiber, two fibers on one thread.
 #include <utility>
 
-#include "pingpong.h"
+#include "sync_common.h"
 #include "weft/wire.h"
 
 namespace {
@@ -63,9 +63,9 @@ BENCHMARK(L7_weft_2vp_affinity)->Name("L7_cond_pingpong_2vp_affinity/weft")->App
 // that wires itself and runs the timed loop.
 void *wired_body(void *arg) {
   auto *fa = static_cast<std::pair<void *(*)(void *), void *> *>(arg);
-  check(weft_wire(), "weft_wire");
+  bench_check(weft_wire(), "weft_wire");
   void *r = fa->first(fa->second);
-  check(weft_unwire(), "weft_unwire");
+  bench_check(weft_unwire(), "weft_unwire");
   return r;
 }
 struct WiredSpawn {
@@ -101,7 +101,7 @@ BENCHMARK(L7_pthread)->Name("L7_cond_pingpong/pthreads")->Apply(defaults);
 
 void L7_pthread_2cpu(benchmark::State &state) {
   int a = sched_getcpu();
-  PthreadSpawn sp(a, other_cpu(a));
+  PthreadSpawn sp(a, bench_other_cpu(a));
   run_pingpong<CondPingPong<PthreadCondOps>>(state, sp);
 }
 BENCHMARK(L7_pthread_2cpu)->Name("L7_cond_pingpong_2cpu/pthreads")->Apply(defaults);

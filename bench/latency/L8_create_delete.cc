@@ -26,8 +26,8 @@ void L8_weft(benchmark::State &state) {
   weft_bench::run_batches(state, kBatch, [&](benchmark::IterationCount n) {
     double t0 = bench_now_ns();
     for (int i = 0; i < n; i++)
-      weft_bench::check(weft_create(&t[i], nullptr, weft_bench::empty_body, nullptr), "weft_create");
-    for (int i = 0; i < n; i++) weft_bench::check(weft_join(t[i], nullptr), "weft_join");
+      bench_check(weft_create(&t[i], nullptr, weft_bench::empty_body, nullptr), "weft_create");
+    for (int i = 0; i < n; i++) bench_check(weft_join(t[i], nullptr), "weft_join");
     return bench_now_ns() - t0;
   });
 }

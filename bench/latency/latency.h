@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/weft.h"
 
 namespace weft_bench {
@@ -28,15 +28,6 @@ void run_batches(benchmark::State &state, benchmark::IterationCount n, Batch bat
 // command line (latency_main.cc), so they can be overridden there.
 inline void defaults(benchmark::internal::Benchmark *b) {
   b->UseManualTime()->Unit(benchmark::kNanosecond);
-}
-
-// Aborts the benchmark program when weft reports an error: a benchmark cannot go on
-// with a thread it did not get.
-inline void check(int rc, const char *what) {
-  if (rc != 0) {
-    std::fprintf(stderr, "%s failed: %s (%s)\n", what, weft_strerror(rc), weft_err_name(rc));
-    std::exit(2);
-  }
 }
 
 inline void *empty_body(void *) { return nullptr; }

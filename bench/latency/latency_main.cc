@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "latency.h"
 #include "weft/weft.h"
 
@@ -36,9 +36,9 @@ int main(int argc, char **argv) {
   weft_config_t cfg;
   weft_config_init(&cfg);
   cfg.nvps = 1;
-  weft_bench::check(weft_init(&cfg), "weft_init");
+  bench_check(weft_init(&cfg), "weft_init");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  weft_bench::check(weft_shutdown(), "weft_shutdown");
+  bench_check(weft_shutdown(), "weft_shutdown");
   return 0;
 }

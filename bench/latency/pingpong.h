@@ -1,6 +1,11 @@
 // pingpong.h - the two-thread set-ups of L6 and L7, one template per pattern, run the
 // same way for weft, pthreads and Boost.Fiber (a "spawn" policy starts and joins the
-// partner; an "ops" policy names the library's lock/semaphore/condition calls).
+// partner; an "ops" policy names the library's lock/semaphore/condition calls). The one
+// place the patterns are written: the latency rows (run_pingpong, sync_common.h) and the
+// instruction counts (L_icount.cc, L_icount_fiber.cc: pingpong_rounds) both run them.
+// No Google Benchmark here, so that the instruction-count programs build without it, and
+// nothing that needs the C++ runtime unless Boost.Fiber is wanted: weft_icount is linked
+// without one (WEFT_BENCH_NO_CXX_RUNTIME; bench/CMakeLists.txt says why).
 //
 // A round is one pass of each thread: the benchmark thread A passes once and the
 // partner B passes once. The partner counts its passes; partner_per_round is 1 when
@@ -8,14 +13,63 @@
 #ifndef WEFT_BENCH_PINGPONG_H
 #define WEFT_BENCH_PINGPONG_H
 
+#include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 
 #include <atomic>
+#if defined(WEFT_BENCH_BOOST) && !defined(WEFT_BENCH_NO_CXX_RUNTIME)
+#include <mutex>
+#endif
 
-#include "sync_common.h"
+#include "bench.h"
 #include "weft/sync.h"
+#include "weft/weft.h"
+#if defined(WEFT_BENCH_BOOST) && !defined(WEFT_BENCH_NO_CXX_RUNTIME)
+#include <boost/fiber/all.hpp>
+#endif
 
 namespace weft_bench {
+
+// Pins the calling OS thread to `cpu` for its lifetime and then puts its affinity back.
+// cpu < 0 means the CPU it runs on now.
+struct Pin {
+  cpu_set_t saved;
+  explicit Pin(int cpu) {
+    bench_affinity_save(&saved);
+    bench_pin_self(cpu);
+  }
+  ~Pin() { bench_affinity_restore(&saved); }
+};
+
+#if defined(WEFT_BENCH_BOOST) && !defined(WEFT_BENCH_NO_CXX_RUNTIME)
+// Counting semaphore from boost::fibers::mutex + condition_variable (Boost.Fiber has
+// no semaphore); rows that use it are labelled boost_fiber(mutex+cv).
+struct FiberSem {
+  boost::fibers::mutex m;
+  boost::fibers::condition_variable cv;
+  long count = 0;
+  void wait() {
+    std::unique_lock<boost::fibers::mutex> lk(m);
+    while (count == 0) cv.wait(lk);
+    --count;
+  }
+  bool trywait() {
+    std::unique_lock<boost::fibers::mutex> lk(m);
+    if (count == 0) return false;
+    --count;
+    return true;
+  }
+  void signal() {
+    {
+      std::unique_lock<boost::fibers::mutex> lk(m);
+      ++count;
+    }
+    cv.notify_one();
+  }
+};
+#endif
+
 
 // ---- spawn policies: start(fn, arg), wait_for(flag), join() ----
 struct WeftSpawn {
@@ -25,12 +79,12 @@ struct WeftSpawn {
     weft_attr_t a;
     weft_attr_init(&a);
     a.vproc = WEFT_VPROC(affinity);
-    check(weft_create(&t, &a, fn, arg), "weft_create");
+    bench_check(weft_create(&t, &a, fn, arg), "weft_create");
   }
   static void wait_for(const std::atomic<bool> &f) {
     while (!f.load(std::memory_order_acquire)) weft_yield();
   }
-  void join() { check(weft_join(t, nullptr), "weft_join"); }
+  void join() { bench_check(weft_join(t, nullptr), "weft_join"); }
 };
 
 // Main thread pinned to cpu_a (for the object's lifetime), partner to cpu_b.
@@ -39,14 +93,14 @@ struct PthreadSpawn {
   int cpu_b;
   pthread_t t{};
   PthreadSpawn(int cpu_a, int b) : pin(cpu_a), cpu_b(b) {}
-  void start(void *(*fn)(void *), void *arg) { t = start_pinned(cpu_b, fn, arg); }
+  void start(void *(*fn)(void *), void *arg) { t = bench_start_pinned(cpu_b, fn, arg); }
   static void wait_for(const std::atomic<bool> &f) {
     while (!f.load(std::memory_order_acquire)) sched_yield();
   }
   void join() { pthread_join(t, nullptr); }
 };
 
-#ifdef WEFT_BENCH_BOOST
+#if defined(WEFT_BENCH_BOOST) && !defined(WEFT_BENCH_NO_CXX_RUNTIME)
 // A partner fiber on this thread (round_robin).
 struct BoostSpawn {
   boost::fibers::fiber f;
@@ -64,14 +118,14 @@ struct WeftMutexOps {
   static void init(M &m) { weft_mutex_init(&m); }
   static void lock(M &m) { weft_mutex_lock(&m); }
   static void unlock(M &m) { weft_mutex_unlock(&m); }
-  static void destroy(M &m) { check(weft_mutex_destroy(&m), "weft_mutex_destroy"); }
+  static void destroy(M &m) { bench_check(weft_mutex_destroy(&m), "weft_mutex_destroy"); }
 };
 struct WeftHybridOps {
   using M = weft_hybrid_t;
   static void init(M &m) { weft_hybrid_init(&m); }
   static void lock(M &m) { weft_hybrid_lock(&m); }
   static void unlock(M &m) { weft_hybrid_unlock(&m); }
-  static void destroy(M &m) { check(weft_hybrid_destroy(&m), "weft_hybrid_destroy"); }
+  static void destroy(M &m) { bench_check(weft_hybrid_destroy(&m), "weft_hybrid_destroy"); }
 };
 struct PthreadMutexOps {
   using M = pthread_mutex_t;
@@ -85,7 +139,7 @@ struct WeftSemOps {
   static void init(S &s) { weft_sem_init(&s, 0); }
   static void wait(S &s) { weft_sem_wait(&s); }
   static void signal(S &s) { weft_sem_signal(&s); }
-  static void destroy(S &s) { check(weft_sem_destroy(&s), "weft_sem_destroy"); }
+  static void destroy(S &s) { bench_check(weft_sem_destroy(&s), "weft_sem_destroy"); }
 };
 struct PthreadSemOps {
   using S = sem_t;
@@ -104,8 +158,8 @@ struct WeftCondOps {
   static void signal(C &c) { weft_cond_signal(&c); }
   static int vp() { return weft_vp_self(); }
   static void destroy(M &m, C &c) {
-    check(weft_cond_destroy(&c), "weft_cond_destroy");
-    check(weft_mutex_destroy(&m), "weft_mutex_destroy");
+    bench_check(weft_cond_destroy(&c), "weft_cond_destroy");
+    bench_check(weft_mutex_destroy(&m), "weft_mutex_destroy");
   }
 };
 struct PthreadCondOps {
@@ -118,7 +172,7 @@ struct PthreadCondOps {
   static void signal(C &c) { pthread_cond_signal(&c); }
   static void destroy(M &m, C &c) { pthread_cond_destroy(&c), pthread_mutex_destroy(&m); }
 };
-#ifdef WEFT_BENCH_BOOST
+#if defined(WEFT_BENCH_BOOST) && !defined(WEFT_BENCH_NO_CXX_RUNTIME)
 struct BoostMutexOps {
   using M = boost::fibers::mutex;
   static void init(M &) {}
@@ -291,36 +345,21 @@ struct CondPingPong {
   }
 };
 
-// Runs pattern P with the partner started by `spawn`: batches of n rounds timed on the
-// calling thread (A). Counters: partner_per_round (1 = strict alternation) and, when
-// `weft_stats`, weft's blocks and idles per round (weft_sync_stats deltas).
-template <class P, class Spawn>
-void run_pingpong(benchmark::State &state, Spawn &spawn, bool weft_stats = false,
-                  benchmark::IterationCount batch = 1000) {
+// Runs pattern P for the instruction counts (bench/icount.sh): the partner started by
+// `spawn`, 1000 warm-up rounds, then mark(p, true), n rounds, mark(p, false). Returns n.
+template <class P, class Spawn, class Mark>
+long pingpong_rounds(Spawn &spawn, long n, Mark mark) {
   P p;
   p.begin();
   spawn.start(&P::partner, &p);
   Spawn::wait_for(p.ready);
-  for (int i = 0; i < 100; i++) p.step();  // warm up
-  long b0 = p.b_steps;
-  weft_sync_stats_t s0, s1;
-  weft_sync_stats(&s0);
-  double rounds = 0;
-  run_batches(state, batch, [&](benchmark::IterationCount n) {
-    double t0 = bench_now_ns();
-    for (benchmark::IterationCount i = 0; i < n; i++) p.step();
-    rounds += static_cast<double>(n);
-    return bench_now_ns() - t0;
-  });
-  weft_sync_stats(&s1);
-  state.counters["partner_per_round"] = static_cast<double>(p.b_steps - b0) / rounds;
-  if (weft_stats) {
-    state.counters["mutex_blocked_per_round"] = static_cast<double>(s1.blocked - s0.blocked) / rounds;
-    state.counters["idled_per_round"] = static_cast<double>(s1.idled - s0.idled) / rounds;
-  }
-  if constexpr (P::kTrackVp) state.counters["b_on_other_vp"] = p.b_other_vp / rounds;
+  for (int i = 0; i < 1000; i++) p.step();  // warm up
+  mark(p, true);
+  for (long i = 0; i < n; i++) p.step();
+  mark(p, false);
   p.end();
   spawn.join();
+  return n;
 }
 
 }  // namespace weft_bench

@@ -1,59 +1,13 @@
-// sync_common.h - helpers of the synchronization latency rows L4-L7: CPU pinning for
-// the pthreads baselines, the Boost.Fiber counting semaphore (Boost.Fiber has none, so
-// one is built from boost::fibers::mutex + condition_variable and labelled so), and the
-// weft runtime re-start for the rows that need more than one VP.
+// sync_common.h - what the synchronization latency rows L4-L7 share beyond the patterns
+// of pingpong.h: the weft runtime re-start for the rows that need more than one VP, and
+// run_pingpong, the Google Benchmark driver of the ping-pong patterns.
 #ifndef WEFT_BENCH_SYNC_COMMON_H
 #define WEFT_BENCH_SYNC_COMMON_H
 
-#include <pthread.h>
-#include <sched.h>
-
 #include "latency.h"
-#ifdef WEFT_BENCH_BOOST
-#include <boost/fiber/all.hpp>
-#endif
+#include "pingpong.h"
 
 namespace weft_bench {
-
-// Pins the calling OS thread to `cpu` for its lifetime (restore() puts the saved mask
-// back). cpu < 0 means the CPU it runs on now.
-struct Pin {
-  cpu_set_t saved;
-  explicit Pin(int cpu) {
-    pthread_getaffinity_np(pthread_self(), sizeof saved, &saved);
-    set(cpu < 0 ? sched_getcpu() : cpu);
-  }
-  static void set(int cpu) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-  }
-  ~Pin() { pthread_setaffinity_np(pthread_self(), sizeof saved, &saved); }
-};
-
-// Starts a pthread running fn(arg) pinned to `cpu`.
-inline pthread_t start_pinned(int cpu, void *(*fn)(void *), void *arg) {
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setaffinity_np(&attr, sizeof one, &one);
-  pthread_t t;
-  if (pthread_create(&t, &attr, fn, arg) != 0) std::abort();
-  pthread_attr_destroy(&attr);
-  return t;
-}
-
-// The CPU other than `cpu` for the 2-CPU pthreads variants (cpu itself on one core).
-inline int other_cpu(int cpu) {
-  cpu_set_t s;
-  pthread_getaffinity_np(pthread_self(), sizeof s, &s);
-  for (int i = 0; i < CPU_SETSIZE; i++)
-    if (i != cpu && CPU_ISSET(i, &s)) return i;
-  return cpu;
-}
 
 // The latency binary runs weft with nvps=1 (latency_main.cc). A row that needs another
 // VP count re-starts the runtime for its duration: with_vps(n) shuts weft down and
@@ -66,44 +20,48 @@ struct WithVps {
     restart(n);
   }
   static void restart(int nvps) {
-    check(weft_shutdown(), "weft_shutdown");
+    bench_check(weft_shutdown(), "weft_shutdown");
     weft_config_t cfg;
     weft_config_init(&cfg);
     cfg.nvps = nvps;
-    check(weft_init(&cfg), "weft_init");
+    bench_check(weft_init(&cfg), "weft_init");
   }
   ~WithVps() {
     if (n != 1) restart(1);
   }
 };
 
-#ifdef WEFT_BENCH_BOOST
-// Counting semaphore from boost::fibers::mutex + condition_variable (Boost.Fiber has
-// no semaphore); rows that use it are labelled boost_fiber(mutex+cv).
-struct FiberSem {
-  boost::fibers::mutex m;
-  boost::fibers::condition_variable cv;
-  long count = 0;
-  void wait() {
-    std::unique_lock<boost::fibers::mutex> lk(m);
-    while (count == 0) cv.wait(lk);
-    --count;
+// Runs pattern P with the partner started by `spawn`: batches of n rounds timed on the
+// calling thread (A). Counters: partner_per_round (1 = strict alternation) and, when
+// `weft_stats`, weft's blocks and idles per round (weft_sync_stats deltas).
+template <class P, class Spawn>
+void run_pingpong(benchmark::State &state, Spawn &spawn, bool weft_stats = false,
+                  benchmark::IterationCount batch = 1000) {
+  P p;
+  p.begin();
+  spawn.start(&P::partner, &p);
+  Spawn::wait_for(p.ready);
+  for (int i = 0; i < 100; i++) p.step();  // warm up
+  long b0 = p.b_steps;
+  weft_sync_stats_t s0, s1;
+  weft_sync_stats(&s0);
+  double rounds = 0;
+  run_batches(state, batch, [&](benchmark::IterationCount n) {
+    double t0 = bench_now_ns();
+    for (benchmark::IterationCount i = 0; i < n; i++) p.step();
+    rounds += static_cast<double>(n);
+    return bench_now_ns() - t0;
+  });
+  weft_sync_stats(&s1);
+  state.counters["partner_per_round"] = static_cast<double>(p.b_steps - b0) / rounds;
+  if (weft_stats) {
+    state.counters["mutex_blocked_per_round"] = static_cast<double>(s1.blocked - s0.blocked) / rounds;
+    state.counters["idled_per_round"] = static_cast<double>(s1.idled - s0.idled) / rounds;
   }
-  bool trywait() {
-    std::unique_lock<boost::fibers::mutex> lk(m);
-    if (count == 0) return false;
-    --count;
-    return true;
-  }
-  void signal() {
-    {
-      std::unique_lock<boost::fibers::mutex> lk(m);
-      ++count;
-    }
-    cv.notify_one();
-  }
-};
-#endif
+  if constexpr (P::kTrackVp) state.counters["b_on_other_vp"] = p.b_other_vp / rounds;
+  p.end();
+  spawn.join();
+}
 
 }  // namespace weft_bench
 

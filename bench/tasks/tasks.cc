@@ -3,7 +3,7 @@
 //
 //   L2  one empty task spawned and waited for, one after another, on one worker;
 //       time per task (weft's L2: create + run + join of an empty thread)
-//   T1  P chains, each task spawning its successor and finishing (sweep.c's T1);
+//   T1  P chains, each task spawning its successor and finishing (T_sweep.c's T1);
 //       N tasks in all; timed until every chain has ended
 //   T5  fork-join: N tasks spawned in batches of 1000, each batch waited for
 //
@@ -22,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/stat.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -33,7 +32,7 @@
 #include <oneapi/tbb/task_group.h>
 #endif
 
-#include "bench_common.h"
+#include "bench.h"
 
 namespace {
 
@@ -138,52 +137,35 @@ struct Point {
   double med, min, max;
 };
 
-std::vector<int> parse_list(const char *s) {
-  std::vector<int> v;
-  while (*s) {
-    v.push_back(std::atoi(s));
-    s += std::strcspn(s, ",");
-    s += *s == ',';
-  }
-  return v;
-}
-
-bool has(const std::string &list, const std::string &w) {
-  return ("," + list + ",").find("," + w + ",") != std::string::npos;
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
   bench_machine_t m;
   bench_machine_read(&m);
-  std::string out = "bench-results", libs = "openmp_tasks,tbb_task_group", tests = "L2,T1,T5";
+  const char *out = "bench-results", *libs = "openmp_tasks,tbb_task_group", *tests = "L2,T1,T5";
   long n = 1000000, l2n = 200000;
   int reps = 5;
-  std::vector<int> procs, over{2 * m.cores};
-  for (int p = 1; p <= m.cores; p++) procs.push_back(p);
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i];
-    const char *v = argv[i + 1];
-    if (k == "--out") out = v;
-    else if (k == "--reps") reps = std::atoi(v);
-    else if (k == "--n") n = std::atol(v);
-    else if (k == "--l2-n") l2n = std::atol(v);
-    else if (k == "--procs") procs = parse_list(v);
-    else if (k == "--oversub") over = parse_list(v);
-    else if (k == "--libs") libs = v;
-    else if (k == "--tests") tests = v;
-    else {
-      std::fprintf(stderr, "unknown option %s (see the comment at the top of tasks.cc)\n", k.c_str());
-      return 1;
-    }
-  }
+  int procs_v[16], over_v[16] = {2 * m.cores}, nprocs = 0, nover = 1;
+  for (int p = 1; p <= m.cores && nprocs < 16; p++) procs_v[nprocs++] = p;
+  const bench_opt_t opts[] = {
+      BENCH_OPT_OUT(out, "tasks.json"),
+      BENCH_OPT_REPS(reps),
+      BENCH_OPT_N(n, "tasks per T point (1000000)"),
+      {"--l2-n", BENCH_LONG, &l2n, nullptr, 0, "L2 tasks (200000)"},
+      BENCH_OPT_PROCS(procs_v, nprocs, 16),
+      {"--oversub", BENCH_INTS, over_v, &nover, 16, "oversubscribed P values (2 x cores)"},
+      {"--libs", BENCH_STR, &libs, nullptr, 0, "openmp_tasks,tbb_task_group"},
+      {"--tests", BENCH_STR, &tests, nullptr, 0, "L2,T1,T5"},
+  };
+  bench_args(argc, argv, opts, 8, "task-system baselines of L2, T1, T5");
+  std::vector<int> procs(procs_v, procs_v + nprocs), over(over_v, over_v + nover);
+
   if (reps < 1 || reps > 50) reps = 5;
 #ifndef _OPENMP
-  if (has(libs, "openmp_tasks")) std::printf("openmp_tasks: not built (no OpenMP): skipped\n");
+  if (bench_list_has(libs, "openmp_tasks")) std::printf("openmp_tasks: not built (no OpenMP): skipped\n");
 #endif
 #ifndef WEFT_BENCH_TBB
-  if (has(libs, "tbb_task_group")) std::printf("tbb_task_group: not built (oneTBB not found): skipped\n");
+  if (bench_list_has(libs, "tbb_task_group")) std::printf("tbb_task_group: not built (oneTBB not found): skipped\n");
 #endif
 #ifdef WEFT_BENCH_TBB
   // Let an arena of 2 x cores threads exist (the oversubscribed points).
@@ -207,25 +189,25 @@ int main(int argc, char **argv) {
       if (r >= 0) pt.s.push_back(s);
     }
     std::vector<double> v = pt.s;
-    std::sort(v.begin(), v.end());
-    pt.min = v.front();
-    pt.max = v.back();
-    pt.med = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    bench_summary_t sum = bench_summarize(v.data(), (int)v.size());
+    pt.min = sum.min;
+    pt.max = sum.max;
+    pt.med = sum.median;
     pts.push_back(pt);
   };
   std::vector<std::string> avail;
 #ifdef _OPENMP
-  if (has(libs, "openmp_tasks")) avail.push_back("openmp_tasks");
+  if (bench_list_has(libs, "openmp_tasks")) avail.push_back("openmp_tasks");
 #endif
 #ifdef WEFT_BENCH_TBB
-  if (has(libs, "tbb_task_group")) avail.push_back("tbb_task_group");
+  if (bench_list_has(libs, "tbb_task_group")) avail.push_back("tbb_task_group");
 #endif
   std::printf("tasks: machine %s, %d cores; T1/T5 %ld tasks, L2 %ld; 1 warm-up + %d runs per point\n",
               m.model, m.cores, n, l2n, reps);
   for (const auto &lib : avail) {
-    if (has(tests, "L2")) run(lib, "L2", 1, false);
+    if (bench_list_has(tests, "L2")) run(lib, "L2", 1, false);
     for (const char *t : {"T1", "T5"}) {
-      if (!has(tests, t)) continue;
+      if (!bench_list_has(tests, t)) continue;
       for (int p : procs) run(lib, t, p, p > m.cores);
       for (int p : over) run(lib, t, p, true);
     }
@@ -238,33 +220,28 @@ int main(int argc, char **argv) {
                 pt.lib.c_str(), pt.n, pt.med, pt.min, pt.max, pt.med * 1e9 / (double)pt.n,
                 pt.oversub ? "  (oversubscribed)" : "");
 
-  mkdir(out.c_str(), 0777);
-  std::string path = out + "/tasks.json";
-  FILE *f = std::fopen(path.c_str(), "w");
-  if (!f) {
-    std::perror(path.c_str());
-    return 1;
-  }
-  std::fprintf(f, "{\"machine\": ");
-  bench_machine_json(f, &m);
-  std::fprintf(f, ",\n \"config\": {\"reps\": %d, \"warmup_runs\": 1, \"tasks\": %ld, \"l2_tasks\": %ld, "
-                  "\"batch\": %d, \"note\": \"task systems without stacks: a task cannot block\"},\n"
-                  " \"results\": [", reps, n, l2n, kBatch);
-  for (size_t i = 0; i < pts.size(); i++) {
-    const Point &pt = pts[i];
+  bench_json_t f;
+  if (bench_json_start(&f, out, "tasks.json", &m) != 0) return 2;
+  bench_json_obj(&f, "config");
+  bench_json_int(&f, "reps", reps);
+  bench_json_int(&f, "warmup_runs", 1);
+  bench_json_int(&f, "tasks", n);
+  bench_json_int(&f, "l2_tasks", l2n);
+  bench_json_int(&f, "batch", kBatch);
+  bench_json_str(&f, "note", "task systems without stacks: a task cannot block");
+  bench_json_end(&f);
+  bench_json_arr(&f, "results");
+  for (const Point &pt : pts) {
     double one = 0;
     for (const auto &q : pts)
       if (q.test == pt.test && q.lib == pt.lib && q.p == 1) one = q.med;
-    std::fprintf(f, "%s\n  {\"test\": \"%s\", \"lib\": \"%s\", \"P\": %d, \"oversubscribed\": %s, "
-                    "\"threads\": %ld, \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": %.6g, "
-                    "\"ns_per_thread\": %.4g, \"speedup\": %.4g, \"seconds\": [",
-                 i ? "," : "", pt.test.c_str(), pt.lib.c_str(), pt.p, pt.oversub ? "true" : "false",
-                 pt.n, pt.med, pt.min, pt.max, pt.med * 1e9 / (double)pt.n, one > 0 ? one / pt.med : 0);
-    for (size_t r = 0; r < pt.s.size(); r++) std::fprintf(f, "%s%.6g", r ? ", " : "", pt.s[r]);
-    std::fprintf(f, "]}");
+    bench_json_record(&f, "lib", pt.lib.c_str(), pt.p, pt.oversub);
+    bench_json_str(&f, "test", pt.test.c_str());
+    bench_json_int(&f, "threads", pt.n);
+    bench_json_num(&f, "ns_per_thread", pt.med * 1e9 / (double)pt.n);
+    bench_json_num(&f, "speedup", one > 0 ? one / pt.med : 0);
+    bench_json_times(&f, bench_summary_t{pt.med, pt.min, pt.max}, pt.s.data(), (int)pt.s.size());
+    bench_json_end(&f);
   }
-  std::fprintf(f, "\n]}\n");
-  std::fclose(f);
-  std::printf("wrote %s\n", path.c_str());
-  return 0;
+  return bench_json_finish(&f) == 0 ? 0 : 2;
 }

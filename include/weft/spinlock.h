@@ -59,7 +59,7 @@ extern "C" {
 
 /* The default kind, weft_spin_t: test-and-test-and-set with exponential backoff.
  *
- * Chosen by measurement (bench/sync/spin_sweep.c, on the project machine: AMD EPYC,
+ * Chosen by measurement (bench/sync/S_spin.c, on the project machine: AMD EPYC,
  * 2 vCPUs, Linux 6.18; weft threads on P pinned VPs; median ns per acquisition [min..max]):
  *
  *   build-spin/bench/sync/weft_bench_spin --rows S1,S4,S5 --reps 11   (and the full sweep)

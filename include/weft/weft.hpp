@@ -32,7 +32,7 @@
 // Cost: the wrappers are inline and hold the C objects by value; lock() is the C call
 // plus one test of its result; a thread whose callable fits in a pointer (a function
 // pointer, a lambda capturing at most one pointer or reference) is created with no
-// allocation beyond the C call's. Benchmark X3 (bench/latency/X3_cpp.cc) counts it.
+// allocation beyond the C call's. Benchmark X3 (bench/ext/X3_cpp.cc) counts it.
 #ifndef WEFT_WEFT_HPP
 #define WEFT_WEFT_HPP
 

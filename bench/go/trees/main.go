@@ -1,6 +1,6 @@
-// Command trees is the Go goroutine baseline of R1-R3 (bench/trees/trees_weft.c has
+// Command trees is the Go goroutine baseline of R1-R3 (bench/trees/R_weft.c has
 // weft's and what each benchmark does): one run of one benchmark per process, started
-// by bench/trees/run_trees.py, printing one line "RESULT {...}" in the same form.
+// by bench/trees/R_run.py, printing one line "RESULT {...}" in the same form.
 //
 //	fib     R1: a goroutine per call, no cutoff; the parent waits on a sync.WaitGroup
 //	queens  R2: a goroutine per safe placement; the parent waits for all its children

@@ -99,7 +99,7 @@ def x1(rep):
     md = ("User-mode instructions per operation, counted by callgrind (`bench/icount.sh`, N = %d vs 2N, "
           "fixed costs cancel; in parentheses: against the normal build). One counting callback: "
           "`weft_hook_push` of a callback that increments a counter on all `WEFT_HOOK_NEVENTS` "
-          "events (`weft_icount l2|l3 N hooked`); with it every thread takes the general paths.\n\n" % n)
+          "events (`weft_icount --mode l2|l3 --n N --hooked`); with it every thread takes the general paths.\n\n" % n)
     md += table(["row", "operation"] + [c[0] for c in cols], rows)
     if not docs["nohooks/icount.json"]:
         md += ("\nThe hooks-compiled-out column was not measured in this run: build with "

@@ -1,6 +1,6 @@
 """A1: vector x matrix with and without affinity (Active Threads §4 Fig 10); A2: sorts with
 one thread per recursive call under the eight schedlib variants (Active Threads §8.1 Fig
-20-24). Input: weft_bench_A1 / weft_bench_A2 --json (bench/sched/, bench/README.md)."""
+20-24). Input: weft_a1_vecmat / weft_a2_sort --out DIR (bench/apps/, bench/README.md)."""
 from core import section, table, cell, shade_oversub, plt
 
 MARKERS = "os^vD<>ph*xP+"

@@ -17,12 +17,12 @@ ROWS = {"S1": "P threads increment a shared counter to N under each lock (FastTh
 
 
 def _sync_figures(rep):
-    """Runs bench/sync/plot_sync.py on the raw directory and moves its PNGs to figures/."""
-    path = os.path.join(HERE, "..", "..", "sync", "plot_sync.py")
+    """Runs bench/sync/S_plot.py on the raw directory and moves its PNGs to figures/."""
+    path = os.path.join(HERE, "..", "..", "sync", "S_plot.py")
     spec = importlib.util.spec_from_file_location("plot_sync", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    argv, sys.argv = sys.argv, ["plot_sync.py", rep.raw_dir]
+    argv, sys.argv = sys.argv, ["S_plot.py", rep.raw_dir]
     try:
         mod.main()
     finally:

@@ -1,6 +1,6 @@
 """R1: fib with a thread per call; R2: N-queens with a thread per placement; R3: a
 million live threads; and A3 at leaf 5 beside them. Input: R.json of
-bench/trees/run_trees.py (bench/README.md, "Trees of threads"), A3.json."""
+bench/trees/R_run.py (bench/README.md, "Trees of threads"), A3.json."""
 from core import section, table, fmt_ns, fmt_s, spread_pct, plt
 
 LIBS = [("weft", "weft", "tab:blue"), ("weft_workfirst", "weft, work-first", "tab:cyan"),

@@ -1,7 +1,7 @@
 """X3 (the C++ layer, weft/weft.hpp, against the C interface on L1-L4; Presto §3.4) and
 L7's set-ups (C-Threads §5.1 PingPong: 1 kernel thread, 2 kernel threads, wired, beside
 pthreads and Boost.Fiber). Both read the rows weft_bench_latency writes into latency.json
-(bench/latency/X3_cpp.cc, L7_condvar.cc) and, for instruction counts, icount.json
+(bench/ext/X3_cpp.cc, L7_condvar.cc) and, for instruction counts, icount.json
 (bench/icount.sh: weft_icount vs weft_icount_cpp). Formerly bench/plot_x3_l7.py."""
 from core import section, table, fmt_ns, plt
 
@@ -74,7 +74,7 @@ def x3(rep):
     md = table(["operation", "C (weft.h)", "C++ (weft.hpp)", "C++ / C", "C instr.", "C++ instr.",
                 "C++ - C instr."], rows)
     md += ("\nns: median per operation ± CV over the Google Benchmark repetitions, nvps = 1, C and "
-           "C++ rows in the same binary and run (bench/latency/X3_cpp.cc). Instructions: callgrind, "
+           "C++ rows in the same binary and run (bench/ext/X3_cpp.cc). Instructions: callgrind, "
            "user mode, per operation (bench/icount.sh: weft_icount vs weft_icount_cpp, N vs 2N). "
            "The heap-closure row is `weft::thread` with a lambda capturing two words: the closure "
            "does not fit the argument word and is allocated (std::thread allocates for every "

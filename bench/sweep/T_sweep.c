@@ -1,4 +1,4 @@
-/* sweep.c - thread management throughput as processors are added: T1, T4, T5
+/* T_sweep.c - thread management throughput as processors are added: T1, T4, T5
  * (BENCHMARKS.md; FastThreads Fig 3.1/3.2, Presto Fig 3), weft beside POSIX threads
  * and Boost.Fiber in one run.
  *
@@ -57,11 +57,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/debug.h"
 #include "weft/weft.h"
 
@@ -70,22 +69,15 @@
 #define MAX_K 32
 #define BATCH 1000
 
-enum { T1, T4, T5, T2, T3, NTESTS }; /* T2, T3 last: sweep_fiber.cc runs indices 0..2 only */
+enum { T1, T4, T5, T2, T3, NTESTS }; /* T2, T3 last: T_sweep_fiber.cc runs indices 0..2 only */
 static const char *const test_name[NTESTS] = {"T1", "T4", "T5", "T2", "T3"};
 enum { LIB_WEFT, LIB_PTHREADS, LIB_BOOST, NLIBS };
 static const char *const lib_name[NLIBS] = {"weft", "pthreads", "boost_fiber"};
 
 #ifdef WEFT_BENCH_BOOST
-/* sweep_fiber.cc: runs the selected tests on p Boost.Fiber threads; out[t * reps + r]. */
+/* T_sweep_fiber.cc: runs the selected tests on p Boost.Fiber threads; out[t * reps + r]. */
 int weft_bench_fiber_sweep(int p, const long *n, int reps, const int *run_test, double *out);
 #endif
-
-static void check(int rc, const char *what) {
-  if (rc != 0) {
-    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
-    exit(2);
-  }
-}
 
 /* Share i of n split over p workers. */
 static long share(long n, int p, int i) { return n / p + (i < n % p); }
@@ -104,25 +96,8 @@ static double burn(long units) {
   sink = x;
   return sink;
 }
+static void burn_units(long units) { burn(units); }
 
-/* Units per us: the best of 5 timings of ~20 ms each (being preempted only makes a
- * timing slower, so the fastest is the one that saw the processor to itself). */
-static void calibrate_work(void) {
-  long units = 1000;
-  for (;;) {
-    double t0 = bench_now_ns();
-    burn(units);
-    double ns = bench_now_ns() - t0;
-    if (ns > 20e6) break;
-    units *= 4;
-  }
-  for (int i = 0; i < 5; i++) {
-    double t0 = bench_now_ns();
-    burn(units);
-    double u = (double)units / ((bench_now_ns() - t0) / 1000);
-    if (u > units_per_us) units_per_us = u;
-  }
-}
 
 /* The user work of the thread at place `left` of its chain: uniform on [0, 2W). */
 static void t2_work(long left) {
@@ -158,7 +133,7 @@ static void *empty_body(void *arg) { return arg; }
 static void *t1_cycle(void *arg) {
   long left = (long)(intptr_t)arg;
   if (left > 1)
-    check(weft_create(NULL, &detached, t1_cycle, (void *)(intptr_t)(left - 1)), "weft_create");
+    bench_check(weft_create(NULL, &detached, t1_cycle, (void *)(intptr_t)(left - 1)), "weft_create");
   else if (atomic_fetch_sub(&chains_left, 1) == 1)
     waiter_signal();
   return NULL;
@@ -168,7 +143,7 @@ static void *t2_cycle(void *arg) {
   long left = (long)(intptr_t)arg;
   t2_work(left);
   if (left > 1)
-    check(weft_create(NULL, &detached, t2_cycle, (void *)(intptr_t)(left - 1)), "weft_create");
+    bench_check(weft_create(NULL, &detached, t2_cycle, (void *)(intptr_t)(left - 1)), "weft_create");
   else if (atomic_fetch_sub(&chains_left, 1) == 1)
     waiter_signal();
   return NULL;
@@ -183,7 +158,7 @@ static double weft_t1(int p, int k, long n, void *(*cycle)(void *)) {
   for (int i = 0; i < k; i++) {
     weft_attr_t a = detached;
     a.vproc = WEFT_VPROC(i % p);
-    check(weft_create(NULL, &a, cycle, (void *)(intptr_t)share(n, k, i)), "weft_create");
+    bench_check(weft_create(NULL, &a, cycle, (void *)(intptr_t)share(n, k, i)), "weft_create");
   }
   weft_thread_block(waiter_release, NULL);
   return bench_now_ns() - t0;
@@ -194,8 +169,8 @@ static void *t4_worker(void *arg) {
   weft_thread_t *b[BATCH];
   for (long done = 0; done < n;) {
     int k = n - done < BATCH ? (int)(n - done) : BATCH;
-    for (int j = 0; j < k; j++) check(weft_create(&b[j], NULL, empty_body, NULL), "weft_create");
-    for (int j = 0; j < k; j++) check(weft_join(b[j], NULL), "weft_join");
+    for (int j = 0; j < k; j++) bench_check(weft_create(&b[j], NULL, empty_body, NULL), "weft_create");
+    for (int j = 0; j < k; j++) bench_check(weft_join(b[j], NULL), "weft_join");
     done += k;
   }
   return NULL;
@@ -208,9 +183,9 @@ static double weft_t4(int p, long n) {
     weft_attr_t a;
     weft_attr_init(&a);
     a.vproc = WEFT_VPROC(i);
-    check(weft_create(&w[i], &a, t4_worker, (void *)(intptr_t)share(n, p, i)), "weft_create");
+    bench_check(weft_create(&w[i], &a, t4_worker, (void *)(intptr_t)share(n, p, i)), "weft_create");
   }
-  for (int i = 0; i < p; i++) check(weft_join(w[i], NULL), "weft_join");
+  for (int i = 0; i < p; i++) bench_check(weft_join(w[i], NULL), "weft_join");
   return bench_now_ns() - t0;
 }
 
@@ -219,8 +194,8 @@ static double weft_t5(long n) {
   double t0 = bench_now_ns();
   for (long done = 0; done < n;) {
     int k = n - done < BATCH ? (int)(n - done) : BATCH;
-    for (int j = 0; j < k; j++) check(weft_create(&b[j], NULL, empty_body, NULL), "weft_create");
-    for (int j = 0; j < k; j++) check(weft_join(b[j], NULL), "weft_join");
+    for (int j = 0; j < k; j++) bench_check(weft_create(&b[j], NULL, empty_body, NULL), "weft_create");
+    for (int j = 0; j < k; j++) bench_check(weft_join(b[j], NULL), "weft_join");
     done += k;
   }
   return bench_now_ns() - t0;
@@ -254,19 +229,10 @@ static void *p_cycle(void *arg) {
   return NULL;
 }
 
-/* The first min(p, allowed) CPUs this process may use. */
-static cpu_set_t cpus_for(int p) {
-  cpu_set_t all, set;
-  sched_getaffinity(0, sizeof all, &all);
-  CPU_ZERO(&set);
-  for (int c = 0, got = 0; c < CPU_SETSIZE && got < p; c++)
-    if (CPU_ISSET(c, &all)) CPU_SET(c, &set), got++;
-  return set;
-}
 
 /* Every thread of the chains inherits the head's CPU set. */
 static double pthread_t1(int p, long n) {
-  cpu_set_t set = cpus_for(p);
+  cpu_set_t set = bench_cpus_first(p);
   pthread_attr_t head;
   pthread_attr_init(&head);
   pthread_attr_setdetachstate(&head, PTHREAD_CREATE_DETACHED);
@@ -286,7 +252,7 @@ static double pthread_t1(int p, long n) {
 /* The main thread runs on, and its children inherit, min(p, cores) CPUs. */
 static double pthread_t5(int p, long n) {
   static pthread_t b[BATCH];
-  cpu_set_t saved, set = cpus_for(p);
+  cpu_set_t saved, set = bench_cpus_first(p);
   sched_getaffinity(0, sizeof saved, &saved);
   sched_setaffinity(0, sizeof set, &set);
   double t0 = bench_now_ns();
@@ -359,7 +325,7 @@ static void run_weft(int p, int oversub, long n) {
   weft_config_t cfg;
   weft_config_init(&cfg);
   cfg.nvps = p;
-  check(weft_init(&cfg), "weft_init");
+  bench_check(weft_init(&cfg), "weft_init");
   double sec[MAX_REPS];
   for (int t = 0; t < NTESTS; t++) {
     if (!run_test[t] || t == T3) continue;
@@ -405,7 +371,7 @@ static void run_weft(int p, int oversub, long n) {
     pt->sleeps = (double)(s1.sleeps - s0.sleeps) / reps;
     pt->cpu_per_wall = bench_summarize(cpu, reps).median;
   }
-  check(weft_shutdown(), "weft_shutdown");
+  bench_check(weft_shutdown(), "weft_shutdown");
 }
 
 static void run_pthreads(int p, int oversub, long n) {
@@ -494,55 +460,58 @@ static void print_table(const bench_machine_t *m) {
 }
 
 static int write_json(const char *dir, const bench_machine_t *m, long n, long slow_n) {
-  mkdir(dir, 0777);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/sweep.json", dir);
-  FILE *f = fopen(path, "w");
-  if (!f) { perror(path); return -1; }
-  fprintf(f, "{\"machine\": ");
-  bench_machine_json(f, m);
-  fprintf(f, ",\n \"config\": {\"reps\": %d, \"warmup_runs\": 1, \"threads\": %ld, "
-             "\"slow_threads\": %ld, \"slow_points\": \"all pthreads; boost_fiber T4, T5\", "
-             "\"batch\": %d,\n"
-             "  \"boost_fiber\": \"algo::work_stealing(P, suspend=false), one process per P\",\n"
-             "  \"pthreads\": \"T1 detached chains, T5 create/join batches; all threads on "
-             "min(P, cores) CPUs; T4 not applicable\",\n"
-             "  \"T4\": \"create a batch of 1000 unstarted threads, then join them (each runs an "
-             "empty body): create+reclaim\",\n"
-             "  \"T2\": {\"mean_work_us\": %g, \"distribution\": \"uniform [0, 2W)\", "
-             "\"threads\": %ld, \"units_per_us\": %g, \"paper_work_us\": 300},\n"
-             "  \"T3\": {\"threads\": %ld, \"chains\": \"K chains (runnable threads), heads "
-             "round-robin over the P VPs\", \"latency\": \"elapsed x min(K, P) / threads\"}},\n"
-             " \"results\": [",
-          reps, n, slow_n, BATCH, t2_us, t2_n, units_per_us, t3_n);
+  bench_json_t f;
+  if (bench_json_start(&f, dir, "sweep.json", m) != 0) return -1;
+  bench_json_obj(&f, "config");
+  bench_json_int(&f, "reps", reps);
+  bench_json_int(&f, "warmup_runs", 1);
+  bench_json_int(&f, "threads", n);
+  bench_json_int(&f, "slow_threads", slow_n);
+  bench_json_str(&f, "slow_points", "all pthreads; boost_fiber T4, T5");
+  bench_json_int(&f, "batch", BATCH);
+  bench_json_str(&f, "boost_fiber", "algo::work_stealing(P, suspend=false), one process per P");
+  bench_json_str(&f, "pthreads", "T1 detached chains, T5 create/join batches; all threads on "
+                 "min(P, cores) CPUs; T4 not applicable");
+  bench_json_str(&f, "T4", "create a batch of 1000 unstarted threads, then join them (each runs an "
+                 "empty body): create+reclaim");
+  bench_json_obj(&f, "T2");
+  bench_json_num(&f, "mean_work_us", t2_us);
+  bench_json_str(&f, "distribution", "uniform [0, 2W)");
+  bench_json_int(&f, "threads", t2_n);
+  bench_json_num(&f, "units_per_us", units_per_us);
+  bench_json_int(&f, "paper_work_us", 300);
+  bench_json_end(&f);
+  bench_json_obj(&f, "T3");
+  bench_json_int(&f, "threads", t3_n);
+  bench_json_str(&f, "chains", "K chains (runnable threads), heads round-robin over the P VPs");
+  bench_json_str(&f, "latency", "elapsed x min(K, P) / threads");
+  bench_json_end(&f);
+  bench_json_end(&f);
+  bench_json_arr(&f, "results");
   for (int i = 0; i < npoints; i++) {
     const point_t *pt = &points[i];
-    fprintf(f, "%s\n  {\"test\": \"%s\", \"lib\": \"%s\", \"P\": %d, \"oversubscribed\": %s, "
-               "\"threads\": %ld, \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": %.6g, "
-               "\"ns_per_thread\": %.4g, \"speedup\": %.4g, ",
-            i ? "," : "", test_name[pt->test], lib_name[pt->lib], pt->p,
-            pt->oversub ? "true" : "false", pt->threads, pt->sum.median, pt->sum.min, pt->sum.max,
-            pt->sum.median * 1e9 / (double)pt->threads, speedup(pt));
+    bench_json_record(&f, "lib", lib_name[pt->lib], pt->p, pt->oversub);
+    bench_json_str(&f, "test", test_name[pt->test]);
+    bench_json_int(&f, "threads", pt->threads);
+    bench_json_num(&f, "ns_per_thread", pt->sum.median * 1e9 / (double)pt->threads);
+    bench_json_num(&f, "speedup", speedup(pt));
     if (pt->test == T3) {
       int busy = pt->k < pt->p ? pt->k : pt->p;
-      fprintf(f, "\"K\": %d, \"busy_processors\": %d, \"latency_ns\": %.4g, "
-                 "\"latency_min_ns\": %.4g, \"latency_max_ns\": %.4g, ",
-              pt->k, busy, pt->sum.median * 1e9 * busy / (double)pt->threads,
-              pt->sum.min * 1e9 * busy / (double)pt->threads,
-              pt->sum.max * 1e9 * busy / (double)pt->threads);
+      bench_json_int(&f, "K", pt->k);
+      bench_json_int(&f, "busy_processors", busy);
+      bench_json_num(&f, "latency_ns", pt->sum.median * 1e9 * busy / (double)pt->threads);
+      bench_json_num(&f, "latency_min_ns", pt->sum.min * 1e9 * busy / (double)pt->threads);
+      bench_json_num(&f, "latency_max_ns", pt->sum.max * 1e9 * busy / (double)pt->threads);
     }
-    if (pt->lib == LIB_WEFT)
-      fprintf(f, "\"cpu_per_wall\": %.4g, \"weft_steals_per_run\": %.6g, \"weft_sleeps_per_run\": %.6g, ",
-              pt->cpu_per_wall, pt->steals,
-              pt->sleeps);
-    fprintf(f, "\"seconds\": [");
-    for (int r = 0; r < pt->reps; r++) fprintf(f, "%s%.6g", r ? ", " : "", pt->s[r]);
-    fprintf(f, "]}");
+    if (pt->lib == LIB_WEFT) {
+      bench_json_num(&f, "cpu_per_wall", pt->cpu_per_wall);
+      bench_json_num(&f, "weft_steals_per_run", pt->steals);
+      bench_json_num(&f, "weft_sleeps_per_run", pt->sleeps);
+    }
+    bench_json_times(&f, pt->sum, pt->s, pt->reps);
+    bench_json_end(&f);
   }
-  fprintf(f, "\n]}\n");
-  fclose(f);
-  printf("wrote %s\n", path);
-  return 0;
+  return bench_json_finish(&f);
 }
 
 int main(int argc, char **argv) {
@@ -553,27 +522,26 @@ int main(int argc, char **argv) {
   int procs[16], oversub[16], nprocs = 0, nover = 0;
   for (int p = 1; p <= m.cores && nprocs < 16; p++) procs[nprocs++] = p;
   oversub[nover++] = 2 * m.cores;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const char *k = argv[i], *v = argv[i + 1];
-    if (!strcmp(k, "--out")) out = v;
-    else if (!strcmp(k, "--reps")) reps = atoi(v);
-    else if (!strcmp(k, "--n")) n = atol(v);
-    else if (!strcmp(k, "--slow-n")) slow_n = atol(v);
-    else if (!strcmp(k, "--procs")) nprocs = bench_parse_ints(v, procs, 16);
-    else if (!strcmp(k, "--oversub")) nover = bench_parse_ints(v, oversub, 16);
-    else if (!strcmp(k, "--libs")) libs = v;
-    else if (!strcmp(k, "--tests")) tests = v;
-    else if (!strcmp(k, "--t2-us")) t2_us = atof(v);
-    else if (!strcmp(k, "--t2-n")) t2_n = atol(v);
-    else if (!strcmp(k, "--t2-units-per-us")) units_per_us = atof(v);
-    else if (!strcmp(k, "--t3-n")) t3_n = atol(v);
-    else if (!strcmp(k, "--t3-k")) t3_nk = bench_parse_ints(v, t3_k, MAX_K);
-    else { fprintf(stderr, "unknown option %s (see the comment at the top of sweep.c)\n", k); return 1; }
-  }
-  if (reps < 1 || reps > MAX_REPS) reps = 5;
+  const bench_opt_t opts[] = {
+      BENCH_OPT_OUT(out, "sweep.json"),
+      BENCH_OPT_REPS(reps),
+      BENCH_OPT_N(n, "threads per point (1000000)"),
+      {"--slow-n", BENCH_LONG, &slow_n, NULL, 0, "threads where one costs microseconds (50000)"},
+      BENCH_OPT_PROCS(procs, nprocs, 16),
+      {"--oversub", BENCH_INTS, oversub, &nover, 16, "oversubscribed P values (2 x cores)"},
+      {"--libs", BENCH_STR, &libs, NULL, 0, "weft,pthreads,boost_fiber"},
+      {"--tests", BENCH_STR, &tests, NULL, 0, "T1,T2,T3,T4,T5"},
+      {"--t2-us", BENCH_DOUBLE, &t2_us, NULL, 0, "T2 mean user work per thread, us (1)"},
+      {"--t2-n", BENCH_LONG, &t2_n, NULL, 0, "T2 threads"},
+      {"--t2-units-per-us", BENCH_DOUBLE, &units_per_us, NULL, 0, "T2 work units per us (else calibrated)"},
+      {"--t3-n", BENCH_LONG, &t3_n, NULL, 0, "T3 threads"},
+      {"--t3-k", BENCH_INTS, t3_k, &t3_nk, MAX_K, "T3 runnable-thread counts K"},
+  };
+  bench_args(argc, argv, opts, 13, "T1-T5: elapsed time against processors");
+  if (reps < 1 || reps > MAX_REPS) bench_die(argv[0], "--reps out of range");
   for (int t = 0; t < NTESTS; t++) run_test[t] = bench_list_has(tests, test_name[t]);
   if (run_test[T2]) {
-    if (units_per_us <= 0) calibrate_work();
+    if (units_per_us <= 0) units_per_us = bench_calibrate(burn_units);
     printf("T2 user work: uniform on [0, %.3g us), %.1f units (16 multiply-adds) per us\n",
            2 * t2_us, units_per_us);
   }

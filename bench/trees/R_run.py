@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""run_trees.py - runs R1 (fib, a thread per call), R2 (N-queens, a thread per
+"""R_run.py - runs R1 (fib, a thread per call), R2 (N-queens, a thread per
 placement) and R3 (a million live threads) for weft beside OpenMP tasks, oneTBB
 task_group, Go, Boost.Fiber and (R3) POSIX threads, each point in a fresh process under
 `timeout`, and writes OUT/R.json (bench/README.md, "Trees of threads").
 
-    python3 bench/trees/run_trees.py --build BUILD --out DIR [--go GO] [--procs 1,2]
+    python3 bench/trees/R_run.py --build BUILD --out DIR [--go GO] [--procs 1,2]
         [--reps 3] [--r3-reps 3] [--r1-n 30] [--r2-n 12] [--r3-n 1000000]
         [--size LIB:BENCH=N[,N...]]... [--timeout 120] [--libs ...] [--rows R1,R2,R3]
         [--icount-fib 15,18] [--icount-queens 7,8] [--no-icount]

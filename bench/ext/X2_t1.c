@@ -1,7 +1,7 @@
-/* x2_t1.c - X2's T1 row: chains of null threads (as bench/sweep/sweep.c T1: each of P
+/* X2_t1.c - X2's T1 row: chains of null threads (as bench/sweep/sweep.c T1: each of P
  * workers starts one chain in which every thread creates its successor, detached, and
  * finishes) with every thread in a bundle scheduled by
- *   default       the root bundle (the built-in scheduler, inlined): sweep.c's T1
+ *   default       the root bundle (the built-in scheduler, inlined): T_sweep.c's T1
  *   example_fifo  examples/custom_sched.c (compiled in)
  *   fifo_lazy     weft/schedlib.h's FIFO with lazy stacks
  * Timed: from creating the P chain heads until the last thread of the last chain has
@@ -14,22 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/weft.h"
 
 extern const weft_sched_ops_t custom_fifo_ops; /* examples/custom_sched.c */
 
-static void check(int rc, const char *what) {
-  if (rc != 0) {
-    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
-    exit(2);
-  }
-}
-
 /* The main thread blocks; whichever of its release function and the last chain comes
- * second unblocks it (as in sweep.c). */
+ * second unblocks it (as in T_sweep.c). */
 enum { W_IDLE, W_WAITING, W_DONE };
 static _Atomic int waiter_state;
 static weft_thread_t *waiter;
@@ -44,7 +36,7 @@ static void waiter_release(void *arg) {
 static void *cycle(void *arg) {
   long left = (long)(intptr_t)arg;
   if (left > 1)
-    check(weft_create(NULL, &detached, cycle, (void *)(intptr_t)(left - 1)), "weft_create");
+    bench_check(weft_create(NULL, &detached, cycle, (void *)(intptr_t)(left - 1)), "weft_create");
   else if (atomic_fetch_sub(&chains_left, 1) == 1 &&
            atomic_exchange(&waiter_state, W_DONE) == W_WAITING)
     weft_thread_unblock(waiter);
@@ -59,7 +51,7 @@ static double t1(int p, long n) {
   for (int i = 0; i < p; i++) {
     weft_attr_t a = detached;
     a.vproc = WEFT_VPROC(i);
-    check(weft_create(NULL, &a, cycle, (void *)(intptr_t)(n / p + (i < n % p))), "weft_create");
+    bench_check(weft_create(NULL, &a, cycle, (void *)(intptr_t)(n / p + (i < n % p))), "weft_create");
   }
   weft_thread_block(waiter_release, NULL);
   return bench_now_ns() - t0;
@@ -69,51 +61,41 @@ int main(int argc, char **argv) {
   long n = 1000000;
   int reps = 5, procs[8] = {1, 2}, nprocs = 2;
   const char *out = NULL;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--n")) n = atol(argv[i + 1]);
-    else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
-    else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--procs")) {
-      nprocs = 0;
-      for (char *s = argv[i + 1]; *s && nprocs < 8; s += strcspn(s, ","), s += *s == ',')
-        procs[nprocs++] = atoi(s);
-    } else {
-      fprintf(stderr, "usage: weft_x2_t1 [--n N] [--reps R] [--procs 1,2] [--out DIR]\n");
-      return 1;
-    }
-  }
-  if (reps < 1 || reps > 50) reps = 5;
+  const bench_opt_t opts[] = {
+      BENCH_OPT_N(n, "null threads per run (1000000)"),
+      BENCH_OPT_REPS(reps),
+      BENCH_OPT_PROCS(procs, nprocs, 8),
+      BENCH_OPT_OUT(out, "X2.json"),
+  };
+  bench_args(argc, argv, opts, 4, "X2: T1 under user-defined schedulers");
+  if (reps < 1 || reps > 50) bench_die(argv[0], "--reps must be 1..50");
+  if (n < 1) bench_die(argv[0], "--n must be at least 1");
   bench_machine_t m;
   bench_machine_read(&m);
   printf("X2 T1: %ld null threads in chains; machine %s, %d cores; 1 warm-up + %d runs\n", n,
          m.model, m.cores, reps);
   printf("%-3s %-14s %10s  %-21s %9s  %s\n", "P", "scheduler", "median s", "[min .. max] s",
          "ns/thread", "vs default");
-  FILE *json = NULL;
+  bench_json_t json;
   if (out) {
-    char path[4096];
-    mkdir(out, 0777);
-    snprintf(path, sizeof path, "%s/X2.json", out);
-    if (!(json = fopen(path, "w"))) {
-      perror(path);
-      return 1;
-    }
-    fprintf(json, "{\"machine\": ");
-    bench_machine_json(json, &m);
-    fprintf(json, ",\n \"config\": {\"threads\": %ld, \"reps\": %d, \"warmup_runs\": 1},\n \"results\": [",
-            n, reps);
+    if (bench_json_start(&json, out, "X2.json", &m) != 0) return 2;
+    bench_json_obj(&json, "config");
+    bench_json_int(&json, "threads", n);
+    bench_json_int(&json, "reps", reps);
+    bench_json_int(&json, "warmup_runs", 1);
+    bench_json_end(&json);
+    bench_json_arr(&json, "results");
   }
-  int nout = 0;
   for (int k = 0; k < nprocs; k++) {
     weft_config_t cfg;
     weft_config_init(&cfg);
     cfg.nvps = procs[k];
-    check(weft_init(&cfg), "weft_init");
+    bench_check(weft_init(&cfg), "weft_init");
     double base = 0;
     for (int which = 0; which < 3; which++) {
       weft_bundle_t *b = NULL;
-      if (which == 1) check(weft_bundle_create(&b, NULL, &custom_fifo_ops, NULL), "bundle");
-      if (which == 2) check(weft_schedlib_bundle_create(&b, NULL, WEFT_SCHED_FIFO), "bundle");
+      if (which == 1) bench_check(weft_bundle_create(&b, NULL, &custom_fifo_ops, NULL), "bundle");
+      if (which == 2) bench_check(weft_schedlib_bundle_create(&b, NULL, WEFT_SCHED_FIFO), "bundle");
       weft_attr_init(&detached);
       detached.detached = 1;
       detached.bundle = b;
@@ -127,24 +109,23 @@ int main(int argc, char **argv) {
       printf("%-3d %-14s %10.4f  [%8.4f .. %8.4f]  %9.1f  %.2fx\n", procs[k],
              which == 0 ? "default" : which == 1 ? "example_fifo" : "fifo_lazy", sum.median,
              sum.min, sum.max, sum.median * 1e9 / (double)n, sum.median / base);
-      if (json)
-        fprintf(json, "%s\n  {\"test\": \"T1\", \"scheduler\": \"%s\", \"P\": %d, \"oversubscribed\": %s, "
-                      "\"threads\": %ld, \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": %.6g, "
-                      "\"ratio_to_default\": %.4g}",
-                nout++ ? "," : "", which == 0 ? "default" : which == 1 ? "example_fifo" : "fifo_lazy",
-                procs[k], procs[k] > m.cores ? "true" : "false", n, sum.median, sum.min, sum.max,
-                sum.median / base);
+      if (out) {
+        bench_json_record(&json, "scheduler",
+                          which == 0 ? "default" : which == 1 ? "example_fifo" : "fifo_lazy",
+                          procs[k], procs[k] > m.cores);
+        bench_json_str(&json, "test", "T1");
+        bench_json_int(&json, "threads", n);
+        bench_json_summary(&json, "_s", sum, 1);
+        bench_json_num(&json, "ratio_to_default", sum.median / base);
+        bench_json_end(&json);
+      }
       /* the last thread wakes us just before it finishes: wait until it has */
       int rc;
       while (b && (rc = weft_schedlib_bundle_destroy(b)) == WEFT_EBUSY) weft_sleep_ns(10000);
-      if (b) check(rc, "bundle destroy");
+      if (b) bench_check(rc, "bundle destroy");
     }
-    check(weft_shutdown(), "weft_shutdown");
+    bench_check(weft_shutdown(), "weft_shutdown");
   }
-  if (json) {
-    fprintf(json, "\n]}\n");
-    fclose(json);
-    printf("wrote %s/X2.json\n", out);
-  }
+  if (out && bench_json_finish(&json) != 0) return 2;
   return 0;
 }

@@ -16,9 +16,9 @@
  * processor lo * 64 / N (64 groups), so the AFFINITY variants keep each 1/64 of the
  * data on one VP (Active Threads Fig 9 does the same with col / 64).
  *
- * usage: weft_bench_A2 [--n 100000] [--leaf 10] [--reps 5] [--procs 1,2]
- *                      [--json PATH] [--quick]
- * --quick: 3 repetitions. Output: a table on stdout; with --json, the records
+ * usage: weft_a2_sort [--n 100000] [--leaf 10] [--reps 5] [--procs 1,2]
+ *                      [--out DIR] [--quick]
+ * --quick: 3 repetitions. Output: a table on stdout; with --out DIR, the records (DIR/A2.json)
  * {"variant","sort","P","median_s","min_s","max_s","spread","peak_rss_kib",
  *  "peak_rss_min_kib","peak_rss_max_kib","minflt","threads","reps","n","leaf"}
  * (memory and faults: medians over the repetitions). */
@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/debug.h"
 #include "weft/weft.h"
 
@@ -45,13 +45,6 @@ static long n = 100000, leaf = 10;
 static weft_bundle_t *bundle; /* NULL: the root bundle */
 static int serial;            /* 1: plain recursion, no threads */
 
-static void check(int rc, const char *what) {
-  if (rc != 0) {
-    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
-    _exit(2);
-  }
-}
-
 /* Runs fn(a) and fn(b), each in its own thread (or inline when serial), and waits. */
 static void fork2(void *(*fn)(void *), void *a, long lo_a, void *b, long lo_b) {
   if (serial) {
@@ -64,9 +57,9 @@ static void fork2(void *(*fn)(void *), void *a, long lo_a, void *b, long lo_b) {
   attr.bundle = bundle;
   weft_thread_t *t[2];
   attr.vproc = WEFT_VPROC((int)(lo_a * 64 / n));
-  check(weft_create(&t[0], &attr, fn, a), "weft_create");
+  bench_check(weft_create(&t[0], &attr, fn, a), "weft_create");
   attr.vproc = WEFT_VPROC((int)(lo_b * 64 / n));
-  check(weft_create(&t[1], &attr, fn, b), "weft_create");
+  bench_check(weft_create(&t[1], &attr, fn, b), "weft_create");
   weft_join(t[0], NULL);
   weft_join(t[1], NULL);
 }
@@ -155,10 +148,10 @@ static result_t child_run(int variant, int merge, int p) {
   weft_config_t cfg;
   weft_config_init(&cfg);
   cfg.nvps = p;
-  check(weft_init(&cfg), "weft_init");
+  bench_check(weft_init(&cfg), "weft_init");
   serial = variant == -2;
   bundle = NULL;
-  if (variant >= 0) check(weft_schedlib_bundle_create(&bundle, NULL, (unsigned)variant), "bundle");
+  if (variant >= 0) bench_check(weft_schedlib_bundle_create(&bundle, NULL, (unsigned)variant), "bundle");
   rec_t *recs = malloc((size_t)n * sizeof *recs);
   if (!recs) _exit(2);
   srand(1);
@@ -189,9 +182,9 @@ static result_t child_run(int variant, int merge, int p) {
   weft_debug_stats_t st;
   weft_debug_stats(&st);
   res.threads = (long)st.created;
-  if (bundle) check(weft_schedlib_bundle_destroy(bundle), "bundle destroy");
+  if (bundle) bench_check(weft_schedlib_bundle_destroy(bundle), "bundle destroy");
   free(recs);
-  check(weft_shutdown(), "weft_shutdown");
+  bench_check(weft_shutdown(), "weft_shutdown");
   return res;
 }
 
@@ -236,46 +229,42 @@ static double median_l(long *v, int k) {
 
 int main(int argc, char **argv) {
   int reps = 5, procs[8] = {1, 2}, nprocs = 2;
-  const char *json = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--n") && i + 1 < argc) n = atol(argv[++i]);
-    else if (!strcmp(argv[i], "--leaf") && i + 1 < argc) leaf = atol(argv[++i]);
-    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
-    else if (!strcmp(argv[i], "--quick")) reps = 3;
-    else if (!strcmp(argv[i], "--procs") && i + 1 < argc) {
-      nprocs = 0;
-      for (char *s = strtok(argv[++i], ","); s && nprocs < 8; s = strtok(NULL, ",")) procs[nprocs++] = atoi(s);
-    } else {
-      fprintf(stderr, "usage: %s [--n N] [--leaf L] [--reps R] [--procs 1,2] [--json PATH] [--quick]\n", argv[0]);
-      return 1;
-    }
-  }
-  if (n < 2 || leaf < 1 || reps < 1 || reps > 64 || nprocs < 1) return 1;
+  const char *out = NULL;
+  int quick = bench_args_has(argc, argv, "--quick");
+  if (quick) reps = 3;
+  const bench_opt_t opts[] = {
+      BENCH_OPT_N(n, "records (100000)"),
+      {"--leaf", BENCH_LONG, &leaf, NULL, 0, "serial sort at or below (10)"},
+      BENCH_OPT_REPS(reps),
+      BENCH_OPT_PROCS(procs, nprocs, 8),
+      BENCH_OPT_OUT(out, "A2.json"),
+      BENCH_OPT_QUICK(quick),
+  };
+  bench_args(argc, argv, opts, 6, "A2: sorts with a thread per call under the eight schedlib schedulers");
+  if (n < 2 || leaf < 1 || reps < 1 || reps > 64 || nprocs < 1)
+    bench_die(argv[0], "--n at least 2, --leaf and --procs positive, --reps 1..64");
   bench_machine_t m;
   bench_machine_read(&m);
-  FILE *jf = json ? fopen(json, "w") : NULL;
-  if (json && !jf) {
-    perror(json);
-    return 1;
-  }
-  if (jf) {
-    fprintf(jf, "{\"id\": \"A2\", \"machine\": ");
-    bench_machine_json(jf, &m);
-    fprintf(jf, ",\n \"n\": %ld, \"leaf\": %ld, \"reps\": %d,\n \"records\": [", n, leaf, reps);
+  bench_json_t jf;
+  if (out) {
+    if (bench_json_start(&jf, out, "A2.json", &m) != 0) return 2;
+    bench_json_str(&jf, "id", "A2");
+    bench_json_int(&jf, "n", n);
+    bench_json_int(&jf, "leaf", leaf);
+    bench_json_int(&jf, "reps", reps);
+    bench_json_arr(&jf, "records");
   }
   printf("A2: %ld records, leaf %ld, %d reps, fresh process per run; %s, %d cores%s\n", n, leaf,
          reps, m.model, m.cores, "");
   printf("%-20s %-9s %2s %10s %18s %12s %10s %9s\n", "variant", "sort", "P", "median s",
          "min..max s", "peak RSS KiB", "minflt", "threads");
-  int first = 1;
   for (int merge = 1; merge >= 0; merge--)
     for (int pi = 0; pi < nprocs; pi++)
       for (int v = -2; v < 8; v++) {
         int p = procs[pi];
         if (v == -2 && pi > 0) continue; /* serial: once (it runs on one VP anyway) */
         double secs[64];
-        long rss[64], flt[64], thr = 0;
+        long rss[64] = {0}, flt[64] = {0}, thr = 0;
         int ok = 1;
         for (int r = 0; r < reps && ok; r++) {
           sample_t s = {0, 0, 0, 0};
@@ -300,20 +289,22 @@ int main(int argc, char **argv) {
         printf("%-20s %-9s %2d %10.4f %8.4f..%-8.4f %12.0f %10.0f %9ld\n", variant_name(v),
                merge ? "mergesort" : "quicksort", pp, s.median, s.min, s.max, mr, mf, thr);
         fflush(stdout);
-        if (jf) {
-          fprintf(jf, "%s\n  {\"variant\": \"%s\", \"sort\": \"%s\", \"P\": %d, \"median_s\": %.6f, "
-                  "\"min_s\": %.6f, \"max_s\": %.6f, \"spread\": %.4f, \"peak_rss_kib\": %.0f, "
-                  "\"peak_rss_min_kib\": %ld, \"peak_rss_max_kib\": %ld, \"minflt\": %.0f, "
-                  "\"threads\": %ld, \"reps\": %d, \"n\": %ld, \"leaf\": %ld%s}",
-                  first ? "" : ",", variant_name(v), merge ? "mergesort" : "quicksort", pp, s.median,
-                  s.min, s.max, s.median > 0 ? (s.max - s.min) / s.median : 0, mr, rmin, rmax, mf,
-                  thr, reps, n, leaf, pp > m.cores ? ", \"oversubscribed\": true" : "");
-          first = 0;
+        if (out) {
+          bench_json_record(&jf, "variant", variant_name(v), pp, pp > m.cores);
+          bench_json_str(&jf, "sort", merge ? "mergesort" : "quicksort");
+          bench_json_summary(&jf, "_s", s, 1);
+          bench_json_num(&jf, "spread", s.median > 0 ? (s.max - s.min) / s.median : 0);
+          bench_json_num(&jf, "peak_rss_kib", mr);
+          bench_json_int(&jf, "peak_rss_min_kib", rmin);
+          bench_json_int(&jf, "peak_rss_max_kib", rmax);
+          bench_json_num(&jf, "minflt", mf);
+          bench_json_int(&jf, "threads", thr);
+          bench_json_int(&jf, "reps", reps);
+          bench_json_int(&jf, "n", n);
+          bench_json_int(&jf, "leaf", leaf);
+          bench_json_end(&jf);
         }
       }
-  if (jf) {
-    fprintf(jf, "\n ]}\n");
-    fclose(jf);
-  }
+  if (out && bench_json_finish(&jf) != 0) return 2;
   return 0;
 }

@@ -1,4 +1,4 @@
-/* mixed_os.c - reader/writer locks and barriers shared by weft threads and plain OS
+/* S_mixed_os.c - reader/writer locks and barriers shared by weft threads and plain OS
  * threads (pthreads that are not weft threads), beside pthread_rwlock_t and
  * pthread_barrier_t used by the same number of pthreads, measured in the same run.
  *
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/weft.h"
 
 static int g_ops = 20000, g_rounds = 2000, g_cs = 20;
@@ -146,24 +146,20 @@ static void report(const char *name, double *v, int reps, const char *unit) {
 int main(int argc, char **argv) {
   int spin_us = 0, nvps = 2, nweft = 4, nos = 2, bweft = 4, bos = 4, reps = 7;
   const char *tests = "rwlock,barrier";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const char *k = argv[i], *v = argv[i + 1];
-    if (!strcmp(k, "--nvps")) nvps = atoi(v);
-    else if (!strcmp(k, "--spin-us")) spin_us = atoi(v);
-    else if (!strcmp(k, "--weft")) nweft = atoi(v);
-    else if (!strcmp(k, "--os")) nos = atoi(v);
-    else if (!strcmp(k, "--ops")) g_ops = atoi(v);
-    else if (!strcmp(k, "--cs")) g_cs = atoi(v);
-    else if (!strcmp(k, "--bweft")) bweft = atoi(v);
-    else if (!strcmp(k, "--bos")) bos = atoi(v);
-    else if (!strcmp(k, "--rounds")) g_rounds = atoi(v);
-    else if (!strcmp(k, "--reps")) reps = atoi(v);
-    else if (!strcmp(k, "--tests")) tests = v;
-    else {
-      fprintf(stderr, "unknown option %s\n", k);
-      return 2;
-    }
-  }
+  const bench_opt_t opts[] = {
+      {"--nvps", BENCH_INT, &nvps, NULL, 0, "weft VPs (2)"},
+      {"--spin-us", BENCH_INT, &spin_us, NULL, 0, "spin before blocking, us (0)"},
+      {"--weft", BENCH_INT, &nweft, NULL, 0, "rwlock: weft threads (4)"},
+      {"--os", BENCH_INT, &nos, NULL, 0, "rwlock: OS threads (2)"},
+      {"--ops", BENCH_INT, &g_ops, NULL, 0, "rwlock operations per thread"},
+      {"--cs", BENCH_INT, &g_cs, NULL, 0, "loop iterations inside the lock"},
+      {"--bweft", BENCH_INT, &bweft, NULL, 0, "barrier: weft threads (4)"},
+      {"--bos", BENCH_INT, &bos, NULL, 0, "barrier: OS threads (4)"},
+      {"--rounds", BENCH_INT, &g_rounds, NULL, 0, "barrier rounds"},
+      BENCH_OPT_REPS(reps),
+      {"--tests", BENCH_STR, &tests, NULL, 0, "rwlock,barrier"},
+  };
+  bench_args(argc, argv, opts, 11, "reader/writer lock and barrier shared by weft and OS threads");
   if (nweft < 0 || nweft > 256 || nos < 0 || nos > 256 || bweft < 0 || bweft > 256 ||
       bos < 0 || bos > 256 || bweft + bos < 1 || reps < 1 || reps > 101 || g_ops < 1 ||
       g_rounds < 1 || g_cs < 0) {

@@ -1,6 +1,6 @@
-/* trees_weft.c - the weft (and POSIX threads) side of R1-R3 (bench/README.md, "Trees of
+/* R_weft.c - the weft (and POSIX threads) side of R1-R3 (bench/README.md, "Trees of
  * threads and a million live threads"): one run of one benchmark in a fresh process,
- * driven by run_trees.py, which starts one process per (benchmark, library, P) under
+ * driven by R_run.py, which starts one process per (benchmark, library, P) under
  * `timeout` and collects the line this program prints:
  *
  *   RESULT {"bench": ..., "lib": ..., "P": ..., ...}
@@ -29,7 +29,7 @@
  *                   [--n N] [--reps 3] [--callgrind]
  * --callgrind (fib, queens; weft): one uncounted warm-up, then one run between two
  * CALLGRIND_TOGGLE_COLLECTs (valgrind --tool=callgrind --collect-atstart=no);
- * run_trees.py runs it at two n and divides the difference in instructions by the
+ * R_run.py runs it at two n and divides the difference in instructions by the
  * difference in spawns. */
 #include <errno.h>
 #include <pthread.h>
@@ -44,7 +44,8 @@
 #include "weft/weft.h"
 #include "weft/sync.h"
 
-#include "bench_common.h"
+#include "R_common.h"
+#include "bench.h"
 
 #ifdef WEFT_BENCH_CALLGRIND
 #include <valgrind/callgrind.h>
@@ -87,11 +88,7 @@ static void *fib_wf(void *arg) {
 
 /* ---- R2: N-queens, one thread per safe placement ------------------------------------- */
 
-#define QMAX 16
-/* Known solution counts, n = 0..16 (OEIS A000170). */
-static const long queens_known[QMAX + 1] = {1,    1,     0,      0,      2,       10,
-                                            4,    40,    92,     352,    724,     2680,
-                                            14200, 73712, 365596, 2279184, 14772512};
+#define QMAX R_QMAX
 static int qn;
 static const weft_attr_t *q_attr;
 
@@ -121,20 +118,6 @@ static void *queens(void *arg) {
     sum += (long)r;
   }
   return (void *)sum;
-}
-
-/* The serial search: solutions, and the nodes below the root (= threads created). */
-static long queens_serial(int row, uint32_t cols, uint32_t d1, uint32_t d2, long *nodes) {
-  if (row == qn) return 1;
-  long sum = 0;
-  uint32_t free_cols = ~(cols | d1 | d2) & ((1u << qn) - 1);
-  while (free_cols) {
-    uint32_t bit = free_cols & -free_cols;
-    free_cols ^= bit;
-    ++*nodes;
-    sum += queens_serial(row + 1, cols | bit, (d1 | bit) << 1, (d2 | bit) >> 1, nodes);
-  }
-  return sum;
 }
 
 /* ---- R3: a million live threads ------------------------------------------------------ */
@@ -196,14 +179,7 @@ static int run_tree(const char *bench, const char *lib, int p, long n, int reps,
       fprintf(stderr, "fib: --n must be in 0..60\n");
       return 1;
     }
-    long a = 0, b = 1;  /* fib(n), and fib(n+1) - 1 calls with n >= 2 = spawns */
-    for (long i = 0; i < n; i++) {
-      long c = a + b;
-      a = b;
-      b = c;
-    }
-    want = a;
-    spawns = b - 1;
+    want = r_fib(n, &spawns);
     arg = (void *)n;
     fn = fib;
 #if HAVE_WORK_FIRST
@@ -216,8 +192,8 @@ static int run_tree(const char *bench, const char *lib, int p, long n, int reps,
     }
     qn = (int)n;
     spawns = 0;
-    want = queens_serial(0, 0, 0, 0, &spawns);
-    if (want != queens_known[n]) wrong("serial queens found %ld solutions, known %ld", want, queens_known[n]);
+    want = r_queens_serial((int)n, 0, 0, 0, 0, &spawns);
+    if (want != r_queens_known[n]) wrong("serial queens found %ld solutions, known %ld", want, r_queens_known[n]);
     arg = &root;
     fn = queens;
     q_attr = NULL;
@@ -263,12 +239,7 @@ static int run_live(const char *lib, int p, long n) {
   }
   memset(t, 0, (size_t)n * sizeof *t);
   if (pth) {
-    cpu_set_t set;  /* the first p CPUs this process may use */
-    CPU_ZERO(&set);
-    cpu_set_t all;
-    sched_getaffinity(0, sizeof all, &all);
-    for (int c = 0, k = 0; c < CPU_SETSIZE && k < p; c++)
-      if (CPU_ISSET(c, &all)) CPU_SET(c, &set), k++;
+    cpu_set_t set = bench_cpus_first(p); /* the first p CPUs this process may use */
     sched_setaffinity(0, sizeof set, &set);
     sem_init(&pgate, 0, 0);
     sem_init(&pall_started, 0, 0);
@@ -334,27 +305,15 @@ int main(int argc, char **argv) {
   const char *bench = NULL, *lib = "weft";
   int p = 1, reps = 3, callgrind = 0;
   long n = -1;
-  for (int i = 1; i < argc; i++) {
-    const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(k, "--callgrind")) {
-      callgrind = 1;
-      continue;
-    }
-    if (!v) {
-      fprintf(stderr, "%s needs a value\n", k);
-      return 1;
-    }
-    i++;
-    if (!strcmp(k, "--bench")) bench = v;
-    else if (!strcmp(k, "--lib")) lib = v;
-    else if (!strcmp(k, "--p")) p = atoi(v);
-    else if (!strcmp(k, "--n")) n = atol(v);
-    else if (!strcmp(k, "--reps")) reps = atoi(v);
-    else {
-      fprintf(stderr, "unknown option %s (see the comment at the top of trees_weft.c)\n", k);
-      return 1;
-    }
-  }
+  const bench_opt_t opts[] = {
+      {"--bench", BENCH_STR, &bench, NULL, 0, "fib|queens|live"},
+      {"--lib", BENCH_STR, &lib, NULL, 0, "weft|weft_workfirst|pthreads"},
+      {"--p", BENCH_INT, &p, NULL, 0, "VPs (1)"},
+      BENCH_OPT_N(n, "fib(n), n queens, n live threads"),
+      BENCH_OPT_REPS(reps),
+      {"--callgrind", BENCH_FLAG, &callgrind, NULL, 0, "count one run's instructions (nvps = 1)"},
+  };
+  bench_args(argc, argv, opts, 6, "R1-R3 of weft and POSIX threads");
   if (!bench || (strcmp(bench, "fib") && strcmp(bench, "queens") && strcmp(bench, "live"))) {
     fprintf(stderr, "--bench fib|queens|live is required\n");
     return 1;

@@ -1,6 +1,6 @@
-// sweep_fiber.cc - the Boost.Fiber baseline of sweep.c: T1, T4 and T5 on P threads
+// T_sweep_fiber.cc - the Boost.Fiber baseline of T_sweep.c: T1, T4 and T5 on P threads
 // scheduled by boost::fibers::algo::work_stealing (default: suspend=false, idle threads
-// spin). The same workloads and timed regions as weft's (see sweep.c); called in a
+// spin). The same workloads and timed regions as weft's (see T_sweep.c); called in a
 // child process per P, because work_stealing fixes its thread count once per process.
 #include <boost/fiber/all.hpp>
 
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench_common.h"
+#include "bench.h"
 
 namespace bf = boost::fibers;
 

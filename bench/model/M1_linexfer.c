@@ -1,4 +1,4 @@
-/* linexfer.c - the M1 model's cache-line transfer time: two pthreads pinned to CPUs 0
+/* M1_linexfer.c - the M1 model's cache-line transfer time: two pthreads pinned to CPUs 0
  * and 1 hand one cache line back and forth (A waits for the line to hold an even value
  * and increments it; B waits for odd and increments), so every increment needs the line
  * to move from the other core. A timestamps every 64th of its increments; the time per
@@ -16,24 +16,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "bench.h"
 
 static _Alignas(64) _Atomic long line;
 static long n = 200000;
-
-static void pin(int cpu) {
-  cpu_set_t s;
-  CPU_ZERO(&s);
-  CPU_SET(cpu, &s);
-  pthread_setaffinity_np(pthread_self(), sizeof s, &s);
-}
 
 #define CHUNK 64
 static double *stamp; /* A's time at every CHUNK-th increment */
 
 static void *side(void *arg) {
   long parity = (long)arg;
-  pin((int)parity);
+  bench_pin_self(bench_cpu_nth((int)parity));
   for (long i = 0; i < n; i++) {
     while ((atomic_load_explicit(&line, memory_order_acquire) & 1) != parity) {
     }
@@ -45,17 +38,18 @@ static void *side(void *arg) {
 
 int main(int argc, char **argv) {
   int reps = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--n")) n = atol(argv[i + 1]);
-    else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-  }
-  if (reps < 1 || reps > 50 || n < 1) return 1;
+  const bench_opt_t opts[] = {
+      BENCH_OPT_N(n, "increments per thread (200000)"),
+      BENCH_OPT_REPS(reps),
+  };
+  bench_args(argc, argv, opts, 2, "cache-line transfer time between two CPUs; one JSON object on stdout");
+  if (reps < 1 || reps > 50) bench_die(argv[0], "--reps must be 1..50");
+  if (n < 2 * CHUNK) bench_die(argv[0], "--n must be at least 128");
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
     printf("{\"error\": \"one CPU: no transfer to measure\"}\n");
     return 0;
   }
   long nchunks = n / CHUNK;
-  if (nchunks < 2) return 1;
   stamp = calloc((size_t)nchunks + 1, sizeof *stamp);
   double *chunk = calloc((size_t)(nchunks * reps), sizeof *chunk);
   long nc = 0;
@@ -72,8 +66,15 @@ int main(int argc, char **argv) {
     for (long c = 1; c < nchunks; c++) chunk[nc++] = (stamp[c] - stamp[c - 1]) / (2.0 * CHUNK);
   }
   bench_summary_t s = bench_summarize(v, reps), c = bench_summarize(chunk, (int)nc);
-  printf("{\"transfer_ns\": %.4g, \"min_ns\": %.4g, \"max_ns\": %.4g, \"mean_ns\": %.4g, "
-         "\"chunks\": %ld, \"increments\": %ld, \"reps\": %d}\n",
-         c.median, c.min, c.max, s.median, nc, 2 * n, reps);
-  return 0;
+  bench_json_t j;
+  bench_json_stream(&j, stdout);
+  bench_json_obj(&j, NULL);
+  bench_json_num(&j, "transfer_ns", c.median);
+  bench_json_num(&j, "min_ns", c.min);
+  bench_json_num(&j, "max_ns", c.max);
+  bench_json_num(&j, "mean_ns", s.median);
+  bench_json_int(&j, "chunks", nc);
+  bench_json_int(&j, "increments", 2 * n);
+  bench_json_int(&j, "reps", reps);
+  return bench_json_finish(&j) == 0 ? 0 : 2;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""plot_sync.py - figures from weft_bench_spin's JSON (S1.json ... S5.json), shaped like
+"""S_plot.py - figures from weft_bench_spin's JSON (S1.json ... S5.json), shaped like
 
   S1  FastThreads Fig 4.1 / Presto Fig 1: elapsed time to increment a counter to N vs P
   S2  Presto Fig 1 (with the compute phase): elapsed time vs P
@@ -8,7 +8,7 @@
   S4  FastThreads Fig 4.3: time per processor to achieve the barrier vs P
   S5  Presto Fig 2: elapsed time to increment the atomic integer N times vs P
 
-usage: python3 bench/sync/plot_sync.py [RESULTS_DIR]   (default: bench-results; needs
+usage: python3 bench/sync/S_plot.py [RESULTS_DIR]   (default: bench-results; needs
 matplotlib). Writes RESULTS_DIR/S1.png ... S5.png. Error bars: min..max of the reps.
 Points past the core count are oversubscribed and drawn in a shaded region.
 """

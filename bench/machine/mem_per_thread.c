@@ -11,41 +11,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/weft.h"
-
-static void check(int rc, const char *what) {
-  if (rc != 0) {
-    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
-    exit(2);
-  }
-}
 
 static void *empty_body(void *arg) { return arg; }
 
 int main(int argc, char **argv) {
   long n = 1000000;
   const char *out = NULL;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--n")) n = atol(argv[i + 1]);
-    else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
-  }
+  const bench_opt_t opts[] = {
+      BENCH_OPT_N(n, "threads (1000000)"),
+      BENCH_OPT_OUT(out, "memory.json"),
+  };
+  bench_args(argc, argv, opts, 2, "memory per created-but-unstarted weft thread");
+  if (n < 1) bench_die(argv[0], "--n must be at least 1");
   weft_config_t cfg;
   weft_config_init(&cfg);
   cfg.nvps = 1;
-  check(weft_init(&cfg), "weft_init");
+  bench_check(weft_init(&cfg), "weft_init");
 
   weft_thread_t **t = malloc((size_t)n * sizeof *t);
   if (!t) return 2;
   memset(t, 0, (size_t)n * sizeof *t);
   long before = bench_rss_kib();
-  for (long i = 0; i < n; i++) check(weft_create(&t[i], NULL, empty_body, NULL), "weft_create");
+  for (long i = 0; i < n; i++) bench_check(weft_create(&t[i], NULL, empty_body, NULL), "weft_create");
   long after = bench_rss_kib();
-  for (long i = 0; i < n; i++) check(weft_join(t[i], NULL), "weft_join");
+  for (long i = 0; i < n; i++) bench_check(weft_join(t[i], NULL), "weft_join");
   long joined = bench_rss_kib();
-  check(weft_shutdown(), "weft_shutdown");
+  bench_check(weft_shutdown(), "weft_shutdown");
   free(t);
 
   double per = (double)(after - before) * 1024.0 / (double)n;
@@ -54,18 +48,16 @@ int main(int argc, char **argv) {
   printf("machine: %s, %d cores, Linux %s\n", m.model, m.cores, m.kernel);
   printf("weft: %ld unstarted threads: VmRSS %ld -> %ld KiB: %.1f bytes per thread"
          " (after joining them all: %ld KiB)\n", n, before, after, per, joined);
+  bench_json_t j;
   if (out) {
-    mkdir(out, 0777);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/memory.json", out);
-    FILE *f = fopen(path, "w");
-    if (!f) { perror(path); return 2; }
-    fprintf(f, "{\"machine\": ");
-    bench_machine_json(f, &m);
-    fprintf(f, ", \"lib\": \"weft\", \"threads\": %ld, \"rss_before_kib\": %ld, "
-               "\"rss_after_kib\": %ld, \"rss_after_join_kib\": %ld, \"bytes_per_thread\": %.1f}\n",
-            n, before, after, joined, per);
-    fclose(f);
+    if (bench_json_start(&j, out, "memory.json", &m) != 0) return 2;
+    bench_json_str(&j, "lib", "weft");
+    bench_json_int(&j, "threads", n);
+    bench_json_int(&j, "rss_before_kib", before);
+    bench_json_int(&j, "rss_after_kib", after);
+    bench_json_int(&j, "rss_after_join_kib", joined);
+    bench_json_num(&j, "bytes_per_thread", per);
+    if (bench_json_finish(&j) != 0) return 2;
   }
   return 0;
 }

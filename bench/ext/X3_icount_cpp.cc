@@ -1,7 +1,8 @@
-// icount_cpp.cc - X3: the L1-L4 loops of icount.c written with the C++ layer
+// X3_icount_cpp.cc - X3: the L1-L4 loops of L_icount.cc written with the C++ layer
 // (weft/weft.hpp), for instruction counting under callgrind (bench/icount.sh runs both
 // and prints the C and C++ rows side by side).
 //
+//   weft_icount_cpp --mode MODE --n N, MODE:
 //   weft_icount_cpp l1 N   N x weft::thread(fn) that has not run (batches of 500; the
 //                          joins are not collected)
 //   weft_icount_cpp l2 N   N x weft::thread(fn).join(), nvps=1
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "bench.h"
 #include "weft/weft.hpp"
 
 #ifdef WEFT_BENCH_CALLGRIND
@@ -52,13 +54,17 @@ bool partner_stop;
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 3 || (std::strcmp(argv[1], "l1") && std::strcmp(argv[1], "l2") &&
-                    std::strcmp(argv[1], "l3") && std::strcmp(argv[1], "l4m"))) {
-    std::fprintf(stderr, "usage: %s l1|l2|l3|l4m N\n", argv[0]);
-    return 1;
-  }
-  const std::string mode = argv[1];
-  long n = std::atol(argv[2]);
+  const char *mode_name = nullptr;
+  long n = 0;
+  const bench_opt_t opts[] = {
+      {"--mode", BENCH_STR, &mode_name, nullptr, 0, "l1|l2|l3|l4m"},
+      {"--n", BENCH_LONG, &n, nullptr, 0, "operations"},
+  };
+  bench_args(argc, argv, opts, 2, "X3: the L1-L4 loops through the C++ layer, for callgrind (bench/icount.sh)");
+  if (!mode_name || n < 1 || (std::strcmp(mode_name, "l1") && std::strcmp(mode_name, "l2") &&
+                              std::strcmp(mode_name, "l3") && std::strcmp(mode_name, "l4m")))
+    bench_die(argv[0], "--mode l1|l2|l3|l4m and --n >= 1 are needed");
+  const std::string mode = mode_name;
   long ops = n;
   try {
     weft::runtime rt(1);

@@ -18,12 +18,12 @@ struct Bundle {
   weft_bundle_t *b = nullptr;
   explicit Bundle(int which) {
     if (which == kExample)
-      weft_bench::check(weft_bundle_create(&b, nullptr, &custom_fifo_ops, nullptr), "weft_bundle_create");
+      bench_check(weft_bundle_create(&b, nullptr, &custom_fifo_ops, nullptr), "weft_bundle_create");
     else
-      weft_bench::check(weft_schedlib_bundle_create(&b, nullptr, WEFT_SCHED_FIFO | WEFT_SCHED_LAZY),
+      bench_check(weft_schedlib_bundle_create(&b, nullptr, WEFT_SCHED_FIFO | WEFT_SCHED_LAZY),
                         "weft_schedlib_bundle_create");
   }
-  ~Bundle() { weft_bench::check(weft_schedlib_bundle_destroy(b), "bundle destroy"); }
+  ~Bundle() { bench_check(weft_schedlib_bundle_destroy(b), "bundle destroy"); }
   weft_attr_t attr() const {
     weft_attr_t a;
     weft_attr_init(&a);
@@ -39,12 +39,12 @@ double in_bundle(const Bundle &bd, F f) {
   weft_thread_t *t;
   double ns = 0;
   struct Ctx { F *f; double *ns; } ctx{&f, &ns};
-  weft_bench::check(weft_create(&t, &a, [](void *p) -> void * {
+  bench_check(weft_create(&t, &a, [](void *p) -> void * {
     auto *c = static_cast<Ctx *>(p);
     *c->ns = (*c->f)();
     return nullptr;
   }, &ctx), "weft_create");
-  weft_bench::check(weft_join(t, nullptr), "weft_join");
+  bench_check(weft_join(t, nullptr), "weft_join");
   return ns;
 }
 
@@ -58,8 +58,8 @@ void X2_L2(benchmark::State &state, int which) {
       double t0 = bench_now_ns();
       for (int i = 0; i < n; i++) {
         weft_thread_t *t;
-        weft_bench::check(weft_create(&t, &a, weft_bench::empty_body, nullptr), "weft_create");
-        weft_bench::check(weft_join(t, nullptr), "weft_join");
+        bench_check(weft_create(&t, &a, weft_bench::empty_body, nullptr), "weft_create");
+        bench_check(weft_join(t, nullptr), "weft_join");
       }
       return bench_now_ns() - t0;
     });
@@ -94,7 +94,7 @@ void X2_L3(benchmark::State &state, int which) {
   double mine = 0, theirs = 0;
   weft_thread_t *partner = nullptr;
   in_bundle(bd, [&]() {
-    weft_bench::check(weft_create(&partner, &a, x2_partner, nullptr), "weft_create");
+    bench_check(weft_create(&partner, &a, x2_partner, nullptr), "weft_create");
     weft_sem_wait(&x2_started);
     weft_bench::run_batches(state, 2000, [&](benchmark::IterationCount n) {
       long p0 = x2_partner_yields;
@@ -106,7 +106,7 @@ void X2_L3(benchmark::State &state, int which) {
       return ns * static_cast<double>(n) / static_cast<double>(n / 2 + (x2_partner_yields - p0));
     });
     x2_stop = true;
-    weft_bench::check(weft_join(partner, nullptr), "weft_join");
+    bench_check(weft_join(partner, nullptr), "weft_join");
     return 0.0;
   });
   weft_sem_destroy(&x2_started);

@@ -1,4 +1,4 @@
-/* spin_sweep.c - spin-waiting and atomic integers as processors are added: rows S1-S5 of
+/* S_spin.c - spin-waiting and atomic integers as processors are added: rows S1-S5 of
  * BENCHMARKS.md (FastThreads Fig 4.1-4.3, Presto Fig 1-2), every weft spinlock kind
  * beside pthread_spinlock_t and pthread_mutex_t, in one run.
  *
@@ -43,10 +43,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/atomic_int.h"
 #include "weft/spinlock.h"
 #include "weft/weft.h"
@@ -103,18 +102,8 @@ __attribute__((noinline)) static void cs_work(long w) {
   for (long i = 0; i < w; i++) sh.data[i & 63] += i;
 }
 static void calibrate(void) {
-  long it = 2000000;
-  for (;;) {
-    double t0 = bench_now_ns();
-    compute(it);
-    double ns = bench_now_ns() - t0;
-    if (ns > 20e6) {
-      iters_per_us = (long)((double)it * 1000.0 / ns);
-      if (iters_per_us < 1) iters_per_us = 1;
-      return;
-    }
-    it *= 4;
-  }
+  iters_per_us = (long)bench_calibrate(compute);
+  if (iters_per_us < 1) iters_per_us = 1;
 }
 
 /* ---- one run: P workers, a start barrier, a body ---------------------------------------- */
@@ -153,16 +142,10 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-/* The first p CPUs this process may use. */
+
+/* The CPUs this process may use, read before weft pins its VPs (cfg.pin = 1 pins the
+ * main thread too): the pthread baselines run pinned to the first P of them. */
 static int cpu_of[MAX_P];
-static void read_cpus(void) {
-  cpu_set_t all;
-  sched_getaffinity(0, sizeof all, &all);
-  int got = 0;
-  for (int c = 0; c < CPU_SETSIZE && got < MAX_P; c++)
-    if (CPU_ISSET(c, &all)) cpu_of[got++] = c;
-  for (int i = got; i < MAX_P; i++) cpu_of[i] = got ? cpu_of[i % got] : 0;
-}
 
 /* Runs r on r->p threads (weft threads, or pinned pthreads); returns seconds. */
 static double run_once(run_t *r, int impl) {
@@ -388,15 +371,6 @@ static void measure(int row, int k, int impl, int p, int over, long param, run_t
 
 /* ---- driver ------------------------------------------------------------------------------- */
 
-static int parse_list(const char *s, long *v, int max) {
-  int n = 0;
-  while (*s && n < max) {
-    v[n++] = atol(s);
-    s += strcspn(s, ",");
-    s += *s == ',';
-  }
-  return n;
-}
 
 static struct {
   const char *rows, *kinds;
@@ -481,53 +455,55 @@ static void print_tables(const bench_machine_t *m) {
 }
 
 static int write_json(const char *dir, const bench_machine_t *m) {
-  mkdir(dir, 0777);
   int rc = 0;
   for (int row = 0; row < NROWS; row++) {
     int any = 0;
     for (int i = 0; i < nresults; i++) any |= results[i].row == row;
     if (!any) continue;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.json", dir, row_name[row]);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-      perror(path);
+    char file[32];
+    snprintf(file, sizeof file, "%s.json", row_name[row]);
+    bench_json_t f;
+    if (bench_json_start(&f, dir, file, m) != 0) {
       rc = -1;
       continue;
     }
-    fprintf(f, "{\"row\": \"%s\", \"title\": \"%s\", \"machine\": ", row_name[row],
-            row_title[row]);
-    bench_machine_json(f, m);
-    fprintf(f, ",\n \"config\": {\"reps\": %d, \"warmup_runs\": 1, \"n\": %ld, \"s2_n\": %ld, "
-               "\"s2_compute_us\": %ld, \"s3_n\": %ld, \"s4_rounds\": %ld, \"s5_n\": %ld, "
-               "\"compute_iters_per_us\": %ld, \"spin_os_yield_spins\": %d, "
-               "\"array_slots\": %d, \"backoff_min\": %u, \"backoff_max\": %u,\n"
-               "  \"weft\": \"P weft threads on P VPs (nvps=P, pin=1, affinity i)\", "
-               "\"pthread\": \"P pthreads pinned to the first P CPUs\"},\n \"results\": [",
-            reps, opt.n, opt.s2_n, opt.s2_us, opt.s3_n, opt.s4_rounds, opt.s5_n, iters_per_us,
-            WEFT_SPIN_OS_YIELD_SPINS, WEFT_SPIN_ARRAY_SLOTS, WEFT_SPIN_BACKOFF_MIN,
-            WEFT_SPIN_BACKOFF_MAX);
-    int first = 1;
+    bench_json_str(&f, "row", row_name[row]);
+    bench_json_str(&f, "title", row_title[row]);
+    bench_json_obj(&f, "config");
+    bench_json_int(&f, "reps", reps);
+    bench_json_int(&f, "warmup_runs", 1);
+    bench_json_int(&f, "n", opt.n);
+    bench_json_int(&f, "s2_n", opt.s2_n);
+    bench_json_int(&f, "s2_compute_us", opt.s2_us);
+    bench_json_int(&f, "s3_n", opt.s3_n);
+    bench_json_int(&f, "s4_rounds", opt.s4_rounds);
+    bench_json_int(&f, "s5_n", opt.s5_n);
+    bench_json_int(&f, "compute_iters_per_us", iters_per_us);
+    bench_json_int(&f, "spin_os_yield_spins", WEFT_SPIN_OS_YIELD_SPINS);
+    bench_json_int(&f, "array_slots", WEFT_SPIN_ARRAY_SLOTS);
+    bench_json_int(&f, "backoff_min", WEFT_SPIN_BACKOFF_MIN);
+    bench_json_int(&f, "backoff_max", WEFT_SPIN_BACKOFF_MAX);
+    bench_json_str(&f, "weft", "P weft threads on P VPs (nvps=P, pin=1, affinity i)");
+    bench_json_str(&f, "pthread", "P pthreads pinned to the first P CPUs");
+    bench_json_end(&f);
+    bench_json_arr(&f, "results");
     for (int i = 0; i < nresults; i++) {
       const result_t *x = &results[i];
       if (x->row != row) continue;
-      fprintf(f, "%s\n  {\"kind\": \"%s\", \"threads\": \"%s\", \"P\": %d, "
-                 "\"oversubscribed\": %s, \"param\": %ld, \"ops\": %ld, \"median_s\": %.6g, "
-                 "\"min_s\": %.6g, \"max_s\": %.6g, \"ns_per_op\": %.5g, ",
-              first ? "" : ",", kinds[x->kind].name, impl_name[x->impl], x->p,
-              x->oversub ? "true" : "false", x->param, x->ops, x->sum.median, x->sum.min,
-              x->sum.max, per_op_ns(x));
-      if (row == S3) fprintf(f, "\"relative_speed\": %.5g, ", relative_speed(x));
-      if (row <= S3)
-        fprintf(f, "\"share_min\": %.4g, \"share_max\": %.4g, ", x->share_min, x->share_max);
-      fprintf(f, "\"seconds\": [");
-      for (int j = 0; j < x->reps; j++) fprintf(f, "%s%.6g", j ? ", " : "", x->s[j]);
-      fprintf(f, "]}");
-      first = 0;
+      bench_json_record(&f, "kind", kinds[x->kind].name, x->p, x->oversub);
+      bench_json_str(&f, "threads", impl_name[x->impl]);
+      bench_json_int(&f, "param", x->param);
+      bench_json_int(&f, "ops", x->ops);
+      bench_json_num(&f, "ns_per_op", per_op_ns(x));
+      if (row == S3) bench_json_num(&f, "relative_speed", relative_speed(x));
+      if (row <= S3) {
+        bench_json_num(&f, "share_min", x->share_min);
+        bench_json_num(&f, "share_max", x->share_max);
+      }
+      bench_json_times(&f, x->sum, x->s, x->reps);
+      bench_json_end(&f);
     }
-    fprintf(f, "\n]}\n");
-    fclose(f);
-    printf("wrote %s\n", path);
+    if (bench_json_finish(&f) != 0) rc = -1;
   }
   return rc;
 }
@@ -535,33 +511,29 @@ static int write_json(const char *dir, const bench_machine_t *m) {
 int main(int argc, char **argv) {
   bench_machine_t m;
   bench_machine_read(&m);
-  read_cpus();
+  for (int i = 0; i < MAX_P; i++) cpu_of[i] = bench_cpu_nth(i);
   const char *out = "bench-results";
   long procs[16], oversub[16];
   int nprocs = 0, nover = 0;
   for (int p = 1; p <= m.cores && nprocs < 16; p++) procs[nprocs++] = p;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const char *k = argv[i], *v = argv[i + 1];
-    if (!strcmp(k, "--out")) out = v;
-    else if (!strcmp(k, "--reps")) reps = atoi(v);
-    else if (!strcmp(k, "--procs")) nprocs = parse_list(v, procs, 16);
-    else if (!strcmp(k, "--oversub")) nover = parse_list(v, oversub, 16);
-    else if (!strcmp(k, "--rows")) opt.rows = v;
-    else if (!strcmp(k, "--kinds")) opt.kinds = v;
-    else if (!strcmp(k, "--pthreads-all")) opt.pthreads_all = atoi(v);
-    else if (!strcmp(k, "--n")) opt.n = atol(v);
-    else if (!strcmp(k, "--s2-n")) opt.s2_n = atol(v);
-    else if (!strcmp(k, "--s2-us")) opt.s2_us = atol(v);
-    else if (!strcmp(k, "--s3-n")) opt.s3_n = atol(v);
-    else if (!strcmp(k, "--s3-work")) opt.ns3 = parse_list(v, opt.s3_work, MAX_WORK);
-    else if (!strcmp(k, "--s4-rounds")) opt.s4_rounds = atol(v);
-    else if (!strcmp(k, "--s5-n")) opt.s5_n = atol(v);
-    else {
-      fprintf(stderr, "unknown option %s (see the comment at the top of spin_sweep.c)\n", k);
-      return 1;
-    }
-  }
-  if (reps < 1 || reps > MAX_REPS) reps = 5;
+  const bench_opt_t opts[] = {
+      BENCH_OPT_OUT(out, "S1.json ... S5.json"),
+      BENCH_OPT_REPS(reps),
+      {"--procs", BENCH_LONGS, procs, &nprocs, 16, "P values (1..cores)"},
+      {"--oversub", BENCH_LONGS, oversub, &nover, 16, "oversubscribed P values (none)"},
+      {"--rows", BENCH_STR, &opt.rows, NULL, 0, "S1,S2,S3,S4,S5"},
+      {"--kinds", BENCH_STR, &opt.kinds, NULL, 0, "lock kinds"},
+      {"--pthreads-all", BENCH_INT, &opt.pthreads_all, NULL, 0, "1: the weft kinds on pthreads too"},
+      BENCH_OPT_N(opt.n, "S1 acquisitions (1000000)"),
+      {"--s2-n", BENCH_LONG, &opt.s2_n, NULL, 0, "S2 acquisitions (20000)"},
+      {"--s2-us", BENCH_LONG, &opt.s2_us, NULL, 0, "S2 compute per acquisition, us"},
+      {"--s3-n", BENCH_LONG, &opt.s3_n, NULL, 0, "S3 acquisitions (100000)"},
+      {"--s3-work", BENCH_LONGS, opt.s3_work, &opt.ns3, MAX_WORK, "S3 critical-section work (0,10,100,1000)"},
+      {"--s4-rounds", BENCH_LONG, &opt.s4_rounds, NULL, 0, "S4 barrier rounds (20000)"},
+      {"--s5-n", BENCH_LONG, &opt.s5_n, NULL, 0, "S5 increments (1000000)"},
+  };
+  bench_args(argc, argv, opts, 14, "S1-S5: spin-waiting and atomic integers");
+  if (reps < 1 || reps > MAX_REPS) bench_die(argv[0], "--reps out of range");
   calibrate();
   printf("spin sweep: machine %s, %d cores; rows %s; 1 warm-up + %d runs per point\n", m.model,
          m.cores, opt.rows, reps);

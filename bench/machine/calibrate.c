@@ -1,4 +1,4 @@
-/* parallel.c - how much parallelism does this machine really give? P kernel threads
+/* calibrate.c - how much parallelism does this machine really give? P kernel threads
  * (P = 1..cores, each pinned to its own CPU) each run the same fixed amount of
  * independent integer work, no sharing; speedup = P * time(1) / time(P). An ideal
  * machine gives P. Printed beside the T sweeps so that a thread package's speedup
@@ -13,16 +13,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "bench.h"
 
 #define WORK 200000000L
 
 static void *spin(void *arg) {
   int cpu = (int)(long)arg;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  bench_pin_self(bench_cpu_nth(cpu));
   volatile unsigned long x = 0;
   for (long i = 0; i < WORK; i++) x += (unsigned long)i * 7u;
   return (void *)(unsigned long)x;
@@ -36,18 +33,14 @@ static double run(int p) {
   return bench_now_ns() - t0;
 }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
   const char *out = "bench-results";
   int reps = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--out")) out = argv[i + 1];
-    else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-  }
+  const bench_opt_t opts[] = {
+      BENCH_OPT_OUT(out, "calibrate.json"),
+      BENCH_OPT_REPS(reps),
+  };
+  bench_args(argc, argv, opts, 2, "how much parallelism the machine gives");
   int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 256) cores = 256;
   if (reps < 1 || reps > 50) reps = 3;
@@ -56,20 +49,20 @@ int main(int argc, char **argv) {
   for (int p = 1; p <= cores; p++) {
     double v[50];
     for (int r = 0; r < reps; r++) v[r] = run(p);
-    qsort(v, (size_t)reps, sizeof v[0], cmp);
-    med[p] = v[reps / 2];
+    med[p] = bench_summarize(v, reps).median;
     printf("%-2d %-36.3f %.2fx\n", p, med[p] * 1e-9, p * med[1] / med[p]);
   }
-  char path[4096];
-  snprintf(path, sizeof path, "%s/calibrate.json", out);
-  FILE *f = fopen(path, "w");
-  if (f) {
-    fprintf(f, "{\n  \"what\": \"P pinned threads of independent integer work; speedup = P*t(1)/t(P)\",\n  \"points\": [");
-    for (int p = 1; p <= cores; p++)
-      fprintf(f, "%s\n    {\"p\": %d, \"seconds\": %.6f, \"speedup\": %.3f}", p > 1 ? "," : "", p,
-              med[p] * 1e-9, p * med[1] / med[p]);
-    fprintf(f, "\n  ]\n}\n");
-    fclose(f);
+  bench_json_t j;
+  if (bench_json_open(&j, out, "calibrate.json") != 0) return 2;
+  bench_json_obj(&j, NULL);
+  bench_json_str(&j, "what", "P pinned threads of independent integer work; speedup = P*t(1)/t(P)");
+  bench_json_arr(&j, "points");
+  for (int p = 1; p <= cores; p++) {
+    bench_json_obj(&j, NULL);
+    bench_json_int(&j, "p", p);
+    bench_json_num(&j, "seconds", med[p] * 1e-9);
+    bench_json_num(&j, "speedup", p * med[1] / med[p]);
+    bench_json_end(&j);
   }
-  return 0;
+  return bench_json_finish(&j) == 0 ? 0 : 2;
 }

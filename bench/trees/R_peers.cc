@@ -1,5 +1,5 @@
-// trees_peers.cc - the OpenMP tasks, oneTBB task_group and Boost.Fiber side of R1-R3
-// (trees_weft.c has weft's and the comment on what each benchmark does). One source,
+// R_peers.cc - the OpenMP tasks, oneTBB task_group and Boost.Fiber side of R1-R3
+// (R_weft.c has weft's and the comment on what each benchmark does). One source,
 // built three times (bench/trees/CMakeLists.txt), once per package, so that each process
 // loads only its own runtime and the peak RSS is its own:
 //
@@ -15,7 +15,7 @@
 //
 // Task systems cannot keep a million tasks blocked (a task that waits holds its worker
 // thread), so `live` is Boost.Fiber's only. Output, checks and exit codes as
-// trees_weft.c: one "RESULT {...}" line; "WRONG RESULT" and exit 3 on a wrong answer.
+// R_weft.c: one "RESULT {...}" line; "WRONG RESULT" and exit 3 on a wrong answer.
 //
 // usage: weft_trees_<pkg> --bench fib|queens|live [--p 1] [--n N] [--reps 3]
 #include <atomic>
@@ -43,16 +43,13 @@ namespace bf = boost::fibers;
 #error "define one of TREES_OMP, TREES_TBB, TREES_FIBER"
 #endif
 
-#include "bench_common.h"
+#include "R_common.h"
+#include "bench.h"
 
 namespace {
 
 constexpr int kMaxReps = 50;
-constexpr int kQMax = 16;
-// Known solution counts, n = 0..16 (OEIS A000170).
-constexpr long kQueensKnown[kQMax + 1] = {1,     1,     0,      0,      2,       10,
-                                          4,     40,    92,     352,    724,     2680,
-                                          14200, 73712, 365596, 2279184, 14772512};
+constexpr int kQMax = R_QMAX;
 int qn;
 
 [[noreturn]] void wrong(const char *what, long got, long want) {
@@ -66,16 +63,6 @@ struct QNode {
   uint32_t free_cols() const { return ~(cols | d1 | d2) & ((1u << qn) - 1); }
   QNode child(uint32_t bit) const { return {row + 1, cols | bit, (d1 | bit) << 1, (d2 | bit) >> 1}; }
 };
-
-long queens_serial(const QNode &q, long *nodes) {
-  if (q.row == qn) return 1;
-  long sum = 0;
-  for (uint32_t f = q.free_cols(); f; f &= f - 1) {
-    ++*nodes;
-    sum += queens_serial(q.child(f & -f), nodes);
-  }
-  return sum;
-}
 
 // ---- the three packages: fib and queens exactly as weft's (one task/fiber per call) ----
 
@@ -199,7 +186,7 @@ void live_body() {
 }
 
 // P OS threads under work_stealing: every one registers before any dispatches (a thief
-// picks a random peer), as sweep_fiber.cc does; the helpers run fibers until `fini`.
+// picks a random peer), as T_sweep_fiber.cc does; the helpers run fibers until `fini`.
 struct FiberPool {
   std::vector<std::thread> helpers;
   bf::mutex fini_m;
@@ -247,22 +234,15 @@ int run_tree(bool is_fib, int p, long n, int reps) {
       std::fprintf(stderr, "fib: --n must be in 0..60\n");
       return 1;
     }
-    long a = 0, b = 1;
-    for (long i = 0; i < n; i++) {
-      long c = a + b;
-      a = b;
-      b = c;
-    }
-    want = a;
-    spawns = b - 1;
+    want = r_fib(n, &spawns);
   } else {
     if (n < 1 || n > kQMax) {
       std::fprintf(stderr, "queens: --n must be in 1..%d\n", kQMax);
       return 1;
     }
     qn = static_cast<int>(n);
-    want = queens_serial(QNode{0, 0, 0, 0}, &spawns);
-    if (want != kQueensKnown[n]) wrong("serial queens", want, kQueensKnown[n]);
+    want = r_queens_serial(qn, 0, 0, 0, 0, &spawns);
+    if (want != r_queens_known[n]) wrong("serial queens", want, r_queens_known[n]);
   }
 #if defined(TREES_TBB)
   // an arena of more threads than cores (the oversubscribed points) needs this
@@ -327,17 +307,13 @@ int main(int argc, char **argv) {
   const char *bench = nullptr;
   int p = 1, reps = 3;
   long n = -1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const char *k = argv[i], *v = argv[i + 1];
-    if (!std::strcmp(k, "--bench")) bench = v;
-    else if (!std::strcmp(k, "--p")) p = std::atoi(v);
-    else if (!std::strcmp(k, "--n")) n = std::atol(v);
-    else if (!std::strcmp(k, "--reps")) reps = std::atoi(v);
-    else {
-      std::fprintf(stderr, "unknown option %s (see the comment at the top of trees_peers.cc)\n", k);
-      return 1;
-    }
-  }
+  const bench_opt_t opts[] = {
+      {"--bench", BENCH_STR, &bench, nullptr, 0, "fib|queens|live"},
+      {"--p", BENCH_INT, &p, nullptr, 0, "worker threads (1)"},
+      BENCH_OPT_N(n, "fib(n), n queens, n live threads"),
+      BENCH_OPT_REPS(reps),
+  };
+  bench_args(argc, argv, opts, 4, "R1-R3 of " TREES_LIB);
   if (p < 1 || p > 256 || reps < 1 || reps > kMaxReps || !bench) {
     std::fprintf(stderr, "usage: --bench fib|queens|live [--p 1..256] [--n N] [--reps 1..%d]\n", kMaxReps);
     return 1;

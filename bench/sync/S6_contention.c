@@ -34,9 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/weft.h"
 
 #define MAX_REPS 50
@@ -64,16 +63,9 @@ static inline uint64_t work(int units, uint64_t x) {
   return x;
 }
 
-static double calibrate_unit_ns(void) {
-  double best = 1e30;
-  for (int r = 0; r < 5; r++) {
-    double t0 = bench_now_ns();
-    uint64_t x = work(200000, (uint64_t)r);
-    double ns = (bench_now_ns() - t0) / 200000;
-    __asm__ volatile("" : : "r"(x));
-    if (ns < best) best = ns;
-  }
-  return best;
+static void burn(long units) {
+  uint64_t x = work(units, 1);
+  __asm__ volatile("" : : "r"(x));
 }
 
 /* ---- one run ---- */
@@ -112,13 +104,6 @@ static void *pthread_worker(void *arg) {
   return (void *)(uintptr_t)(x & 1);
 }
 
-static void check(int rc, const char *what) {
-  if (rc != 0) {
-    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
-    exit(2);
-  }
-}
-
 /* Runs one repetition; returns seconds. weft must be running with the wanted nvps (for
  * weft variants); pthreads get the first p CPUs. */
 static double run_once(int variant, const setup_t *su, int w, long total, int p) {
@@ -135,13 +120,11 @@ static double run_once(int variant, const setup_t *su, int w, long total, int p)
     weft_thread_t *t[MAX_THREADS];
     t0 = bench_now_ns();
     for (int i = 0; i < nthreads; i++)
-      check(weft_create(&t[i], NULL, weft_worker, &slots[i % su->locks]), "weft_create");
-    for (int i = 0; i < nthreads; i++) check(weft_join(t[i], NULL), "weft_join");
+      bench_check(weft_create(&t[i], NULL, weft_worker, &slots[i % su->locks]), "weft_create");
+    for (int i = 0; i < nthreads; i++) bench_check(weft_join(t[i], NULL), "weft_join");
     t1 = bench_now_ns();
   } else {
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    for (int c = 0; c < p; c++) CPU_SET(c, &cpus);
+    cpu_set_t cpus = bench_cpus_first(p);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setaffinity_np(&attr, sizeof cpus, &cpus);
@@ -156,7 +139,7 @@ static double run_once(int variant, const setup_t *su, int w, long total, int p)
   long sum = 0;
   for (int l = 0; l < su->locks; l++) {
     sum += slots[l].counter;
-    if (variant != V_PTHREADS) check(weft_mutex_destroy(&slots[l].wm), "weft_mutex_destroy");
+    if (variant != V_PTHREADS) bench_check(weft_mutex_destroy(&slots[l].wm), "weft_mutex_destroy");
     pthread_mutex_destroy(&slots[l].pm);
   }
   if (sum != cur_iters * nthreads) {
@@ -185,7 +168,7 @@ static long total_iters = 100000;
 static void run_point(const char *part, int setup, int w, int p, int variant, int oversub) {
   point_t *pt = &pts[npts++];
   *pt = (point_t){part, setup, w, p, variant, oversub, total_iters, {0, 0, 0}, {0}};
-  if (variant != V_PTHREADS) check(weft_sync_set_spin(vspin[variant][0], vspin[variant][1]), "set_spin");
+  if (variant != V_PTHREADS) bench_check(weft_sync_set_spin(vspin[variant][0], vspin[variant][1]), "set_spin");
   double v[MAX_REPS];
   run_once(variant, &setups[setup], w, total_iters / 10, p); /* warm-up */
   for (int r = 0; r < reps; r++) {
@@ -200,7 +183,7 @@ static void run_point(const char *part, int setup, int w, int p, int variant, in
     pt->stats.idled += st.idled;
   }
   pt->s = bench_summarize(v, reps);
-  check(weft_sync_set_spin(400, 1), "set_spin");
+  bench_check(weft_sync_set_spin(400, 1), "set_spin");
 }
 
 static point_t *find(const char *part, int setup, int w, int p, int variant) {
@@ -215,18 +198,7 @@ static void weft_start(int nvps) {
   weft_config_t cfg;
   weft_config_init(&cfg);
   cfg.nvps = nvps;
-  check(weft_init(&cfg), "weft_init");
-}
-
-static int parse_list(const char *s, int *out, int max) {
-  int n = 0;
-  while (*s && n < max) {
-    out[n++] = atoi(s);
-    s = strchr(s, ',');
-    if (!s) break;
-    s++;
-  }
-  return n;
+  bench_check(weft_init(&cfg), "weft_init");
 }
 
 static void cell(char *buf, size_t len, const point_t *pt) {
@@ -244,32 +216,31 @@ int main(int argc, char **argv) {
   int ws[MAX_W] = {0, 5, 10, 20, 40, 60, 80, 100}, nw = 8;
   int pws[MAX_W] = {0, 20, 40, 80}, npw = 4;
   int oversub = 4, prime_w = -1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--quick")) {
-      reps = 3;
-      total_iters = 40000;
-      nw = parse_list("0,10,40,80", ws, MAX_W);
-      npw = parse_list("0,40", pws, MAX_W);
-      continue;
-    }
-    if (!v) goto usage;
-    if (!strcmp(a, "--out")) out = v;
-    else if (!strcmp(a, "--reps")) reps = atoi(v);
-    else if (!strcmp(a, "--iters")) total_iters = atol(v);
-    else if (!strcmp(a, "--w")) nw = parse_list(v, ws, MAX_W);
-    else if (!strcmp(a, "--pw")) npw = parse_list(v, pws, MAX_W);
-    else if (!strcmp(a, "--oversub")) oversub = atoi(v);
-    else if (!strcmp(a, "--prime-w")) prime_w = atoi(v);
-    else goto usage;
-    i++;
+  int quick = bench_args_has(argc, argv, "--quick");
+  if (quick) {
+    reps = 3;
+    total_iters = 40000;
+    nw = bench_parse_ints("0,10,40,80", ws, MAX_W);
+    npw = bench_parse_ints("0,40", pws, MAX_W);
   }
-  if (reps < 1 || reps > MAX_REPS || total_iters < 40 || nw < 1) goto usage;
+  const bench_opt_t opts[] = {
+      BENCH_OPT_OUT(out, "S6.json"),
+      BENCH_OPT_REPS(reps),
+      {"--iters", BENCH_LONG, &total_iters, NULL, 0, "lock acquisitions in all (100000)"},
+      {"--w", BENCH_INTS, ws, &nw, MAX_W, "work units for the W sweep (0,5,10,20,40,60,80,100)"},
+      {"--pw", BENCH_INTS, pws, &npw, MAX_W, "work units for the P sweep (0,20,40,80)"},
+      {"--oversub", BENCH_INT, &oversub, NULL, 0, "oversubscribed P (4)"},
+      {"--prime-w", BENCH_INT, &prime_w, NULL, 0, "W of the statistics (else: the most contended)"},
+      BENCH_OPT_QUICK(quick),
+  };
+  bench_args(argc, argv, opts, 8, "S6: the contention benchmark of C-Threads 5.2-5.3");
+  if (reps < 1 || reps > MAX_REPS || total_iters < 40 || nw < 1)
+    bench_die(argv[0], "--reps 1..MAX_REPS, --iters at least 40, --w not empty");
 
   bench_machine_t m;
   bench_machine_read(&m);
   int cores = m.cores;
-  double unit_ns = calibrate_unit_ns();
+  double unit_ns = 1000.0 / bench_calibrate(burn);
   printf("S6 contention benchmark (C-Threads §5.2-5.3)\n");
   printf("machine: %s, %d cores, Linux %s\n", m.model, cores, m.kernel);
   printf("one unit of work = %d multiply-adds = %.1f ns; %ld iterations per point; %d repetitions;"
@@ -281,7 +252,7 @@ int main(int argc, char **argv) {
   for (int su = 0; su < NSETUPS; su++)
     for (int i = 0; i < nw; i++)
       for (int v = 0; v < NVARIANTS; v++) run_point("W", su, ws[i], cores, v, 0);
-  check(weft_shutdown(), "weft_shutdown");
+  bench_check(weft_shutdown(), "weft_shutdown");
 
   char c[NVARIANTS][64];
   for (int su = 0; su < NSETUPS; su++) {
@@ -321,7 +292,7 @@ int main(int argc, char **argv) {
         if (v == V_PTHREADS && ps[j] > cores) continue;
         run_point("P", 2, pws[i], ps[j], v, ps[j] > cores);
       }
-    check(weft_shutdown(), "weft_shutdown");
+    bench_check(weft_shutdown(), "weft_shutdown");
   }
   printf("\nsweep P: 1x40 (1 lock x 40 threads)\n%5s %4s", "W", "P");
   for (int v = 0; v < NVARIANTS; v++) printf("  %-22s", vname[v]);
@@ -340,7 +311,7 @@ int main(int argc, char **argv) {
   if (!find("W", 2, prime_w, cores, V_WEFT)) {
     weft_start(cores);
     for (int v = 0; v < V_PTHREADS; v++) run_point("W", 2, prime_w, cores, v, 0);
-    check(weft_shutdown(), "weft_shutdown");
+    bench_check(weft_shutdown(), "weft_shutdown");
   }
   printf("\nFig 5-5 statistics: 1 lock x 40 threads, W=%d (prime contention), P=%d, "
          "%ld attempts per repetition, summed over %d repetitions\n",
@@ -372,45 +343,39 @@ int main(int argc, char **argv) {
          "counter.)\n");
 
   /* ---- JSON ---- */
-  mkdir(out, 0777);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/S6.json", out);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    perror(path);
-    return 1;
-  }
-  fprintf(f, "{\"benchmark\": \"S6\", \"machine\": ");
-  bench_machine_json(f, &m);
-  fprintf(f, ",\n \"unit_ns\": %.3f, \"unit\": \"%d dependent multiply-adds\", \"iterations\": %ld,"
-             " \"reps\": %d, \"prime_w\": %d,\n \"results\": [",
-          unit_ns, UNIT_LOOP, total_iters, reps, prime_w);
+  bench_json_t f;
+  if (bench_json_start(&f, out, "S6.json", &m) != 0) return 2;
+  bench_json_str(&f, "benchmark", "S6");
+  bench_json_num(&f, "unit_ns", unit_ns);
+  char unit[64];
+  snprintf(unit, sizeof unit, "%d dependent multiply-adds", UNIT_LOOP);
+  bench_json_str(&f, "unit", unit);
+  bench_json_int(&f, "iterations", total_iters);
+  bench_json_int(&f, "reps", reps);
+  bench_json_int(&f, "prime_w", prime_w);
+  bench_json_arr(&f, "results");
   for (int i = 0; i < npts; i++) {
     const point_t *pt = &pts[i];
     const setup_t *su = &setups[pt->setup];
-    fprintf(f,
-            "%s\n  {\"part\": \"%s\", \"setup\": \"%s\", \"locks\": %d, \"threads_per_lock\": %d, "
-            "\"W\": %d, \"P\": %d, \"oversubscribed\": %s, \"lib\": \"%s\", \"median_s\": %.6f, "
-            "\"min_s\": %.6f, \"max_s\": %.6f, \"ns_per_iteration\": %.1f",
-            i ? "," : "", pt->part, su->name, su->locks, su->threads, pt->w, pt->p,
-            pt->oversub ? "true" : "false", vname[pt->variant], pt->s.median, pt->s.min, pt->s.max,
-            pt->s.median * 1e9 / (double)pt->iters);
-    if (pt->variant != V_PTHREADS)
-      fprintf(f, ", \"stats\": {\"attempts\": %ld, \"mutex_missed\": %llu, \"acquired_spinning\": %llu, "
-                 "\"acquired_polling\": %llu, \"blocked\": %llu, \"idled\": %llu}",
-              pt->iters / (su->locks * su->threads) * (su->locks * su->threads) * reps,
-              (unsigned long long)pt->stats.mutex_missed,
-              (unsigned long long)pt->stats.acquired_spinning,
-              (unsigned long long)pt->stats.acquired_polling, (unsigned long long)pt->stats.blocked,
-              (unsigned long long)pt->stats.idled);
-    fprintf(f, "}");
+    bench_json_record(&f, "lib", vname[pt->variant], pt->p, pt->oversub);
+    bench_json_str(&f, "part", pt->part);
+    bench_json_str(&f, "setup", su->name);
+    bench_json_int(&f, "locks", su->locks);
+    bench_json_int(&f, "threads_per_lock", su->threads);
+    bench_json_int(&f, "W", pt->w);
+    bench_json_summary(&f, "_s", pt->s, 1);
+    bench_json_num(&f, "ns_per_iteration", pt->s.median * 1e9 / (double)pt->iters);
+    if (pt->variant != V_PTHREADS) {
+      bench_json_obj(&f, "stats");
+      bench_json_int(&f, "attempts", pt->iters / (su->locks * su->threads) * (su->locks * su->threads) * reps);
+      bench_json_int(&f, "mutex_missed", (long)pt->stats.mutex_missed);
+      bench_json_int(&f, "acquired_spinning", (long)pt->stats.acquired_spinning);
+      bench_json_int(&f, "acquired_polling", (long)pt->stats.acquired_polling);
+      bench_json_int(&f, "blocked", (long)pt->stats.blocked);
+      bench_json_int(&f, "idled", (long)pt->stats.idled);
+      bench_json_end(&f);
+    }
+    bench_json_end(&f);
   }
-  fprintf(f, "\n]}\n");
-  fclose(f);
-  printf("\nwrote %s\n", path);
-  return 0;
-usage:
-  fprintf(stderr, "usage: %s [--out DIR] [--reps R] [--iters N] [--w LIST] [--pw LIST] "
-                  "[--oversub P] [--prime-w W] [--quick]\n", argv[0]);
-  return 1;
+  return bench_json_finish(&f) == 0 ? 0 : 2;
 }

@@ -12,8 +12,8 @@
  * variant / median at P (and vs serial). This machine's cores are shared; P beyond
  * its cores is marked oversubscribed.
  *
- * usage: weft_bench_A1 [--rows 1024] [--cols 4096] [--reps 7] [--procs 1,2]
- *                      [--json PATH] [--quick]
+ * usage: weft_a1_vecmat [--rows 1024] [--cols 4096] [--reps 7] [--procs 1,2]
+ *                      [--out DIR] [--quick]
  * --quick: 3 repetitions and a 512 x 2048 matrix. JSON records: {"variant","P",
  * "median_s","min_s","max_s","spread","speedup_vs_p1","speedup_vs_serial","rows","cols"}. */
 #include <stdint.h>
@@ -21,19 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "weft/weft.h"
 
 static int rows = 1024, cols = 4096;
 static float *v, *m, *r;
 static weft_sem_t done;
-
-static void check(int rc, const char *what) {
-  if (rc != 0) {
-    fprintf(stderr, "%s failed: %s\n", what, weft_strerror(rc));
-    exit(2);
-  }
-}
 
 static void column(int col) {
   float s = 0;
@@ -55,14 +48,14 @@ static double run(int kind) {
     return (bench_now_ns() - t0) * 1e-9;
   }
   weft_bundle_t *b = NULL;
-  if (kind >= 0) check(weft_schedlib_bundle_create(&b, NULL, (unsigned)kind), "bundle");
+  if (kind >= 0) bench_check(weft_schedlib_bundle_create(&b, NULL, (unsigned)kind), "bundle");
   weft_attr_t attr;
   weft_attr_init(&attr);
   attr.bundle = b;
   attr.detached = 1;
   for (int c = 0; c < cols; c++) {
     attr.vproc = WEFT_VPROC((kind >= 0 && (kind & WEFT_SCHED_AFFINITY)) ? c / 64 : -1);
-    check(weft_create(NULL, &attr, vxcol, (void *)(intptr_t)c), "weft_create");
+    bench_check(weft_create(NULL, &attr, vxcol, (void *)(intptr_t)c), "weft_create");
   }
   for (int c = 0; c < cols; c++) weft_sem_wait(&done);
   double s = (bench_now_ns() - t0) * 1e-9;
@@ -85,22 +78,20 @@ static int verify(void) {
 
 int main(int argc, char **argv) {
   int reps = 7, procs[8] = {1, 2}, nprocs = 2;
-  const char *json = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--rows") && i + 1 < argc) rows = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--cols") && i + 1 < argc) cols = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
-    else if (!strcmp(argv[i], "--quick")) { reps = 3; rows = 512; cols = 2048; }
-    else if (!strcmp(argv[i], "--procs") && i + 1 < argc) {
-      nprocs = 0;
-      for (char *s = strtok(argv[++i], ","); s && nprocs < 8; s = strtok(NULL, ",")) procs[nprocs++] = atoi(s);
-    } else {
-      fprintf(stderr, "usage: %s [--rows R] [--cols C] [--reps N] [--procs 1,2] [--json PATH] [--quick]\n", argv[0]);
-      return 1;
-    }
-  }
-  if (rows < 1 || cols < 1 || reps < 1 || reps > 64 || nprocs < 1) return 1;
+  const char *out = NULL;
+  int quick = bench_args_has(argc, argv, "--quick");
+  if (quick) reps = 3, rows = 512, cols = 2048;
+  const bench_opt_t opts[] = {
+      {"--rows", BENCH_INT, &rows, NULL, 0, "matrix rows (1024)"},
+      {"--cols", BENCH_INT, &cols, NULL, 0, "matrix columns (4096)"},
+      BENCH_OPT_REPS(reps),
+      BENCH_OPT_PROCS(procs, nprocs, 8),
+      BENCH_OPT_OUT(out, "A1.json"),
+      BENCH_OPT_QUICK(quick),
+  };
+  bench_args(argc, argv, opts, 6, "A1: vector x matrix, one thread per column, with and without affinity");
+  if (rows < 1 || cols < 1 || reps < 1 || reps > 64 || nprocs < 1)
+    bench_die(argv[0], "--rows, --cols, --procs must be positive, --reps 1..64");
   v = malloc((size_t)rows * sizeof *v);
   m = malloc((size_t)rows * cols * sizeof *m);
   r = malloc((size_t)cols * sizeof *r);
@@ -124,8 +115,8 @@ int main(int argc, char **argv) {
     weft_config_t cfg;
     weft_config_init(&cfg);
     cfg.nvps = procs[pi];
-    check(weft_init(&cfg), "weft_init");
-    check(weft_sem_init(&done, 0), "sem");
+    bench_check(weft_init(&cfg), "weft_init");
+    bench_check(weft_sem_init(&done, 0), "sem");
     for (int k = 0; k < nv; k++) {
       double t[64];
       memset(r, 0, (size_t)cols * sizeof *r);
@@ -138,40 +129,36 @@ int main(int argc, char **argv) {
       sum[k][pi] = bench_summarize(t, reps);
       med[k][pi] = sum[k][pi].median;
     }
-    check(weft_sem_destroy(&done), "sem destroy");
-    check(weft_shutdown(), "weft_shutdown");
+    bench_check(weft_sem_destroy(&done), "sem destroy");
+    bench_check(weft_shutdown(), "weft_shutdown");
   }
-  FILE *jf = json ? fopen(json, "w") : NULL;
-  if (json && !jf) {
-    perror(json);
-    return 1;
+  bench_json_t jf;
+  if (out) {
+    if (bench_json_start(&jf, out, "A1.json", &mc) != 0) return 2;
+    bench_json_str(&jf, "id", "A1");
+    bench_json_int(&jf, "rows", rows);
+    bench_json_int(&jf, "cols", cols);
+    bench_json_int(&jf, "reps", reps);
+    bench_json_arr(&jf, "records");
   }
-  if (jf) {
-    fprintf(jf, "{\"id\": \"A1\", \"machine\": ");
-    bench_machine_json(jf, &mc);
-    fprintf(jf, ",\n \"rows\": %d, \"cols\": %d, \"reps\": %d,\n \"records\": [", rows, cols, reps);
-  }
-  int first = 1;
   for (int k = 0; k < nv; k++)
     for (int pi = 0; pi < nprocs; pi++) {
       bench_summary_t s = sum[k][pi];
       double vs1 = med[k][0] / s.median, vss = med[0][0] / s.median;
       printf("%-14s %2d %10.5f %9.5f..%-9.5f %8.2f %10.2f%s\n", variants[k].name, procs[pi], s.median,
              s.min, s.max, vs1, vss, procs[pi] > mc.cores ? "  (oversubscribed)" : "");
-      if (jf) {
-        fprintf(jf, "%s\n  {\"variant\": \"%s\", \"P\": %d, \"median_s\": %.6f, \"min_s\": %.6f, "
-                "\"max_s\": %.6f, \"spread\": %.4f, \"speedup_vs_p1\": %.4f, "
-                "\"speedup_vs_serial\": %.4f, \"rows\": %d, \"cols\": %d%s}",
-                first ? "" : ",", variants[k].name, procs[pi], s.median, s.min, s.max,
-                (s.max - s.min) / s.median, vs1, vss, rows, cols,
-                procs[pi] > mc.cores ? ", \"oversubscribed\": true" : "");
-        first = 0;
+      if (out) {
+        bench_json_record(&jf, "variant", variants[k].name, procs[pi], procs[pi] > mc.cores);
+        bench_json_summary(&jf, "_s", s, 1);
+        bench_json_num(&jf, "spread", (s.max - s.min) / s.median);
+        bench_json_num(&jf, "speedup_vs_p1", vs1);
+        bench_json_num(&jf, "speedup_vs_serial", vss);
+        bench_json_int(&jf, "rows", rows);
+        bench_json_int(&jf, "cols", cols);
+        bench_json_end(&jf);
       }
     }
-  if (jf) {
-    fprintf(jf, "\n ]}\n");
-    fclose(jf);
-  }
+  if (out && bench_json_finish(&jf) != 0) return 2;
   free(v);
   free(m);
   free(r);
