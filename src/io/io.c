@@ -338,6 +338,10 @@ void weft__io_fini(void) {
   io.name = NULL;
 }
 
+long weft_io_parked(void) {
+  return weft_is_running() ? atomic_load_explicit(&io.nwait, memory_order_relaxed) : 0;
+}
+
 const char *weft_io_engine(void) {
   return weft_is_running() && atomic_load_explicit(&io.on, memory_order_acquire) ? io.name : NULL;
 }
