@@ -69,6 +69,12 @@ extern "C" {
  * switches. */
 WEFT_API const char *weft_io_engine(void);
 
+/* weft_io_parked() returns the number of weft threads parked in the calls below
+ * now, waiting for their descriptor (a snapshot; a thread counts from the moment it
+ * is linked on its descriptor until it has resumed). For diagnostics and tests.
+ * Never switches; callable from any thread; 0 when weft is not running. */
+WEFT_API long weft_io_parked(void);
+
 /* read(2), write(2). weft_write (and weft_writev, weft_send, weft_sendmsg) on a
  * stream writes the whole buffer, parking as often as needed, as a blocking write
  * does; it returns less only when an error or the deadline comes after some bytes

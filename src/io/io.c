@@ -76,7 +76,9 @@ typedef struct iod {
 #define IOD_PAGES 4096     /* 4M descriptors, above the kernel's nr_open maximum */
 
 static struct {
-  _Atomic int on;                       /* 1 between init and fini */
+  _Atomic int on;                       /* 1 between init and fini: release store at
+                                           init, acquire load in weft_io_engine; fini
+                                           runs with no other thread inside weft */
   int epfd, evfd;
   const char *name;
   /* the VP waiting in epoll_wait, or NULL; CAS to take the role (seq_cst: the
@@ -326,6 +328,8 @@ int weft__io_init(void) {
 }
 
 void weft__io_fini(void) {
+  /* relaxed, here and below: weft_shutdown (or a failed weft_init) runs this with
+   * every VP stopped and no OS thread inside the gate */
   if (!atomic_load_explicit(&io.on, memory_order_relaxed)) return;
   atomic_store_explicit(&io.on, 0, memory_order_relaxed);
   for (int i = 0; i < IOD_PAGES; i++) {
@@ -336,6 +340,11 @@ void weft__io_fini(void) {
   close(io.evfd);
   close(io.epfd);
   io.name = NULL;
+}
+
+long weft_io_parked(void) {
+  /* relaxed: a snapshot for diagnostics; orders nothing */
+  return weft_is_running() ? atomic_load_explicit(&io.nwait, memory_order_relaxed) : 0;
 }
 
 const char *weft_io_engine(void) {

@@ -107,6 +107,7 @@ std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, int>> &i
 }
 
 TEST_P(IoTest, EngineIsReported) {
+  EXPECT_EQ(weft_io_parked(), 0);
   ASSERT_NE(weft_io_engine(), nullptr);
   EXPECT_EQ(std::string(weft_io_engine()), std::get<0>(GetParam()));
 }
@@ -121,8 +122,8 @@ TEST_P(IoTest, ReadParksTheThreadNotTheVp) {
     c->n = weft_read(c->fd, c->got, sizeof c->got);
     return nullptr;
   }, &c);
-  // let the reader run and park (it cannot finish: the pipe is empty)
-  for (int i = 0; i < 100; i++) weft_yield();
+  // the reader parks (it cannot finish: the pipe is empty), and the VP runs us
+  ASSERT_TRUE(YieldUntil([] { return weft_io_parked() == 1; }, 30));
   EXPECT_EQ(c.n, -2);
   ASSERT_EQ(weft_write(p[1], "hi", 2), 2);
   Join(r);
@@ -376,7 +377,7 @@ TEST_P(IoTest, SignalsDoNotInterruptAParkedThread) {
     c->err = Err();
     return nullptr;
   }, &c);
-  for (int i = 0; i < 20; i++) weft_yield();
+  ASSERT_TRUE(YieldUntil([] { return weft_io_parked() == 1; }, 30));
   g_signals = 0;
   for (int i = 0; i < 20; i++) {
     kill(getpid(), SIGUSR1);
@@ -443,8 +444,8 @@ TEST_P(IoTest, CloseWakesParkedThreads) {
         else c->other++;
         return nullptr;
       }, &c));
-    for (int i = 0; i < 50; i++) weft_yield();
-    weft_sleep_ns(2000000);  // every reader parked (they cannot finish)
+    // every reader parked (they cannot finish: nothing is written)
+    ASSERT_TRUE(YieldUntil([] { return weft_io_parked() == k; }, 30));
     EXPECT_EQ(c.ebadf.load() + c.other.load(), 0);
     if (from_os) {
       std::thread t([&] { EXPECT_EQ(weft_close(p[0]), 0); });
@@ -547,7 +548,9 @@ TEST_P(IoTest, ShutdownWithIoPending) {
     return nullptr;
   }, &c);
   weft_detach(r);
+  ASSERT_TRUE(YieldUntil([] { return weft_io_parked() == 1; }, 30));
   EXPECT_EQ(weft_shutdown(), WEFT_EBUSY);
+  EXPECT_EQ(weft_io_parked(), 1);
   EXPECT_EQ(c.n, -2);
   ASSERT_EQ(weft_close(p[0]), 0);
   EXPECT_EQ(weft_shutdown(), 0);
@@ -560,13 +563,16 @@ TEST_P(IoTest, ShutdownWithIoPending) {
 TEST_P(IoTest, PlainOsThreadsBlock) {
   int p[2];
   ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  std::atomic<bool> timed{false};
   std::thread t([&] {
     char b[4];
+    // nothing is written until this has returned: the deadline must pass
     EXPECT_EQ(weft_read_deadline(p[0], b, 4, weft_deadline_after(1000000)), -1);
     EXPECT_EQ(Err(), ETIMEDOUT);
+    timed = true;
     EXPECT_EQ(weft_read(p[0], b, 4), 2);
   });
-  weft_sleep_ns(5000000);
+  ASSERT_TRUE(YieldUntil([&] { return timed.load(); }, 30));
   ASSERT_EQ(weft_write(p[1], "os", 2), 2);
   t.join();
   weft_close(p[0]);
