@@ -190,6 +190,15 @@ static inline void weft__wakeset_run(weft__wakeset_t *s) {
  * After TIMEDOUT the caller re-takes qlock and unlinks w if still linked. */
 uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg);
 
+/* How many waiters on q still wait (state WAITING: a timed-out one may stay linked
+ * a moment), counted under qlock (weft_debug_waiters; never on a hot path). */
+int weft__wq_waiting(weft__spin_t *qlock, const weft__wq_t *q);
+/* The same for each object (the private views are in their files). */
+int weft__cond_waiting(const weft_cond_t *c);
+int weft__sem_waiting(const weft_sem_t *s);
+int weft__rwlock_waiting(const weft_rwlock_t *l);
+int weft__barrier_waiting(const weft_barrier_t *b);
+
 /* Removes w's timer from its heap if it is still armed (idempotent). */
 void weft__timer_cancel(weft__waiter_t *w);
 
