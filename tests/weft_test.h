@@ -242,18 +242,18 @@ inline void *Join(weft_thread_t *t) {
 }
 
 // Creates a joinable thread that runs (*f)() (EXPECTs success); NULL on failure.
-// f (a lambda, typically) must outlive the thread. Its result is the thread's if
-// it returns void*, else the thread returns NULL.
+// f (a lambda, typically) must outlive the thread. The thread returns f's result
+// (a pointer), or NULL if f returns void.
 template <class F>
 weft_thread_t *SpawnCall(F *f, const weft_attr_t *attr = nullptr) {
   return Spawn(
       +[](void *a) -> void * {
         F *fn = static_cast<F *>(a);
-        if constexpr (std::is_same_v<decltype((*fn)()), void *>) {
-          return (*fn)();
-        } else {
+        if constexpr (std::is_void_v<decltype((*fn)())>) {
           (*fn)();
           return nullptr;
+        } else {
+          return (*fn)();
         }
       },
       f, attr);
