@@ -26,7 +26,28 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+// The sanitizer this test is built with (GCC defines __SANITIZE_*, Clang has
+// __has_feature): WEFT_TEST_ASAN, WEFT_TEST_TSAN, and WEFT_TEST_SANITIZED for either.
+#if defined(__SANITIZE_ADDRESS__)
+#define WEFT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WEFT_TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define WEFT_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WEFT_TEST_TSAN 1
+#endif
+#endif
+#if defined(WEFT_TEST_ASAN) || defined(WEFT_TEST_TSAN)
+#define WEFT_TEST_SANITIZED 1
+#endif
 
 namespace weft_test {
 
@@ -77,6 +98,20 @@ bool SpinUntil(Pred pred, double seconds = 30.0) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (!pred()) {
     if (std::chrono::steady_clock::now() > deadline) return pred();
+  }
+  return true;
+}
+
+// Waits by sleeping 1 ms at a time (so that the caller's VP goes idle, and a
+// scheduler that hands out threads in processor_idle runs them; a yield with an
+// empty dispatch queue returns at once) until pred() holds or `seconds` pass.
+// Returns pred(). From a weft thread only.
+template <class Pred>
+bool SleepUntil(Pred pred, double seconds = 30.0) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return pred();
+    weft_sleep_ns(1000 * 1000);
   }
   return true;
 }
@@ -206,15 +241,63 @@ inline void *Join(weft_thread_t *t) {
   return r;
 }
 
+// Creates a joinable thread that runs (*f)() (EXPECTs success); NULL on failure.
+// f (a lambda, typically) must outlive the thread. The thread returns f's result
+// (a pointer), or NULL if f returns void.
+template <class F>
+weft_thread_t *SpawnCall(F *f, const weft_attr_t *attr = nullptr) {
+  return Spawn(
+      +[](void *a) -> void * {
+        F *fn = static_cast<F *>(a);
+        if constexpr (std::is_void_v<decltype((*fn)())>) {
+          (*fn)();
+          return nullptr;
+        } else {
+          return (*fn)();
+        }
+      },
+      f, attr);
+}
+
+// Attributes (defaults otherwise) that create a detached thread.
+inline weft_attr_t DetachedAttr() {
+  weft_attr_t attr;
+  weft_attr_init(&attr);
+  attr.detached = 1;
+  return attr;
+}
+
+// Attributes (defaults otherwise) that create a thread in bundle b.
+inline weft_attr_t InBundle(weft_bundle_t *b) {
+  weft_attr_t attr;
+  weft_attr_init(&attr);
+  attr.bundle = b;
+  return attr;
+}
+
+// How many threads wait on a synchronization object, or (for a thread) in
+// weft_join() for it: weft_debug_waiters() by the object's type.
+inline int Waiters(const weft_mutex_t *m) { return weft_debug_waiters(WEFT_DEBUG_MUTEX, m); }
+inline int Waiters(const weft_hybrid_t *h) { return weft_debug_waiters(WEFT_DEBUG_HYBRID, h); }
+inline int Waiters(const weft_cond_t *c) { return weft_debug_waiters(WEFT_DEBUG_COND, c); }
+inline int Waiters(const weft_sem_t *s) { return weft_debug_waiters(WEFT_DEBUG_SEM, s); }
+inline int Waiters(const weft_rwlock_t *l) { return weft_debug_waiters(WEFT_DEBUG_RWLOCK, l); }
+inline int Waiters(const weft_barrier_t *b) { return weft_debug_waiters(WEFT_DEBUG_BARRIER, b); }
+inline int Waiters(const weft_thread_t *t) { return weft_debug_waiters(WEFT_DEBUG_JOIN, t); }
+
+// Waits (yielding) until exactly n threads wait on obj (Waiters): how a test lets
+// a waiter block before it acts, instead of sleeping "long enough". Returns false
+// if the count is still not n after `seconds` (the watchdog).
+template <class Obj>
+bool WaitForWaiters(const Obj *obj, int n, double seconds = 30.0) {
+  return YieldUntil([&] { return Waiters(obj) == n; }, seconds);
+}
+
 // Runs f() (returning void*) in a new weft thread, joins it, returns its result.
 template <class F>
 void *RunInThread(F f, const weft_attr_t *attr = nullptr) {
-  weft_thread_t *t = nullptr;
-  int rc = weft_create(
-      &t, attr, +[](void *a) -> void * { return (*static_cast<F *>(a))(); }, &f);
-  EXPECT_EQ(rc, 0) << weft_err_name(rc);
-  if (rc != 0) return nullptr;
-  return Join(t);
+  weft_thread_t *t = SpawnCall(&f, attr);
+  return t ? Join(t) : nullptr;
 }
 
 // Base fixture: TearDown shuts weft down if the test left it running, requires that
@@ -264,6 +347,29 @@ inline std::string VpName(const ::testing::TestParamInfo<int> &info) {
 }
 
 }  // namespace weft_test
+
+// The body of a death test for misuse that checked builds (WEFT_CHECKED) catch:
+// skips the test in an unchecked build; otherwise, in the death-test child, starts
+// weft with one VP, runs the statements given after `regex`, and expects the
+// process to die with a message that matches regex (it exits 0 if they return).
+// The statements are separated by semicolons; the last needs none.
+#ifdef WEFT_TEST_CHECKED
+#define WEFT_TEST_SKIP_UNCHECKED() ((void)0)
+#else
+#define WEFT_TEST_SKIP_UNCHECKED() GTEST_SKIP() << "the library is not built with WEFT_CHECKED"
+#endif
+#define WEFT_EXPECT_MISUSE_DEATH(regex, ...) \
+  do {                                       \
+    WEFT_TEST_SKIP_UNCHECKED();              \
+    ::weft_test::SetDeathTestStyle();        \
+    EXPECT_DEATH(                            \
+        {                                    \
+          ::weft_test::InitWithVps(1);       \
+          __VA_ARGS__;                       \
+          std::_Exit(0);                     \
+        },                                   \
+        regex);                              \
+  } while (0)
 
 // Instantiates a VpTest-derived suite for 1, 2 and 4 virtual processors.
 #define WEFT_INSTANTIATE_VPS(suite) \

@@ -69,6 +69,32 @@ WEFT_API int weft_dump_fd(int fd);
  * (not a signal that can be caught), WEFT_ESYS (sigaction failed). */
 WEFT_API int weft_dump_on_signal(int signo);
 
+/* The kinds of object weft_debug_waiters() can look at. */
+typedef enum weft_debug_obj {
+  WEFT_DEBUG_MUTEX = 1, /* weft_mutex_t */
+  WEFT_DEBUG_HYBRID,    /* weft_hybrid_t */
+  WEFT_DEBUG_COND,      /* weft_cond_t */
+  WEFT_DEBUG_SEM,       /* weft_sem_t */
+  WEFT_DEBUG_RWLOCK,    /* weft_rwlock_t (readers and writers together) */
+  WEFT_DEBUG_BARRIER,   /* weft_barrier_t */
+  WEFT_DEBUG_JOIN       /* weft_thread_t: the thread waiting in weft_join() for it */
+} weft_debug_obj_t;
+
+/* weft_debug_waiters() returns how many threads (weft threads and plain OS threads)
+ * are queued waiting on `obj`, an object of kind `kind`; for WEFT_DEBUG_JOIN, 1 if
+ * a thread waits in weft_join() for the thread `obj`, else 0. A thread counts from
+ * the moment it is committed to its wait (a weft thread: its context is saved; only
+ * a wake-up, unlock or timeout lets it go on) until it is woken or times out, so a
+ * test can wait for the count to reach n instead of sleeping "long enough" for n
+ * threads to block. A condition waiter that a signal moved onto its mutex's queue
+ * (wait morphing) counts on the mutex, no longer on the condition. Spinning in a
+ * lock's spin phase is not waiting. The count is a snapshot taken under the
+ * object's queue lock (a walk of the queue: for tests and diagnostics, not for
+ * hot paths); it may be stale as soon as it returns. Never switches; callable from
+ * any thread while the object is valid (for WEFT_DEBUG_JOIN: a thread not yet
+ * joined or reclaimed). Errors: WEFT_EINVAL (obj NULL, kind unknown). */
+WEFT_API int weft_debug_waiters(weft_debug_obj_t kind, const void *obj);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,6 +18,11 @@ _Static_assert(sizeof(weft__barrier_t) == sizeof(weft_barrier_t), "barrier layou
 _Static_assert(offsetof(weft__barrier_t, q) == offsetof(weft_barrier_t, head_), "barrier layout");
 #define B(b) ((weft__barrier_t *)(void *)(b))
 
+int weft__barrier_waiting(const weft_barrier_t *b) {
+  weft__barrier_t *x = B((weft_barrier_t *)(uintptr_t)b);
+  return weft__wq_waiting(&x->qlock, &x->q);
+}
+
 int weft_barrier_init(weft_barrier_t *b, uint32_t count) {
   if (!b || count == 0) return WEFT_EINVAL;
   *b = (weft_barrier_t)WEFT_BARRIER_INIT(count);

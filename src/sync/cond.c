@@ -26,6 +26,11 @@ _Static_assert(sizeof(weft__cond_t) == sizeof(weft_cond_t), "cond layout");
 _Static_assert(offsetof(weft__cond_t, q) == offsetof(weft_cond_t, head_), "cond layout");
 #define C(c) ((weft__cond_t *)(void *)(c))
 
+int weft__cond_waiting(const weft_cond_t *c) {
+  weft__cond_t *x = C((weft_cond_t *)(uintptr_t)c);
+  return weft__wq_waiting(&x->qlock, &x->q);
+}
+
 int weft_cond_init(weft_cond_t *c) {
   if (!c) return WEFT_EINVAL;
   *c = (weft_cond_t)WEFT_COND_INIT;

@@ -47,6 +47,11 @@ _Static_assert(sizeof(weft__rwlock_t) == sizeof(weft_rwlock_t), "rwlock layout")
 _Static_assert(offsetof(weft__rwlock_t, q) == offsetof(weft_rwlock_t, head_), "rwlock layout");
 #define L(l) ((weft__rwlock_t *)(void *)(l))
 
+int weft__rwlock_waiting(const weft_rwlock_t *l) {
+  weft__rwlock_t *x = L((weft_rwlock_t *)(uintptr_t)l);
+  return weft__wq_waiting(&x->qlock, &x->q);
+}
+
 int weft_rwlock_init(weft_rwlock_t *l) {
   if (!l) return WEFT_EINVAL;
   *l = (weft_rwlock_t)WEFT_RWLOCK_INIT;

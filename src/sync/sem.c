@@ -22,6 +22,11 @@ _Static_assert(sizeof(weft__sem_t) == sizeof(weft_sem_t), "sem layout");
 _Static_assert(offsetof(weft__sem_t, q) == offsetof(weft_sem_t, head_), "sem layout");
 #define S(s) ((weft__sem_t *)(void *)(s))
 
+int weft__sem_waiting(const weft_sem_t *s) {
+  weft__sem_t *x = S((weft_sem_t *)(uintptr_t)s);
+  return weft__wq_waiting(&x->qlock, &x->q);
+}
+
 int weft_sem_init(weft_sem_t *s, int32_t count) {
   if (!s || count < 0) return WEFT_EINVAL;
   *s = (weft_sem_t)WEFT_SEM_INIT(count);

@@ -197,6 +197,15 @@ uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *
 uint32_t weft__wait_on(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock,
                        void (*extra)(void *), void *arg);
 
+/* How many waiters on q still wait (state WAITING: a timed-out one may stay linked
+ * a moment), counted under qlock (weft_debug_waiters; never on a hot path). */
+int weft__wq_waiting(weft__spin_t *qlock, const weft__wq_t *q);
+/* The same for each object (the private views are in their files). */
+int weft__cond_waiting(const weft_cond_t *c);
+int weft__sem_waiting(const weft_sem_t *s);
+int weft__rwlock_waiting(const weft_rwlock_t *l);
+int weft__barrier_waiting(const weft_barrier_t *b);
+
 /* The timers (timer.c: reserve, arm, cancel, poll) are declared in sync/timer.h. */
 
 /* Counts one slow-path event (weft/sync.h counters): a plain add to the VP's own

@@ -130,6 +130,40 @@ uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *
   return weft__wait_on(w, 0, qlock, extra, arg);
 }
 
+/* ---- waiter counts (weft/debug.h) ------------------------------------------------ */
+
+int weft__wq_waiting(weft__spin_t *qlock, const weft__wq_t *q) {
+  int n = 0;
+  weft__qlock_lock(qlock);
+  for (const weft__waiter_t *w = q->head; w; w = w->next)
+    /* relaxed: the state of a linked waiter changes from WAITING only by a claim
+     * or a timeout; either is a moment's difference to a snapshot */
+    if (atomic_load_explicit(&w->state, memory_order_relaxed) == WEFT__W_WAITING) n++;
+  weft__spin_unlock(qlock);
+  return n;
+}
+
+int weft_debug_waiters(weft_debug_obj_t kind, const void *obj) {
+  if (!obj) return WEFT_EINVAL;
+  switch (kind) {
+    case WEFT_DEBUG_MUTEX:
+    case WEFT_DEBUG_HYBRID: {  /* a weft_hybrid_t is a weft_mutex_t (its first member) */
+      weft__mutex_t *m = WEFT__M((weft_mutex_t *)(uintptr_t)obj);
+      return weft__wq_waiting(&m->qlock, &m->q);
+    }
+    case WEFT_DEBUG_COND: return weft__cond_waiting(obj);
+    case WEFT_DEBUG_SEM: return weft__sem_waiting(obj);
+    case WEFT_DEBUG_RWLOCK: return weft__rwlock_waiting(obj);
+    case WEFT_DEBUG_BARRIER: return weft__barrier_waiting(obj);
+    case WEFT_DEBUG_JOIN: {
+      /* relaxed: a snapshot of the join word (encoding in core/internal.h) */
+      uintptr_t jw = atomic_load_explicit(&((const weft_thread_t *)obj)->join, memory_order_relaxed);
+      return WEFT__JW_TAG(jw) == WEFT__JW_WEFT || WEFT__JW_TAG(jw) == WEFT__JW_OS;
+    }
+  }
+  return WEFT_EINVAL;
+}
+
 /* ---- time ----------------------------------------------------------------------- */
 
 uint64_t weft_time_now(void) { return weft__os_now_ns(); }

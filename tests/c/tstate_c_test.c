@@ -5,7 +5,7 @@
  *
  * Eight threads, each with its own errno values (one by a failed write, EBADF, one by
  * a failed open, ENOENT, the others set directly), block on a contended mutex, yield,
- * join a sleeping child and sleep, at 1 and 2 VPs; every read must give the thread's
+ * join a child that waits for the join to block, and sleep, at 1 and 2 VPs; every read must give the thread's
  * own value. errno is accessed through non-inlined helpers: the compiler may keep
  * errno's address across a call in one function (docs/design.md "State that travels
  * with a thread"). A watchdog (alarm) turns a hang into a failure. */
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <weft/debug.h>
 #include <weft/weft.h>
 
 int weft__ctx_tstate_cxx(void); /* src/arch/tstate.c (hidden; linked statically) */
@@ -44,9 +45,10 @@ static void check(int want, int vp_before) {
   if (weft_vp_self() != vp_before) moved++;
 }
 
+/* Overwrites errno, then yields until its joiner blocks (the alarm is the watchdog). */
 static void *child(void *p) {
   set_errno((int)(intptr_t)p);
-  weft_sleep_ns(100000);
+  while (weft_debug_waiters(WEFT_DEBUG_JOIN, weft_self()) != 1) weft_yield();
   set_errno((int)(intptr_t)p + 1);
   return NULL;
 }

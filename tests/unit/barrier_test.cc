@@ -108,21 +108,15 @@ TEST_P(BarrierTest, DestroyBusy) {
       rc = weft_barrier_wait(&b);
       state = 2;
     };
-    weft_thread_t *t = nullptr;
-    std::thread th;
-    if (os) th = std::thread(waiter);
-    else t = Spawn(+[](void *a) -> void * {
-      (*static_cast<decltype(waiter) *>(a))();
-      return nullptr;
-    }, &waiter);
-    ASSERT_TRUE(WaitFor([&] { return state.load() == 1; }));
-    Settle();  // let it arrive (no API shows a queued thread)
-    EXPECT_EQ(weft_barrier_destroy(&b), WEFT_EBUSY) << (os ? "OS" : "weft") << " waiter";
+    ThreadOfKind th(os, &waiter);
+    ASSERT_TRUE(WaitForWaiters(&b, 1)) << th.Kind() << " waiter never queued";
+    EXPECT_EQ(state.load(), 1);
+    EXPECT_EQ(weft_barrier_destroy(&b), WEFT_EBUSY) << th.Kind() << " waiter";
     EXPECT_EQ(weft_barrier_wait(&b), WEFT_BARRIER_SERIAL) << "the last arrival is serial";
     EXPECT_TRUE(WaitFor([&] { return state.load() == 2; }));
     EXPECT_EQ(rc.load(), 0);
-    if (t) Join(t);
-    if (th.joinable()) th.join();
+    th.Join();
+    EXPECT_EQ(Waiters(&b), 0);
   }
   EXPECT_EQ(weft_barrier_destroy(&b), 0);
 }

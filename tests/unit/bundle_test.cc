@@ -175,13 +175,6 @@ weft_bundle_t *MakeBundle(const weft_sched_ops_t *ops, void *data, weft_bundle_t
   return b;
 }
 
-weft_attr_t InBundle(weft_bundle_t *b) {
-  weft_attr_t attr;
-  weft_attr_init(&attr);
-  attr.bundle = b;
-  return attr;
-}
-
 // Yields a few times, creates a child in the same bundle, joins it.
 void *BundleWorker(void *arg) {
   weft_bundle_t *b = weft_thread_bundle(weft_self());
@@ -745,51 +738,23 @@ TEST_P(BundleTest, UnblockFromPlainThread) {
 
 // In a checked build, weft_thread_block() from a plain OS thread is caught.
 TEST(BundleDeathTest, BlockFromPlainThreadIsCaughtInCheckedBuild) {
-#ifndef WEFT_TEST_CHECKED
-  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
-#endif
-  SetDeathTestStyle();
-  EXPECT_DEATH(
-      {
-        InitWithVps(1);
-        std::thread plain([] { weft_thread_block(+[](void *) {}, nullptr); });
-        plain.join();
-        std::_Exit(0);
-      },
-      "weft: misuse");
+  WEFT_EXPECT_MISUSE_DEATH("weft: misuse",
+    std::thread plain([] { weft_thread_block(+[](void *) {}, nullptr); });
+    plain.join());
 }
 
 // In a checked build, unblocking a thread that is not blocked (here: the running
 // main thread) is caught, as weft/sched.h promises.
 TEST(BundleDeathTest, UnblockOfRunningThreadIsCaughtInCheckedBuild) {
-#ifndef WEFT_TEST_CHECKED
-  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
-#endif
-  SetDeathTestStyle();
-  EXPECT_DEATH(
-      {
-        InitWithVps(1);
-        weft_thread_unblock(weft_self());
-        std::_Exit(0);
-      },
-      "weft: misuse");
+  WEFT_EXPECT_MISUSE_DEATH("weft: misuse",
+    weft_thread_unblock(weft_self()));
 }
 
 // In a checked build, unblocking a thread that was created but never blocked is caught.
 TEST(BundleDeathTest, UnblockOfReadyThreadIsCaughtInCheckedBuild) {
-#ifndef WEFT_TEST_CHECKED
-  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
-#endif
-  SetDeathTestStyle();
-  EXPECT_DEATH(
-      {
-        InitWithVps(1);
-        weft_thread_t *t = nullptr;
-        weft_create(&t, nullptr, +[](void *a) { return a; }, nullptr);
-        weft_thread_unblock(t);  // t is ready (queued), not blocked
-        std::_Exit(0);
-      },
-      "weft: misuse");
+  WEFT_EXPECT_MISUSE_DEATH("weft: misuse",
+    weft_thread_t *t = Spawn(+[](void *a) { return a; });
+    weft_thread_unblock(t));  // t is ready (queued), not blocked
 }
 
 }  // namespace

@@ -23,13 +23,6 @@ weft_bundle_t *Lib(unsigned kind, weft_bundle_t *parent = nullptr) {
   return b;
 }
 
-weft_attr_t InBundle(weft_bundle_t *b) {
-  weft_attr_t attr;
-  weft_attr_init(&attr);
-  attr.bundle = b;
-  return attr;
-}
-
 // A log of which group each thread belonged to, in the order the threads started.
 struct RunLog {
   SpinLock lock;
@@ -111,15 +104,6 @@ weft_bundle_t *MakePass(PassSched *s, weft_bundle_t *parent) {
   int rc = weft_bundle_create(&b, parent, &PassSched::kOps, s);
   EXPECT_EQ(rc, 0) << weft_err_name(rc);
   return b;
-}
-
-// Sleeps (so that the caller's VP goes idle and raises processor_idle) until pred()
-// holds or 30 s pass; returns pred(). A root-bundle yield would not do: with an
-// empty dispatch queue it returns at once.
-template <class Pred>
-bool SleepUntil(Pred pred) {
-  for (int i = 0; i < 30000 && !pred(); i++) weft_sleep_ns(1000 * 1000);
-  return pred();
 }
 
 // Lets every VP go idle a few times (each would start a held-back thread).
@@ -480,22 +464,13 @@ weft_thread_t *FocusFromIdle(weft_bundle_t *, weft_vp_t *) {
 }
 
 TEST(BundleTreeDeathTest, BundleCallFromIdleHandlerIsCaughtInCheckedBuild) {
-#ifndef WEFT_TEST_CHECKED
-  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
-#endif
-  SetDeathTestStyle();
-  EXPECT_DEATH(
-      {
-        InitWithVps(1);
-        weft_sched_ops_t ops = PassSched::kOps;
-        ops.processor_idle = FocusFromIdle;
-        PassSched ps;
-        weft_bundle_t *b = nullptr;
-        weft_bundle_create(&b, nullptr, &ops, &ps);
-        weft_sleep_ns(1000 * 1000);  // the VP goes idle and asks b
-        std::_Exit(0);
-      },
-      "weft: misuse");
+  WEFT_EXPECT_MISUSE_DEATH("weft: misuse",
+    weft_sched_ops_t ops = PassSched::kOps;
+    ops.processor_idle = FocusFromIdle;
+    PassSched ps;
+    weft_bundle_t *b = nullptr;
+    weft_bundle_create(&b, nullptr, &ops, &ps);
+    weft_sleep_ns(1000 * 1000));  // the VP goes idle and asks b
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // tests/unit/cond_test.cc - condition variables (weft/cond.h): no lost wake-ups
 // (bounded-buffer stress with signal and with broadcast, weft and plain OS
 // threads mixed, 1/2/4 VPs), wait morphing (signal / broadcast while holding the
-// mutex with many waiters: each returns with the mutex held, exactly once), timed
+// mutex with many waiters: each returns with the mutex held, exactly once; a
+// signalled waiter waits on the held mutex and is made ready by the unlock), timed
 // waits (timeout re-acquires the mutex; timed waits racing with signals lose
 // nothing), C-Threads §5.1's PingPong, initializers, destroy and EINVAL.
 #include <deque>
@@ -177,6 +178,67 @@ TEST_P(CondTest, SignalWithOsWaitersWhileHoldingMutex) {
   for (int r = 0; r < Scaled(10, 2); ++r) WakeCrowd(8, 3, false);
 }
 
+// Wait morphing (C-Threads §4.4): a weft-thread waiter signalled while the
+// signaller holds the mutex is moved onto the mutex's queue and is made ready only
+// when the holder unlocks. Seen through the waiter counts: at once after the
+// signal it waits on the mutex, no longer on the condition (without morphing it
+// would be ready instead, and on one VP could not have queued on the mutex yet);
+// and through the UNBLOCKED event, raised for it by the unlock only, never by the
+// signal (on any number of VPs).
+struct MorphRec {
+  std::atomic<weft_thread_t *> target{nullptr};
+  std::atomic<int> unblocked{0};
+};
+MorphRec g_morph;  // static: a callback may still run after its pop (weft/hook.h)
+void OnMorphUnblocked(weft_hook_event_t, weft_thread_t *t, int, void *, void *) {
+  if (t == g_morph.target.load()) g_morph.unblocked.fetch_add(1);
+}
+
+TEST_P(CondTest, SignalMorphsWaiterOntoHeldMutex) {
+  weft_mutex_t m = WEFT_MUTEX_INIT;
+  weft_cond_t c = WEFT_COND_INIT;
+  int hooks = weft_hook_push(WEFT_HOOK_UNBLOCKED, OnMorphUnblocked, nullptr);
+  ASSERT_TRUE(hooks == 0 || hooks == WEFT_EPERM) << Err(hooks);  // EPERM: WEFT_HOOKS=OFF
+  const long rounds = Scaled(20, 3);
+  for (long r = 0; r < rounds; ++r) {
+    bool go = false;  // m
+    std::atomic<int> state{0};
+    auto waiter = [&] {
+      weft_mutex_lock(&m);
+      while (!go) weft_cond_wait(&c, &m);
+      state = 1;
+      weft_mutex_unlock(&m);
+    };
+    g_morph.unblocked = 0;
+    weft_thread_t *t = SpawnCall(&waiter);
+    g_morph.target = t;  // before the signal, the only thing that can wake it
+    ASSERT_TRUE(WaitForWaiters(&c, 1)) << "round " << r;
+    ASSERT_EQ(weft_mutex_lock(&m), 0);
+    go = true;
+    ASSERT_EQ(weft_cond_signal(&c), 0);
+    EXPECT_EQ(Waiters(&c), 0) << "round " << r;
+    EXPECT_EQ(Waiters(&m), 1) << "round " << r << ": the signalled waiter is not on the held mutex";
+    if (hooks == 0) {
+      EXPECT_EQ(g_morph.unblocked.load(), 0) << "round " << r << ": the signal made the waiter ready";
+    }
+    for (int i = 0; i < 10; ++i) weft_yield();  // it stays queued while the mutex is held
+    EXPECT_EQ(state.load(), 0) << "round " << r;
+    EXPECT_EQ(Waiters(&m), 1) << "round " << r;
+    ASSERT_EQ(weft_mutex_unlock(&m), 0);  // makes it ready
+    Join(t);
+    EXPECT_EQ(state.load(), 1) << "round " << r;
+    EXPECT_EQ(Waiters(&m), 0) << "round " << r;
+    if (hooks == 0) {
+      EXPECT_EQ(g_morph.unblocked.load(), 1) << "round " << r << ": made ready once, by the unlock";
+    }
+  }
+  if (hooks == 0) {
+    ASSERT_EQ(weft_hook_pop(WEFT_HOOK_UNBLOCKED), 0);
+  }
+  EXPECT_EQ(weft_cond_destroy(&c), 0);
+  EXPECT_EQ(weft_mutex_destroy(&m), 0);
+}
+
 // Broadcast and signal without the mutex held (waiters are woken to compete).
 TEST_P(CondTest, SignalAndBroadcastWithoutMutex) {
   for (int r = 0; r < Scaled(20, 2); ++r) {
@@ -343,7 +405,7 @@ TEST_P(CondTest, TimedWaitSignalRaceSingleWaiter) {
       weft_mutex_unlock(&m);
       return nullptr;
     };
-    weft_thread_t *t = Spawn(+[](void *a) -> void * { return (*static_cast<decltype(w) *>(a))(); }, &w);
+    weft_thread_t *t = SpawnCall(&w);
     ASSERT_TRUE(WaitFor([&] { return waiting.load(); }));
     weft_mutex_lock(&m);
     flag = true;
@@ -452,7 +514,7 @@ TEST_P(CondTest, InitDestroyAndEinval) {
       weft_mutex_unlock(&m);
       return nullptr;
     };
-    weft_thread_t *t = Spawn(+[](void *a) -> void * { return (*static_cast<decltype(w) *>(a))(); }, &w);
+    weft_thread_t *t = SpawnCall(&w);
     ASSERT_TRUE(WaitFor([&] { return state.load() == 1; }));
     weft_mutex_lock(&m);  // the waiter released it: it is inside the wait
     EXPECT_EQ(weft_cond_destroy(c), WEFT_EBUSY) << "destroy with a waiter";

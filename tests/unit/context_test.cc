@@ -13,14 +13,7 @@ extern "C" {
 #include "arch/context.h"
 }
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define WEFT_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WEFT_TEST_SANITIZED 1
-#endif
+#include "weft_test.h"  // WEFT_TEST_SANITIZED
 
 namespace {
 

@@ -134,14 +134,22 @@ void OnUnblocked(weft_hook_event_t, weft_thread_t *t, int, void *, void *arg) {
   EXPECT_NE(t, nullptr);
   static_cast<BlockRec *>(arg)->unblocked++;
 }
+// Zeroes *r and installs OnBlocked and OnUnblocked on it; PopBlockRec removes them.
+void PushBlockRec(BlockRec *r) {
+  r->blocked = 0;
+  r->unblocked = 0;
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_BLOCKED, OnBlocked, r), 0);
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_UNBLOCKED, OnUnblocked, r), 0);
+}
+void PopBlockRec() {
+  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_UNBLOCKED), 0);
+  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_BLOCKED), 0);
+}
 
 TEST_P(HookTest, BlockedAndUnblockedPairUp) {
   if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
   static BlockRec r;
-  r.blocked = 0;
-  r.unblocked = 0;
-  ASSERT_EQ(weft_hook_push(WEFT_HOOK_BLOCKED, OnBlocked, &r), 0);
-  ASSERT_EQ(weft_hook_push(WEFT_HOOK_UNBLOCKED, OnUnblocked, &r), 0);
+  ASSERT_NO_FATAL_FAILURE(PushBlockRec(&r));
   static weft_sem_t a, b;
   weft_sem_init(&a, 0);
   weft_sem_init(&b, 0);
@@ -163,8 +171,7 @@ TEST_P(HookTest, BlockedAndUnblockedPairUp) {
     weft_sem_wait(&b);
   }
   ASSERT_EQ(weft_join(t, nullptr), 0);
-  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_UNBLOCKED), 0);
-  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_BLOCKED), 0);
+  ASSERT_NO_FATAL_FAILURE(PopBlockRec());
   EXPECT_GT(r.blocked.load(), 0);
   // every block of a weft thread here ends with one wake (join included)
   EXPECT_EQ(r.blocked.load(), r.unblocked.load());
@@ -177,18 +184,14 @@ TEST_P(HookTest, BlockedAndUnblockedPairUp) {
 TEST_P(HookTest, JoinHandOffRaisesUnblocked) {
   if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
   static BlockRec r;
-  r.blocked = 0;
-  r.unblocked = 0;
-  ASSERT_EQ(weft_hook_push(WEFT_HOOK_BLOCKED, OnBlocked, &r), 0);
-  ASSERT_EQ(weft_hook_push(WEFT_HOOK_UNBLOCKED, OnUnblocked, &r), 0);
+  ASSERT_NO_FATAL_FAILURE(PushBlockRec(&r));
   const int rounds = 50;
   for (int i = 0; i < rounds; i++) {
     weft_thread_t *t;
     ASSERT_EQ(weft_create(&t, nullptr, [](void *a) -> void * { return a; }, nullptr), 0);
     ASSERT_EQ(weft_join(t, nullptr), 0);
   }
-  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_UNBLOCKED), 0);
-  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_BLOCKED), 0);
+  ASSERT_NO_FATAL_FAILURE(PopBlockRec());
   if (nvps() == 1) {
     EXPECT_EQ(r.blocked.load(), rounds);
   }

@@ -124,9 +124,7 @@ TEST_P(KeyTest, DestructorsRunForDetachedThreads) {
   DtorLog log;
   g_log = &log;
   ASSERT_EQ(weft_key_create(&g_key, LogDtor), 0);
-  weft_attr_t attr;
-  weft_attr_init(&attr);
-  attr.detached = 1;
+  weft_attr_t attr = DetachedAttr();
   for (intptr_t i = 0; i < 10; ++i) {
     ASSERT_EQ(weft_create(nullptr, &attr, +[](void *a) {
       EXPECT_EQ(weft_key_set(g_key, a), 0);

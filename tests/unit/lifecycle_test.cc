@@ -28,13 +28,6 @@ struct Watchdog {
   ~Watchdog() { alarm(0); }
 };
 
-weft_attr_t Detached() {
-  weft_attr_t a;
-  weft_attr_init(&a);
-  a.detached = 1;
-  return a;
-}
-
 // ---- shutdown waits for every live thread ------------------------------------------
 
 std::atomic<long> g_links{0};
@@ -47,7 +40,7 @@ void *ChainLink(void *arg) {
   long left = I(arg);
   g_links.fetch_add(1, std::memory_order_relaxed);
   if (left > 1) {
-    weft_attr_t a = Detached();
+    weft_attr_t a = DetachedAttr();
     int rc;
     while ((rc = weft_create(nullptr, &a, ChainLink, P(left - 1))) == WEFT_ENOMEM) weft_yield();
     if (rc != 0) std::abort();
@@ -68,7 +61,7 @@ TEST_P(ShutdownChainTest, ShutdownWaitsForEveryLink) {
   for (int r = 0; r < rounds; r++) {
     g_links.store(0);
     ASSERT_EQ(InitWithVps(nvps), 0);
-    weft_attr_t a = Detached();
+    weft_attr_t a = DetachedAttr();
     for (int c = 0; c < 4; c++) ASSERT_EQ(weft_create(nullptr, &a, ChainLink, P(links)), 0);
     ASSERT_EQ(weft_shutdown(), 0);
     ASSERT_EQ(g_links.load(), 4 * links) << "round " << r << ": weft_shutdown returned before "
@@ -100,7 +93,7 @@ TEST(OsThreadsRacingShutdown, CreateDuringShutdownIsNotInitOrRuns) {
   std::vector<std::thread> creators;
   for (int i = 0; i < 3; i++)
     creators.emplace_back([&] {
-      weft_attr_t a = Detached();
+      weft_attr_t a = DetachedAttr();
       while (!stop.load(std::memory_order_relaxed)) {
         int rc = weft_create(nullptr, &a, CountRun, nullptr);
         if (rc == 0) created.fetch_add(1, std::memory_order_relaxed);
@@ -266,14 +259,7 @@ TEST_P(NoStackDeathTest, NothingElseCanFinishAborts) {
 
 INSTANTIATE_TEST_SUITE_P(Vps, NoStackDeathTest, ::testing::Values(1, 2), VpName);
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define LIFECYCLE_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define LIFECYCLE_SANITIZED 1
-#endif
-#endif
-#if !defined(LIFECYCLE_SANITIZED) && !defined(WEFT_TEST_EMULATED)
+#if !defined(WEFT_TEST_SANITIZED) && !defined(WEFT_TEST_EMULATED)
 // Not under qemu-user either: it ignores a guest's RLIMIT_AS.
 // A stack larger than the address space allowed (RLIMIT_AS) can never be mapped:
 // weft_create says so at once (WEFT_EINVAL) instead of letting the thread wait. Not

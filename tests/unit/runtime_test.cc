@@ -26,9 +26,7 @@ void ExpectNotInitialized() {
   weft_thread_t *t = FakeThread();
   EXPECT_EQ(weft_create(&t, nullptr, ReturnArg, nullptr), WEFT_ENOTINIT);
   EXPECT_EQ(t, FakeThread()) << "out-parameter changed on error";
-  weft_attr_t attr;
-  weft_attr_init(&attr);
-  attr.detached = 1;
+  weft_attr_t attr = DetachedAttr();
   EXPECT_EQ(weft_create(nullptr, &attr, ReturnArg, nullptr), WEFT_ENOTINIT);
   void *result = P(7);
   EXPECT_EQ(weft_join(FakeThread(), &result), WEFT_ENOTINIT);
@@ -270,9 +268,7 @@ std::atomic<int> g_detached_done{0};
 void *DetachedWorker(void *arg) {
   for (int i = 0; i < 20; ++i) weft_yield();
   if (I(arg) > 0) {  // spawn a detached child one level down
-    weft_attr_t attr;
-    weft_attr_init(&attr);
-    attr.detached = 1;
+    weft_attr_t attr = DetachedAttr();
     EXPECT_EQ(weft_create(nullptr, &attr, DetachedWorker, P(I(arg) - 1)), 0);
   }
   g_detached_done.fetch_add(1);
@@ -283,9 +279,7 @@ void *DetachedWorker(void *arg) {
 // they create) to finish before it returns 0.
 TEST_P(RuntimeVpTest, ShutdownWaitsForDetachedThreads) {
   g_detached_done = 0;
-  weft_attr_t attr;
-  weft_attr_init(&attr);
-  attr.detached = 1;
+  weft_attr_t attr = DetachedAttr();
   const int kThreads = 100;
   for (int i = 0; i < kThreads; ++i) {
     ASSERT_EQ(weft_create(nullptr, &attr, DetachedWorker, P(i % 3)), 0);
@@ -335,9 +329,7 @@ TEST_F(RuntimeTest, ShutdownAfterWaitingReturnsToCallerOsThread) {
   const long tid = Tid();
   for (int round = 0; round < 40; ++round) {
     ASSERT_EQ(InitWithVps(2 + round % 3), 0) << "round " << round;
-    weft_attr_t attr;
-    weft_attr_init(&attr);
-    attr.detached = 1;
+    weft_attr_t attr = DetachedAttr();
     for (int i = 0; i < 50; ++i) {
       ASSERT_EQ(weft_create(nullptr, &attr, +[](void *) {
         for (int k = 0; k < 50; ++k) weft_yield();

@@ -317,7 +317,7 @@ TEST_P(RwLockTest, TimedOutWriterAtHeadLetsReadersIn) {
       wdone = true;
       return nullptr;
     };
-    weft_thread_t *wt = Spawn(+[](void *a) -> void * { return (*static_cast<decltype(writer) *>(a))(); }, &writer);
+    weft_thread_t *wt = SpawnCall(&writer);
     // the writer is queued once tryrdlock fails
     ASSERT_TRUE(Eventually([&] {
       int rc = weft_rwlock_tryrdlock(&l);
@@ -334,15 +334,12 @@ TEST_P(RwLockTest, TimedOutWriterAtHeadLetsReadersIn) {
     };
     std::vector<weft_thread_t *> ts;
     for (int i = 0; i < nweft; ++i)
-      ts.push_back(Spawn(+[](void *a) -> void * {
-        (*static_cast<decltype(reader) *>(a))();
-        return nullptr;
-      }, &reader));
+      ts.push_back(SpawnCall(&reader));
     std::thread os(reader);
-    ASSERT_TRUE(WaitFor([&] { return started.load() == nweft + nos; }));
-    weft_sleep_ns(10 * kMs);
+    // every reader queued behind the writer, unless the writer gave up first (a
+    // slow host): then they got in and the check below holds anyway
+    ASSERT_TRUE(YieldUntil([&] { return Waiters(&l) == 1 + nweft + nos || wdone.load(); }));
     bool covered = !wdone.load();  // the readers queued while the writer still waited
-    EXPECT_TRUE(covered || in.load() == nweft + nos);
     if (covered) {
       EXPECT_EQ(in.load(), 0) << "readers jumped a queued writer";
     }

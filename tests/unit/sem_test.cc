@@ -62,12 +62,7 @@ TEST_P(SemTest, EinvalAndEagain) {
   EXPECT_EQ(weft_sem_init(&s, INT32_MIN), WEFT_EINVAL);
   EXPECT_EQ(std::memcmp(&s, &before, sizeof s), 0) << "failed init wrote the object";
   EXPECT_EQ(weft_sem_init(nullptr, 0), WEFT_EINVAL);
-  EXPECT_EQ(weft_sem_wait(nullptr), WEFT_EINVAL);
-  EXPECT_EQ(weft_sem_trywait(nullptr), WEFT_EINVAL);
-  EXPECT_EQ(weft_sem_timedwait(nullptr, weft_deadline_after(kMs)), WEFT_EINVAL);
-  EXPECT_EQ(weft_sem_signal(nullptr), WEFT_EINVAL);
-  EXPECT_EQ(weft_sem_destroy(nullptr), WEFT_EINVAL);
-  EXPECT_EQ(weft_sem_value(nullptr), 0);
+  ExpectSemNullEinval();
 
   ASSERT_EQ(weft_sem_init(&s, WEFT_SEM_MAX), 0);
   EXPECT_EQ(weft_sem_signal(&s), WEFT_EAGAIN);
@@ -139,10 +134,7 @@ TEST_P(SemTest, SignalWakesBlockedWaitersOneEach) {
       done.fetch_add(1);
     };
     for (int i = 0; i < nweft; ++i)
-      ts.push_back(Spawn(+[](void *a) -> void * {
-        (*static_cast<decltype(waiter) *>(a))();
-        return nullptr;
-      }, &waiter));
+      ts.push_back(SpawnCall(&waiter));
     for (int i = 0; i < nos; ++i) os.emplace_back(waiter);
     ASSERT_TRUE(WaitFor([&] { return started.load() == nweft + nos; }));
     for (int i = 0; i < nweft + nos; ++i) {
@@ -234,20 +226,14 @@ TEST_P(SemTest, DestroyWithWaiter) {
       EXPECT_EQ(weft_sem_wait(&s), 0);
       state = 2;
     };
-    weft_thread_t *t = nullptr;
-    std::thread th;
-    if (os) th = std::thread(waiter);
-    else t = Spawn(+[](void *a) -> void * {
-      (*static_cast<decltype(waiter) *>(a))();
-      return nullptr;
-    }, &waiter);
-    ASSERT_TRUE(WaitFor([&] { return state.load() == 1; }));
-    Settle();  // let it register (no API shows a queued thread)
-    EXPECT_EQ(weft_sem_destroy(&s), WEFT_EBUSY) << (os ? "OS" : "weft") << " waiter";
+    ThreadOfKind th(os, &waiter);
+    ASSERT_TRUE(WaitForWaiters(&s, 1)) << th.Kind() << " waiter never queued";
+    EXPECT_EQ(state.load(), 1);
+    EXPECT_EQ(weft_sem_destroy(&s), WEFT_EBUSY) << th.Kind() << " waiter";
     EXPECT_EQ(weft_sem_signal(&s), 0);
     EXPECT_TRUE(WaitFor([&] { return state.load() == 2; }));
-    if (t) Join(t);
-    if (th.joinable()) th.join();
+    th.Join();
+    EXPECT_EQ(Waiters(&s), 0);
     EXPECT_EQ(weft_sem_value(&s), 0);
   }
   EXPECT_EQ(weft_sem_destroy(&s), 0);

@@ -16,20 +16,6 @@
 
 #include "weft_test.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WEFT_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define WEFT_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define WEFT_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define WEFT_TEST_TSAN 1
-#endif
-#endif
 
 // The library's internal failure description (src/core/internal.h).
 extern "C" int weft__stack_describe_failure(char *buf, size_t n);

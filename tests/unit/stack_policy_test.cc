@@ -240,9 +240,7 @@ TEST_P(StackPolicyTest, FreeHookSeesEveryStack) {
       ts.push_back(Spawn(PolicyThread, &ok, &attr));
     }
     // a detached thread's stack comes back too
-    weft_attr_t det;
-    weft_attr_init(&det);
-    det.detached = 1;
+    weft_attr_t det = DetachedAttr();
     ASSERT_EQ(weft_create(nullptr, &det, PolicyThread, &ok), 0);
     for (weft_thread_t *t : ts) Join(t);
   }

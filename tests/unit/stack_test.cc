@@ -11,20 +11,6 @@
 
 #include "weft_test.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define WEFT_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define WEFT_TEST_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define WEFT_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define WEFT_TEST_ASAN 1
-#endif
-#endif
 
 using namespace weft_test;
 

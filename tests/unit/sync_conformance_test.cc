@@ -38,6 +38,7 @@ struct MutexKind {
   int TimedLock(uint64_t d) { return weft_mutex_timedlock(&m, d); }
   int Unlock() { return weft_mutex_unlock(&m); }
   int Destroy() { return weft_mutex_destroy(&m); }
+  int Waiters() { return weft_test::Waiters(&m); }
   static void CheckNull() {
     EXPECT_EQ(weft_mutex_init(nullptr), WEFT_EINVAL);
     EXPECT_EQ(weft_mutex_lock(nullptr), WEFT_EINVAL);
@@ -65,6 +66,7 @@ struct HybridKind {
   int TimedLock(uint64_t d) { return weft_hybrid_timedlock(&h, d); }
   int Unlock() { return weft_hybrid_unlock(&h); }
   int Destroy() { return weft_hybrid_destroy(&h); }
+  int Waiters() { return weft_test::Waiters(&h); }
   static void CheckNull() {
     EXPECT_EQ(weft_hybrid_init(nullptr), WEFT_EINVAL);
     EXPECT_EQ(weft_hybrid_lock(nullptr), WEFT_EINVAL);
@@ -95,6 +97,7 @@ struct RwWriteKind {
   int TimedLock(uint64_t d) { return weft_rwlock_timedwrlock(&l, d); }
   int Unlock() { return weft_rwlock_unlock(&l); }
   int Destroy() { return weft_rwlock_destroy(&l); }
+  int Waiters() { return weft_test::Waiters(&l); }
   static void CheckNull() {
     EXPECT_EQ(weft_rwlock_init(nullptr), WEFT_EINVAL);
     EXPECT_EQ(weft_rwlock_wrlock(nullptr), WEFT_EINVAL);
@@ -133,15 +136,8 @@ struct SemKind {
   int TimedLock(uint64_t d) { return weft_sem_timedwait(&s, d); }
   int Unlock() { return weft_sem_signal(&s); }
   int Destroy() { return weft_sem_destroy(&s); }
-  static void CheckNull() {
-    EXPECT_EQ(weft_sem_init(nullptr, 1), WEFT_EINVAL);
-    EXPECT_EQ(weft_sem_wait(nullptr), WEFT_EINVAL);
-    EXPECT_EQ(weft_sem_trywait(nullptr), WEFT_EINVAL);
-    EXPECT_EQ(weft_sem_timedwait(nullptr, weft_deadline_after(kMs)), WEFT_EINVAL);
-    EXPECT_EQ(weft_sem_signal(nullptr), WEFT_EINVAL);
-    EXPECT_EQ(weft_sem_destroy(nullptr), WEFT_EINVAL);
-    EXPECT_EQ(weft_sem_value(nullptr), 0);
-  }
+  int Waiters() { return weft_test::Waiters(&s); }
+  static void CheckNull() { ExpectSemNullEinval(); }
 };
 
 // A lock set of N locks used as one lock: N == 1 is {mutex}; N == 3 is {mutex,
@@ -193,6 +189,10 @@ struct LockSetKind {
     if (N == 1) return rc[0];
     if (rc[0] == rc[1] && rc[1] == rc[2]) return rc[0];
     return -1000;  // disagreement
+  }
+  // a waiter queues on one lock of the set (its pivot) at a time
+  int Waiters() {
+    return weft_test::Waiters(&m) + (N == 3 ? weft_test::Waiters(&h) + weft_test::Waiters(&l) : 0);
   }
   static void CheckNull() {
     weft_mutex_t mm = WEFT_MUTEX_INIT;
@@ -553,6 +553,33 @@ TYPED_TEST(SyncConformance, TimedLockRacesWithUnlock) {
   EXPECT_EQ(k.Destroy(), 0);
 }
 
+// weft_debug_waiters() counts the threads queued on a held lock, weft threads and
+// plain OS threads alike, and none once they have all had it.
+TYPED_TEST(SyncConformance, WaitersCountsQueuedThreads) {
+  using K = typename TestFixture::K;
+  K k;
+  ASSERT_EQ(k.Init(), 0);
+  EXPECT_EQ(k.Waiters(), 0) << "free";
+  ASSERT_EQ(k.Lock(), 0);
+  EXPECT_EQ(k.Waiters(), 0) << "held, nobody waiting";
+  std::atomic<int> got{0};
+  auto waiter = [&] {
+    EXPECT_EQ(k.Lock(), 0);
+    got.fetch_add(1);
+    EXPECT_EQ(k.Unlock(), 0);
+  };
+  ThreadOfKind a(false, &waiter), b(false, &waiter), c(true, &waiter);
+  ASSERT_TRUE(YieldUntil([&] { return k.Waiters() == 3; })) << "counted " << k.Waiters();
+  EXPECT_EQ(got.load(), 0);
+  ASSERT_EQ(k.Unlock(), 0);
+  a.Join();
+  b.Join();
+  EXPECT_TRUE(WaitFor([&] { return got.load() == 3; }));
+  c.Join();
+  EXPECT_EQ(k.Waiters(), 0);
+  EXPECT_EQ(k.Destroy(), 0);
+}
+
 // destroy: WEFT_EBUSY while held (kinds that can see a holder) and while a thread
 // waits; 0 once free. The object is left as it was by a busy destroy.
 TYPED_TEST(SyncConformance, DestroyBusy) {
@@ -574,21 +601,14 @@ TYPED_TEST(SyncConformance, DestroyBusy) {
       state.store(2);
       EXPECT_EQ(k.Unlock(), 0);
     };
-    weft_thread_t *t = nullptr;
-    std::thread th;
-    if (os) th = std::thread(waiter);
-    else t = Spawn(+[](void *a) -> void * {
-      (*static_cast<decltype(waiter) *>(a))();
-      return nullptr;
-    }, &waiter);
-    ASSERT_TRUE(WaitFor([&] { return state.load() >= 1; }));
-    Settle();  // let it queue (no API shows that a thread is queued)
+    ThreadOfKind th(os, &waiter);
+    ASSERT_TRUE(YieldUntil([&] { return k.Waiters() == 1; })) << th.Kind() << " waiter never queued";
     EXPECT_EQ(state.load(), 1) << "waiter got a held lock";
-    EXPECT_EQ(k.Destroy(), WEFT_EBUSY) << (os ? "OS" : "weft") << " waiter queued";
+    EXPECT_EQ(k.Destroy(), WEFT_EBUSY) << th.Kind() << " waiter queued";
     ASSERT_EQ(k.Unlock(), 0);  // hands over to the waiter
     EXPECT_TRUE(WaitFor([&] { return state.load() == 2; }));
-    if (t) Join(t);
-    if (th.joinable()) th.join();
+    th.Join();
+    EXPECT_EQ(k.Waiters(), 0);
     ASSERT_EQ(k.Lock(), 0);  // the busy destroy left it usable
   }
   ASSERT_EQ(k.Unlock(), 0);

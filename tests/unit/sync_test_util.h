@@ -127,15 +127,29 @@ bool WaitFor(Pred pred, double seconds = 30.0) {
   return true;
 }
 
-// Gives other threads (weft and OS) time to reach their blocking call after they
-// announced that they are about to make it: yields, then sleeps `ms`. Used only
-// where the library offers no way to observe that a thread is queued; tests that
-// use it hold on either outcome of the race except as noted at the call.
-inline void Settle(uint64_t ms = 30) {
-  for (int i = 0; i < 20; ++i) weft_yield();
-  weft_sleep_ns(ms * kMs);
-  for (int i = 0; i < 20; ++i) weft_yield();
-}
+// Runs (*f)() in a weft thread (os false) or in a plain OS thread (os true), for
+// tests that check the same wait from both kinds of thread. f must outlive it;
+// Join() waits for it (from a weft thread: the weft thread by weft_join, the OS
+// thread by pthread_join once it has been woken).
+class ThreadOfKind {
+ public:
+  template <class F>
+  ThreadOfKind(bool os, F *f) : os_(os) {
+    if (os) th_ = std::thread([f] { (*f)(); });
+    else t_ = SpawnCall(f);
+  }
+  void Join() {
+    if (t_) weft_test::Join(t_);
+    t_ = nullptr;
+    if (th_.joinable()) th_.join();
+  }
+  const char *Kind() const { return os_ ? "OS" : "weft"; }
+
+ private:
+  bool os_;
+  weft_thread_t *t_ = nullptr;
+  std::thread th_;
+};
 
 // A small busy loop the compiler cannot drop (lengthens critical sections).
 inline void Work(int n) {
@@ -144,6 +158,17 @@ inline void Work(int n) {
 }
 
 inline std::string Err(int rc) { return std::string(weft_err_name(rc)) + " (" + std::to_string(rc) + ")"; }
+
+// Every weft_sem_* call with a NULL semaphore: WEFT_EINVAL (weft_sem_value: 0).
+inline void ExpectSemNullEinval() {
+  EXPECT_EQ(weft_sem_init(nullptr, 1), WEFT_EINVAL);
+  EXPECT_EQ(weft_sem_wait(nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_sem_trywait(nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_sem_timedwait(nullptr, weft_deadline_after(kMs)), WEFT_EINVAL);
+  EXPECT_EQ(weft_sem_signal(nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_sem_destroy(nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_sem_value(nullptr), 0);
+}
 
 inline weft_sync_stats_t Stats() {
   weft_sync_stats_t s;

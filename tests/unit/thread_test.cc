@@ -86,9 +86,7 @@ TEST_P(ThreadTest, NestedCreateAndJoin) { EXPECT_EQ(Join(Spawn(Fib, P(14))), P(3
 TEST_P(ThreadTest, DetachedCreateWithNullOut) {
   static std::atomic<int> ran;
   ran = 0;
-  weft_attr_t attr;
-  weft_attr_init(&attr);
-  attr.detached = 1;
+  weft_attr_t attr = DetachedAttr();
   for (int i = 0; i < 10; ++i) {
     ASSERT_EQ(weft_create(nullptr, &attr, +[](void *) {
       ran.fetch_add(1);
@@ -101,9 +99,7 @@ TEST_P(ThreadTest, DetachedCreateWithNullOut) {
 // A thread created detached cannot be joined or detached again (WEFT_ESRCH).
 TEST_P(ThreadTest, CreatedDetachedCannotBeJoined) {
   Gate g;
-  weft_attr_t attr;
-  weft_attr_init(&attr);
-  attr.detached = 1;
+  weft_attr_t attr = DetachedAttr();
   weft_thread_t *t = nullptr;
   ASSERT_EQ(weft_create(&t, &attr, WaitAtGate, &g), 0);
   ASSERT_NE(t, nullptr);
@@ -198,9 +194,7 @@ TEST_P(ThreadTest, JoinAfterDetachOfFinishedThreadIsEsrch) {
 // A thread created detached that has finished (and reclaimed itself): detach and
 // join of its handle return WEFT_ESRCH until the block is reused.
 TEST_P(ThreadTest, DetachAndJoinOfFinishedDetachedThreadAreEsrch) {
-  weft_attr_t attr;
-  weft_attr_init(&attr);
-  attr.detached = 1;
+  weft_attr_t attr = DetachedAttr();
   for (int i = 0; i < 20; ++i) {
     weft_debug_stats_t st;
     weft_debug_stats(&st);
@@ -702,9 +696,7 @@ TEST_P(ThreadTest, JoinAcrossPlainAndWeftThreads) {
 // with WEFT_EINVAL, and weft_detach() works.
 TEST_P(ThreadTest, PlainThreadJoinErrorsAndDetach) {
   Gate detached_gate, joinable_gate;
-  weft_attr_t attr;
-  weft_attr_init(&attr);
-  attr.detached = 1;
+  weft_attr_t attr = DetachedAttr();
   weft_thread_t *detached = nullptr;
   ASSERT_EQ(weft_create(&detached, &attr, WaitAtGate, &detached_gate), 0);
   weft_thread_t *joinable = Spawn(WaitAtGate, &joinable_gate);
@@ -751,48 +743,65 @@ TEST_P(ThreadTest, ManyPlainThreadsCreateAndJoin) {
   EXPECT_EQ(sum.load(), 2 * (n * (n - 1) / 2));
 }
 
+// weft_debug_waiters(WEFT_DEBUG_JOIN, t) is 1 while a weft thread or a plain OS
+// thread waits in weft_join for t, else 0; NULL or an unknown kind is WEFT_EINVAL.
+TEST_P(ThreadTest, WaitersCountsTheJoiner) {
+  for (int os = 0; os < 2; ++os) {
+    Event go;
+    weft_thread_t *t = Spawn(+[](void *a) -> void * {
+      static_cast<Event *>(a)->Wait();
+      return P(9);
+    }, &go);
+    EXPECT_EQ(Waiters(t), 0) << "nobody joins yet";
+    void *r = nullptr;
+    std::atomic<bool> joined{false};
+    auto joiner = [&] {
+      EXPECT_EQ(weft_join(t, &r), 0);
+      joined = true;
+    };
+    weft_thread_t *jt = os ? nullptr : SpawnCall(&joiner);
+    std::thread jos;
+    if (os) jos = std::thread(joiner);
+    EXPECT_TRUE(WaitForWaiters(t, 1)) << (os ? "OS" : "weft") << " joiner not counted";
+    go.Set();
+    if (jt) Join(jt);
+    if (os) {
+      EXPECT_TRUE(YieldUntil([&] { return joined.load(); }));
+      jos.join();
+    }
+    EXPECT_EQ(r, P(9));
+  }
+  weft_mutex_t m = WEFT_MUTEX_INIT;
+  EXPECT_EQ(weft_debug_waiters(WEFT_DEBUG_MUTEX, nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_debug_waiters(WEFT_DEBUG_JOIN, nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_debug_waiters(static_cast<weft_debug_obj_t>(0), &m), WEFT_EINVAL);
+  EXPECT_EQ(weft_debug_waiters(static_cast<weft_debug_obj_t>(99), &m), WEFT_EINVAL);
+  EXPECT_EQ(weft_debug_waiters(WEFT_DEBUG_MUTEX, &m), 0);
+}
+
 // ---- misuse caught by checked builds ------------------------------------------------------
 
 // In a checked build, joining a thread a second time (its handle dangles) is caught
 // while its control block has not been reused.
+constexpr const char *kDoubleJoin = "weft: misuse: weft_join of a thread that was already joined";
+
+void JoinTwice(weft_thread_t *t) {
+  weft_join(t, nullptr);
+  weft_join(t, nullptr);
+}
+
 TEST(ThreadDeathTest, DoubleJoinIsCaughtInCheckedBuild) {
-#ifndef WEFT_TEST_CHECKED
-  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
-#endif
-  SetDeathTestStyle();
-  EXPECT_DEATH(
-      {
-        InitWithVps(1);
-        weft_thread_t *t = nullptr;
-        weft_create(&t, nullptr, ReturnArg, nullptr);
-        weft_join(t, nullptr);
-        weft_join(t, nullptr);
-        std::_Exit(0);
-      },
-      "weft: misuse: weft_join of a thread that was already joined");
+  WEFT_EXPECT_MISUSE_DEATH(kDoubleJoin, JoinTwice(Spawn(ReturnArg)));
 }
 
 // The same from a plain OS thread.
 TEST(ThreadDeathTest, DoubleJoinFromPlainThreadIsCaughtInCheckedBuild) {
-#ifndef WEFT_TEST_CHECKED
-  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
-#endif
-  SetDeathTestStyle();
-  EXPECT_DEATH(
-      {
-        InitWithVps(1);
-        weft_thread_t *t = nullptr;
-        weft_create(&t, nullptr, ReturnArg, nullptr);
-        // let t finish first: at 1 VP, std::thread::join below holds the only VP
-        for (int i = 0; i < 20; ++i) weft_yield();
-        std::thread plain([t] {
-          weft_join(t, nullptr);
-          weft_join(t, nullptr);
-        });
-        plain.join();
-        std::_Exit(0);
-      },
-      "weft: misuse: weft_join of a thread that was already joined");
+  WEFT_EXPECT_MISUSE_DEATH(kDoubleJoin,
+    weft_thread_t *t = Spawn(ReturnArg);
+    // let t finish first: at 1 VP, std::thread::join below holds the only VP
+    for (int i = 0; i < 20; ++i) weft_yield();
+    std::thread plain(JoinTwice, t);
+    plain.join());
 }
 
 }  // namespace

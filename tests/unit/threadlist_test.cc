@@ -372,8 +372,7 @@ TEST_P(YieldOntoTest, FromWaitListBackToRunList) {
     return nullptr;
   }, &a, &attr);
   // sleep, not yield: the bundle's threads run only on an idle VP
-  for (int i = 0; i < 30000 && weft_threadlist_count(wait) != 1; i++) weft_sleep_ns(1000000);
-  ASSERT_EQ(weft_threadlist_count(wait), 1);
+  ASSERT_TRUE(SleepUntil([&] { return weft_threadlist_count(wait) == 1; }));
   EXPECT_EQ(phase.load(), 1);
   EXPECT_EQ(weft_threadlist_wake(wait), t);
   Join(t);
@@ -449,19 +448,10 @@ TEST(ThreadListDeathTest, MutexUnlockInReleaseIsCaughtInCheckedBuild) {
 // In a checked build, putting the running thread on a list is caught (it must use
 // weft_threadlist_yield_onto, which puts it once its context is saved).
 TEST(ThreadListDeathTest, PutOfRunningThreadIsCaughtInCheckedBuild) {
-#ifndef WEFT_TEST_CHECKED
-  GTEST_SKIP() << "the library is not built with WEFT_CHECKED";
-#endif
-  SetDeathTestStyle();
-  EXPECT_DEATH(
-      {
-        InitWithVps(1);
-        weft_threadlist_t *l = nullptr;
-        weft_threadlist_create(&l, &weft_threadlist_fifo, nullptr);
-        weft_threadlist_put(l, weft_self());
-        std::_Exit(0);
-      },
-      "weft: misuse");
+  WEFT_EXPECT_MISUSE_DEATH("weft: misuse",
+    weft_threadlist_t *l = nullptr;
+    weft_threadlist_create(&l, &weft_threadlist_fifo, nullptr);
+    weft_threadlist_put(l, weft_self()));
 }
 
 }  // namespace

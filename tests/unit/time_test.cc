@@ -97,7 +97,7 @@ TEST_F(TimeOneVpTest, SleepDoesNotBlockTheVp) {
     stop = true;
     return nullptr;
   };
-  weft_thread_t *s = Spawn(+[](void *a) -> void * { return (*static_cast<decltype(sleeper) *>(a))(); }, &sleeper);
+  weft_thread_t *s = SpawnCall(&sleeper);
   std::pair<std::atomic<long> *, std::atomic<bool> *> yarg(&progress, &stop);
   weft_thread_t *y = Spawn(+[](void *a) -> void * {
     auto *st = static_cast<std::pair<std::atomic<long> *, std::atomic<bool> *> *>(a);
@@ -153,9 +153,7 @@ TEST_P(TimeTest, ManySleepersAllWake) {
 TEST_P(TimeTest, ShutdownWaitsForSleeper) {
   static std::atomic<int> finished;
   finished = 0;
-  weft_attr_t attr;
-  weft_attr_init(&attr);
-  attr.detached = 1;
+  weft_attr_t attr = DetachedAttr();
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(weft_create(nullptr, &attr, +[](void *a) -> void * {
       weft_sleep_ns(static_cast<uint64_t>(I(a)) * 10 * kMs);
@@ -186,7 +184,7 @@ TEST_F(TimeOneVpTest, TimedWaitFiresWhileOtherThreadYields) {
     done = true;
     return nullptr;
   };
-  weft_thread_t *w = Spawn(+[](void *a) -> void * { return (*static_cast<decltype(waiter) *>(a))(); }, &waiter);
+  weft_thread_t *w = SpawnCall(&waiter);
   // the main thread is the yielder
   EXPECT_TRUE(YieldUntil([&] { return done.load(); }, 30)) << "timer never fired";
   Join(w);

@@ -240,6 +240,20 @@ void *Worker(void *p) {
   return nullptr;
 }
 
+// What weft_trace_stats_print() prints.
+std::string StatsText() {
+  char *buf = nullptr;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  EXPECT_NE(f, nullptr);
+  if (f == nullptr) return "";
+  weft_trace_stats_print(f);
+  fclose(f);
+  std::string out(buf, len);
+  free(buf);
+  return out;
+}
+
 // Runs the workload; returns the ids of the threads it created.
 std::vector<uint64_t> RunWorkload(Shared *s, int nthreads) {
   EXPECT_EQ(weft_mutex_init(&s->mu), 0);
@@ -251,7 +265,7 @@ std::vector<uint64_t> RunWorkload(Shared *s, int nthreads) {
     ids.push_back(weft_thread_id(t));
   }
   // let every worker reach the semaphore, with the VPs idle meanwhile
-  weft_sleep_ns(20 * 1000 * 1000);
+  EXPECT_TRUE(weft_test::SleepUntil([&] { return weft_test::Waiters(&s->sem) == nthreads; }));
   for (int i = 0; i < nthreads; i++) {
     EXPECT_EQ(weft_sem_signal(&s->sem), 0);
     weft_sleep_ns(1000 * 1000);  // each signal wakes a blocked waiter; VPs idle between
@@ -435,14 +449,7 @@ TEST_P(TraceTest, ErrorsAndStatistics) {
   EXPECT_EQ(weft_trace_write(nullptr), WEFT_EINVAL) << "no configured path";
   EXPECT_EQ(weft_trace_write("/nonexistent-dir/x.json"), WEFT_ESYS);
 
-  char *buf = nullptr;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  ASSERT_NE(f, nullptr);
-  weft_trace_stats_print(f);
-  fclose(f);
-  std::string out(buf, len);
-  free(buf);
+  std::string out = StatsText();
   EXPECT_NE(out.find("switches"), std::string::npos) << out;
   EXPECT_NE(out.find("idle ms"), std::string::npos) << out;
   EXPECT_NE(out.find("steals"), std::string::npos) << out;
@@ -552,14 +559,7 @@ TEST_P(TraceTest, StealsAreRecordedPerVp) {
     EXPECT_EQ(steals_on_me, 0);
   }
 
-  char *buf = nullptr;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  ASSERT_NE(f, nullptr);
-  weft_trace_stats_print(f);
-  fclose(f);
-  std::string out(buf, len);
-  free(buf);
+  std::string out = StatsText();
   EXPECT_NE(out.find("stolen"), std::string::npos) << out;
   // the row of our VP: switches blocks idles idle-ms steals stolen events dropped
   std::istringstream rows(out);

@@ -63,6 +63,18 @@ struct ErrnoRun {
     }
     if (weft_vp_self() != vp_before) moved.fetch_add(1);
   }
+  // Runs call() (a weft call that may switch, or block and migrate) and checks
+  // that errno is still `want` after it.
+  template <class F>
+  void Across(int want, F call) {
+    int vp = weft_vp_self();
+    call();
+    Check(want, vp);
+  }
+  void ExpectNoneBad() const {
+    EXPECT_EQ(bad.load(), 0) << "first wrong errno seen: " << first_bad.load()
+                             << " (resumes on another VP: " << moved.load() << ")";
+  }
 };
 
 struct ErrnoArg {
@@ -88,15 +100,9 @@ void *ErrnoMutexBody(void *p) {
       want = 1000 + a->id * 100 + static_cast<int>(r % 100);
       SetErrno(want);
     }
-    int vp = weft_vp_self();
-    weft_mutex_lock(&run->m);
-    run->Check(want, vp);
-    vp = weft_vp_self();
-    weft_yield();
-    run->Check(want, vp);
-    vp = weft_vp_self();
-    weft_mutex_unlock(&run->m);
-    run->Check(want, vp);
+    run->Across(want, [run] { weft_mutex_lock(&run->m); });
+    run->Across(want, weft_yield);
+    run->Across(want, [run] { weft_mutex_unlock(&run->m); });
   }
   return nullptr;
 }
@@ -116,8 +122,7 @@ TEST_P(TstateTest, ErrnoSurvivesBlockingMutexLock) {
   run.rounds = Scaled(2000, 20);
   ASSERT_EQ(weft_mutex_init(&run.m), 0);
   RunErrnoThreads(run, ErrnoMutexBody);
-  EXPECT_EQ(run.bad.load(), 0) << "first wrong errno seen: " << run.first_bad.load()
-                               << " (resumes on another VP: " << run.moved.load() << ")";
+  run.ExpectNoneBad();
   weft_mutex_destroy(&run.m);
 }
 
@@ -126,9 +131,7 @@ void *ErrnoYieldBody(void *p) {
   for (long r = 0; r < a->run->rounds; r++) {
     int want = 5000 + a->id * 1000 + static_cast<int>(r % 1000);
     SetErrno(want);
-    int vp = weft_vp_self();
-    weft_yield();
-    a->run->Check(want, vp);
+    a->run->Across(want, weft_yield);
   }
   return nullptr;
 }
@@ -137,14 +140,13 @@ TEST_P(TstateTest, ErrnoSurvivesYield) {
   ErrnoRun run;
   run.rounds = Scaled(5000, 50);
   RunErrnoThreads(run, ErrnoYieldBody);
-  EXPECT_EQ(run.bad.load(), 0) << "first wrong errno seen: " << run.first_bad.load()
-                               << " (resumes on another VP: " << run.moved.load() << ")";
+  run.ExpectNoneBad();
 }
 
-// A child that overwrites errno, then sleeps so that its joiner blocks.
+// A child that overwrites errno, then waits (yielding) until its joiner blocks.
 void *ErrnoChild(void *p) {
   SetErrno(static_cast<int>(weft_test::I(p)));
-  weft_sleep_ns(200000);
+  if (!weft_test::YieldUntil([] { return weft_test::Waiters(weft_self()) == 1; })) return p;
   SetErrno(static_cast<int>(weft_test::I(p)) + 1);
   return nullptr;
 }
@@ -154,19 +156,17 @@ void *ErrnoJoinSleepBody(void *p) {
   for (long r = 0; r < a->run->rounds; r++) {
     int want = 9000 + a->id * 100 + static_cast<int>(r % 100);
     SetErrno(want);
-    int vp = weft_vp_self();
     weft_thread_t *c = nullptr;
-    if (weft_create(&c, nullptr, ErrnoChild, weft_test::P(77000 + a->id)) != 0) {
+    int rc = 0;
+    a->run->Across(want, [&] { rc = weft_create(&c, nullptr, ErrnoChild, weft_test::P(77000 + a->id)); });
+    if (rc != 0) {
       a->run->bad.fetch_add(1);
       return nullptr;
     }
-    a->run->Check(want, vp);
-    vp = weft_vp_self();
-    weft_join(c, nullptr);  // blocks: the child sleeps
-    a->run->Check(want, vp);
-    vp = weft_vp_self();
-    weft_sleep_ns(100000);
-    a->run->Check(want, vp);
+    void *cr = nullptr;
+    a->run->Across(want, [&] { weft_join(c, &cr); });  // blocks: the child waits for that
+    if (cr != nullptr) a->run->bad.fetch_add(1);      // the child never saw its joiner
+    a->run->Across(want, [] { weft_sleep_ns(100000); });
   }
   return nullptr;
 }
@@ -175,8 +175,7 @@ TEST_P(TstateTest, ErrnoSurvivesJoinAndSleep) {
   ErrnoRun run;
   run.rounds = Scaled(100, 5);
   RunErrnoThreads(run, ErrnoJoinSleepBody);
-  EXPECT_EQ(run.bad.load(), 0) << "first wrong errno seen: " << run.first_bad.load()
-                               << " (resumes on another VP: " << run.moved.load() << ")";
+  run.ExpectNoneBad();
 }
 
 // The pattern of ordinary code, without the helpers: a failing call, a weft call that
@@ -266,38 +265,46 @@ struct CxxRun {
   long rounds = 0;
   std::atomic<long> bad{0};
   std::atomic<long> checks{0};
+  // Runs body(i, r) for every round r in kThreads weft::threads (i: the thread's
+  // index) and joins them.
+  template <class F>
+  void Run(F body) {
+    std::vector<weft::thread> ts;
+    for (int i = 0; i < kThreads; i++)
+      ts.emplace_back([this, &body, i] {
+        for (long r = 0; r < rounds; r++) body(i, r);
+      });
+    for (auto &t : ts) t.join();
+  }
+  // Every thread made its check every round, and none went wrong.
+  void ExpectAllGood(const char *what) const {
+    EXPECT_EQ(checks.load(), kThreads * rounds);
+    EXPECT_EQ(bad.load(), 0) << what;
+  }
 };
 
 // throw; inside a catch block, after yields, rethrows the thread's own exception.
 TEST_P(TstateTest, RethrowAfterYieldRethrowsOwnException) {
   CxxRun run;
   run.rounds = Scaled(1000, 20);
-  {
-    std::vector<weft::thread> ts;
-    for (int i = 0; i < kThreads; i++)
-      ts.emplace_back([&run, i] {
-        for (long r = 0; r < run.rounds; r++) {
-          try {
-            throw Tagged{i, r};
-          } catch (...) {
-            weft::this_thread::yield();
-            weft::this_thread::yield();
-            try {
-              throw;
-            } catch (const Tagged &t) {
-              if (t.id != i || t.round != r) run.bad.fetch_add(1);
-            } catch (...) {
-              run.bad.fetch_add(1);
-            }
-            run.checks.fetch_add(1);
-          }
-          if (std::uncaught_exceptions() != 0 || std::current_exception()) run.bad.fetch_add(1);
-        }
-      });
-    for (auto &t : ts) t.join();
-  }
-  EXPECT_EQ(run.checks.load(), kThreads * run.rounds);
-  EXPECT_EQ(run.bad.load(), 0) << "a rethrow gave another thread's exception";
+  run.Run([&run](int i, long r) {
+    try {
+      throw Tagged{i, r};
+    } catch (...) {
+      weft::this_thread::yield();
+      weft::this_thread::yield();
+      try {
+        throw;
+      } catch (const Tagged &t) {
+        if (t.id != i || t.round != r) run.bad.fetch_add(1);
+      } catch (...) {
+        run.bad.fetch_add(1);
+      }
+      run.checks.fetch_add(1);
+    }
+    if (std::uncaught_exceptions() != 0 || std::current_exception()) run.bad.fetch_add(1);
+  });
+  run.ExpectAllGood("a rethrow gave another thread's exception");
 }
 
 // A destructor that yields during unwinding sees its own thread's count of
@@ -319,28 +326,20 @@ struct YieldingGuard {
 TEST_P(TstateTest, UncaughtExceptionsInYieldingDestructor) {
   CxxRun run;
   run.rounds = Scaled(1000, 20);
-  {
-    std::vector<weft::thread> ts;
-    for (int i = 0; i < kThreads; i++)
-      ts.emplace_back([&run, i] {
-        for (long r = 0; r < run.rounds; r++) {
-          if (i % 2 == 0) {
-            try {
-              YieldingGuard g{&run, 1};
-              throw Tagged{i, r};
-            } catch (const Tagged &t) {
-              if (t.id != i || t.round != r) run.bad.fetch_add(1);
-            }
-          } else {
-            YieldingGuard g{&run, 0};
-          }
-          if (std::uncaught_exceptions() != 0) run.bad.fetch_add(1);
-        }
-      });
-    for (auto &t : ts) t.join();
-  }
-  EXPECT_EQ(run.checks.load(), kThreads * run.rounds);
-  EXPECT_EQ(run.bad.load(), 0) << "std::uncaught_exceptions() was another thread's";
+  run.Run([&run](int i, long r) {
+    if (i % 2 == 0) {
+      try {
+        YieldingGuard g{&run, 1};
+        throw Tagged{i, r};
+      } catch (const Tagged &t) {
+        if (t.id != i || t.round != r) run.bad.fetch_add(1);
+      }
+    } else {
+      YieldingGuard g{&run, 0};
+    }
+    if (std::uncaught_exceptions() != 0) run.bad.fetch_add(1);
+  });
+  run.ExpectAllGood("std::uncaught_exceptions() was another thread's");
 }
 
 // Nested handlers with switches between them: the inner exception is current inside
@@ -348,39 +347,31 @@ TEST_P(TstateTest, UncaughtExceptionsInYieldingDestructor) {
 TEST_P(TstateTest, NestedCatchWithYields) {
   CxxRun run;
   run.rounds = Scaled(500, 10);
-  {
-    std::vector<weft::thread> ts;
-    for (int i = 0; i < kThreads; i++)
-      ts.emplace_back([&run, i] {
-        for (long r = 0; r < run.rounds; r++) {
-          try {
-            throw Tagged{i, r};
-          } catch (const Tagged &outer) {
-            weft::this_thread::yield();
-            try {
-              throw Tagged{-i - 1, -r};
-            } catch (const Tagged &inner) {
-              weft::this_thread::yield();
-              try {
-                throw;
-              } catch (const Tagged &t) {
-                if (t.id != -i - 1 || t.round != -r) run.bad.fetch_add(1);
-              }
-            }
-            weft::this_thread::yield();
-            try {
-              throw;
-            } catch (const Tagged &t) {
-              if (t.id != i || t.round != r || &t != &outer) run.bad.fetch_add(1);
-            }
-            run.checks.fetch_add(1);
-          }
+  run.Run([&run](int i, long r) {
+    try {
+      throw Tagged{i, r};
+    } catch (const Tagged &outer) {
+      weft::this_thread::yield();
+      try {
+        throw Tagged{-i - 1, -r};
+      } catch (const Tagged &inner) {
+        weft::this_thread::yield();
+        try {
+          throw;
+        } catch (const Tagged &t) {
+          if (t.id != -i - 1 || t.round != -r) run.bad.fetch_add(1);
         }
-      });
-    for (auto &t : ts) t.join();
-  }
-  EXPECT_EQ(run.checks.load(), kThreads * run.rounds);
-  EXPECT_EQ(run.bad.load(), 0);
+      }
+      weft::this_thread::yield();
+      try {
+        throw;
+      } catch (const Tagged &t) {
+        if (t.id != i || t.round != r || &t != &outer) run.bad.fetch_add(1);
+      }
+      run.checks.fetch_add(1);
+    }
+  });
+  run.ExpectAllGood("a rethrow in a nested handler gave another exception");
 }
 
 // A thread created inside a handler starts with no exception; its parent keeps its own
@@ -392,7 +383,8 @@ TEST_P(TstateTest, NewThreadStartsWithoutException) {
     throw Tagged{7, 7};
   } catch (const Tagged &) {
     weft::thread c([&child_state] {
-      weft::this_thread::sleep_for(std::chrono::microseconds(200));
+      // until the parent blocks in the join (watchdog: the fixture's)
+      weft_test::YieldUntil([] { return weft_test::Waiters(weft_self()) == 1; });
       child_state = (std::current_exception() ? 1 : 0) + (std::uncaught_exceptions() ? 2 : 0);
     });
     c.join();
@@ -444,20 +436,18 @@ void *AllModeBody(void *p) {
     try {
       throw Tagged{a->id, r};
     } catch (...) {
-      int vp = weft_vp_self();
-      weft_mutex_lock(&run->m);  // contended: blocks
-      weft_yield();
-      weft_mutex_unlock(&run->m);
-      run->Check(want, vp);
+      run->Across(want, [run] {
+        weft_mutex_lock(&run->m);  // contended: blocks
+        weft_yield();
+        weft_mutex_unlock(&run->m);
+      });
       try {
         throw;
       } catch (const Tagged &t) {
         if (t.id != a->id || t.round != r) run->bad.fetch_add(1);
       }
     }
-    int vp = weft_vp_self();
-    weft_yield();
-    run->Check(want, vp);
+    run->Across(want, weft_yield);
   }
   return nullptr;
 }
@@ -470,7 +460,7 @@ TEST_P(TstateTest, AllRegistersModeCarriesState) {
   weft_attr_init(&attr);
   attr.switch_mode = WEFT_SWITCH_ALL;
   RunErrnoThreads(run, AllModeBody, &attr);
-  EXPECT_EQ(run.bad.load(), 0) << "first wrong errno seen: " << run.first_bad.load();
+  run.ExpectNoneBad();
   weft_mutex_destroy(&run.m);
 }
 

@@ -411,6 +411,18 @@ TEST_F(UnfoldOneVpTest, JoinRunsUnstolenChild) {
 std::atomic<bool> g_stop{false};
 std::atomic<long> g_progress{0};
 
+// The third thread of the tests below: arg (a count) yields, each counted in
+// g_progress, then sets g_stop.
+void *ProgressThenStop(void *arg) {
+  long n = static_cast<long>(I(arg));
+  for (long i = 0; i < n; ++i) {
+    g_progress.fetch_add(1);
+    weft_yield();
+  }
+  g_stop = true;
+  return nullptr;
+}
+
 // Two threads that yield in a loop never starve a third: each yield goes behind
 // every other ready thread, so the three take turns (checked by counts: between two
 // steps of the third, each yielder runs at most once... or twice at the start).
@@ -437,15 +449,7 @@ TEST_F(UnfoldOneVpTest, YieldersDoNotStarveAThird) {
   };
   weft_thread_t *a = Spawn(yielder, P(0));
   weft_thread_t *b = Spawn(yielder, P(1));
-  weft_thread_t *c = Spawn(+[](void *arg) -> void * {
-    long n = static_cast<long>(I(arg));
-    for (long i = 0; i < n; ++i) {
-      g_progress.fetch_add(1);
-      weft_yield();
-    }
-    g_stop = true;
-    return nullptr;
-  }, P(steps));
+  weft_thread_t *c = Spawn(ProgressThenStop, P(steps));
   Join(c);
   Join(a);
   Join(b);
@@ -480,15 +484,7 @@ TEST_F(UnfoldOneVpTest, PingPongDoesNotStarveAThird) {
     }
     return nullptr;
   });
-  weft_thread_t *c = Spawn(+[](void *arg) -> void * {
-    long n = static_cast<long>(I(arg));
-    for (long i = 0; i < n; ++i) {
-      g_progress.fetch_add(1);
-      weft_yield();
-    }
-    g_stop = true;
-    return nullptr;
-  }, P(steps));
+  weft_thread_t *c = Spawn(ProgressThenStop, P(steps));
   Join(c);
   Join(a);
   Join(b);

@@ -260,9 +260,7 @@ void *WiredSleeper(void *) {
 TEST_F(WireTest, ShutdownWaitsForAWiredThread) {
   ASSERT_EQ(InitWithVps(2), 0);
   weft_thread_t *t = nullptr;
-  weft_attr_t a;
-  weft_attr_init(&a);
-  a.detached = 1;
+  weft_attr_t a = DetachedAttr();
   ASSERT_EQ(weft_create(&t, &a, WiredSleeper, nullptr), 0);
   ASSERT_TRUE(YieldUntil([] { return weft_wired_count() == 1; }));
   g_seen_wired.store(1);
