@@ -49,7 +49,8 @@ WEFT_API void weft_debug_stats(weft_debug_stats_t *out);
  * module and offset for addr2line). A chain stops at the first frame built without
  * a frame pointer (WEFT_FRAME_POINTERS, docs/debugging.md). The threads run on
  * while it is taken: a thread may be shown in a state it has just left. Callable
- * from any thread while weft runs; does not switch. Errors: WEFT_EINVAL (f NULL);
+ * from any thread while weft runs, not concurrently with weft_shutdown() (which
+ * frees what it reads); does not switch. Errors: WEFT_EINVAL (f NULL);
  * WEFT_ENOTINIT; WEFT_EBUSY (the control-block pool stayed locked: VPs only). */
 WEFT_API int weft_dump(FILE *f);
 

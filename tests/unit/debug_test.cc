@@ -206,6 +206,7 @@ TEST_P(DebugTest, DumpShowsEveryThreadAndWhatItWaitsOn) {
   EXPECT_NE(out.find("thread " + std::to_string(weft_thread_id(weft_self())) +
                      " \"test-main\" (main): running on VP "), std::string::npos) << out;
   EXPECT_NE(out.find("weft: dump: 6 threads\n"), std::string::npos) << out;
+#ifndef WEFT_CONTEXT_UCONTEXT  // the ucontext build prints no backtraces
   // each parked thread has a backtrace: at least its resume address
   std::regex parked("\"on-mutex\": blocked on mutex 0x[0-9a-f]+\n    #0 0x[0-9a-f]+");
   EXPECT_TRUE(std::regex_search(out, parked)) << out;
@@ -219,6 +220,7 @@ TEST_P(DebugTest, DumpShowsEveryThreadAndWhatItWaitsOn) {
   EXPECT_NE(out.find(" OnMutex+0x"), std::string::npos) << out;
   EXPECT_NE(out.find(" OnCond+0x"), std::string::npos) << out;
   EXPECT_NE(out.find(" OnJoin+0x"), std::string::npos) << out;
+#endif
 #endif
   EndScene(s);
   weft_set_name(nullptr, nullptr);
@@ -360,7 +362,7 @@ TEST_P(DebugDeathTest, DeadlockReportShowsTheDump) {
   EXPECT_DEATH(MutexDeadlock(GetParam()),
                "deadlock!\n(.|\n)*weft: thread [0-9]+ \"stuck\": blocked on a synchronization "
                "object(.|\n)*weft: dump:(.|\n)*\\(main\\): blocked in weft_join on thread "
-               "[0-9]+\n(.|\n)*\"stuck\": blocked on mutex 0x[0-9a-f]+\n    #0 ");
+               "[0-9]+\n(.|\n)*\"stuck\": blocked on mutex 0x[0-9a-f]+\n");
 }
 
 }  // namespace

@@ -184,6 +184,11 @@ class WeftThread(gdb.Command):
                 raise gdb.GdbError("weft: thread %d is running: use gdb's own `thread N` "
                                    "and `bt` on its VP's kernel thread" % int(t["id"]))
             raise gdb.GdbError("weft: thread %d has no saved context (%s)" % (int(t["id"]), st))
+        try:  # the assembly switch's frames only: a ucontext build has no trampoline
+            gdb.execute("info address weft__ctx_trampoline", to_string=True)
+        except gdb.error:
+            raise gdb.GdbError("weft: no weft__ctx_trampoline: a ucontext build, whose saved "
+                               "contexts this command does not read")
         arch = _arch()
         if "x86-64" in arch:
             layout = X86_64
