@@ -400,7 +400,7 @@ static weft__stack_rec_t *stack_rec(void *lo, size_t size) {
 
 /* The canary of an unguarded slot: the top word of its (unused) guard range, the
  * first word an overflow writes. Checked builds only (it costs a page per stack). */
-static uintptr_t *slot_canary(void *lo) { return (uintptr_t *)lo - 1; }
+static inline uintptr_t *slot_canary(void *lo) { return (uintptr_t *)lo - 1; }
 
 static long cached_stacks(void) {
   long n = 0;
