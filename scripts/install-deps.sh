@@ -7,7 +7,7 @@
 # available). Idempotent and quiet: installs only what is missing.
 set -euo pipefail
 
-pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev libgtest-dev libbenchmark-dev
+pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev libgtest-dev liburing-dev libbenchmark-dev
       libboost-fiber-dev libboost-context-dev libtbb-dev valgrind python3 python3-matplotlib
       gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user googletest pkgconf gdb)
 

@@ -37,6 +37,10 @@
 #include "sync/sync.h"
 #include "weft/io.h"
 
+#ifdef WEFT_HAVE_URING
+#include <liburing.h>
+#endif
+
 /* errno of the kernel thread the caller runs on now. glibc declares
  * __errno_location const, so a compiler may keep errno's address across a call
  * that parked the thread and resumed it on another VP's kernel thread, and read or
@@ -80,7 +84,16 @@ static struct {
                                            init, acquire load in weft_io_engine; fini
                                            runs with no other thread inside weft */
   int epfd, evfd;
+  int uring;                            /* 1: the io_uring engine, else epoll (set
+                                           at init, then read-only) */
   const char *name;
+#ifdef WEFT_HAVE_URING
+  /* The io_uring engine's one ring. Its submission queue is shared by every VP
+   * under sqlock (a queue lock: its holder makes a system call); its completion
+   * queue is read only by the holder of the poller role below, as epoll_wait is. */
+  weft__spin_t sqlock;
+  struct io_uring ring;
+#endif
   /* the VP waiting in epoll_wait, or NULL; CAS to take the role (seq_cst: the
    * store-buffering pair with weft__io_wake, see there) */
   _Atomic(weft_vp_t *) poller;
@@ -112,8 +125,51 @@ static iod_t *iod_get(int fd) {
  * is on): the calls park. Otherwise they are the plain system calls. */
 static inline int here(void) { return weft__vp() != NULL; }
 
+#ifdef WEFT_HAVE_URING
+/* user_data of requests whose completion wakes nobody (cancellations) */
+#define URING_UD_IGNORE ((uint64_t)-2)
+
+/* Submits one request prepared by prep(sqe, a, b, c) with user_data ud, under
+ * sqlock. 0 or -errno. */
+static int uring_submit(int op, int fd, uint32_t mask, uint64_t ud) {
+  weft__qlock_lock(&io.sqlock);
+  struct io_uring_sqe *sqe = io_uring_get_sqe(&io.ring);
+  if (!sqe) {  /* full: push what is there, then there is room */
+    (void)io_uring_submit(&io.ring);
+    sqe = io_uring_get_sqe(&io.ring);
+  }
+  int rc = -EBUSY;
+  if (sqe) {
+    if (op == IORING_OP_POLL_ADD) io_uring_prep_poll_add(sqe, fd, mask);
+    else io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+    io_uring_sqe_set_data64(sqe, ud);
+    do rc = io_uring_submit(&io.ring);
+    while (rc == -EINTR);
+    rc = rc < 0 ? rc : 0;
+  }
+  weft__spin_unlock(&io.sqlock);
+  return rc;
+}
+
+/* Cancels every request on fd (its polls hold a reference to the file: a plain
+ * close() would not release it, nor a socket's peer see the close). */
+static void uring_cancel_fd(int fd) { (void)uring_submit(IORING_OP_ASYNC_CANCEL, fd, 0, URING_UD_IGNORE); }
+#endif
+
 /* Arms d for `want` on top of what is armed (lock held). 0 or -errno. */
 static int arm(iod_t *d, uint32_t want) {
+#ifdef WEFT_HAVE_URING
+  if (io.uring) {
+    /* one one-shot poll request per arming, for the events not yet asked for; its
+     * user_data is d with those events in the low bits (iod_t is 8-aligned) */
+    uint32_t add = want & ~d->armed & IO_EVMASK;
+    if (!add) return 0;
+    int rc = uring_submit(IORING_OP_POLL_ADD, d->fd, add | POLLRDHUP, (uint64_t)(uintptr_t)d | add);
+    if (rc) return rc;
+    d->armed |= add;
+    return 0;
+  }
+#endif
   uint32_t ev = d->armed | want;
   if (ev == d->armed) return 0;
   struct epoll_event e;
@@ -166,7 +222,14 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
   if (st != WEFT__W_SIGNALED) {
     weft__qlock_lock(&d->lock);
     if (w.linked) weft__wq_remove(&d->q, &w);
+    int drop = io.uring && !d->q.head && d->armed;
+    if (drop) d->armed = 0;
     weft__spin_unlock(&d->lock);
+#ifdef WEFT_HAVE_URING
+    /* the last waiter left: withdraw the polls (they pin the file). A waiter that
+     * armed a new one meanwhile sees it cancelled and is re-armed by dispatch. */
+    if (drop) uring_cancel_fd(d->fd);
+#endif
     rc = -ETIMEDOUT;
   } else if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
     rc = -EBADF;  /* woken by weft_close (its bump is ordered by our acquire of state) */
@@ -195,6 +258,44 @@ static int os_wait(int fd, uint32_t mode, uint64_t deadline) {
 
 /* ---- engine hooks (runtime.c) -------------------------------------------------------- */
 
+/* Events e came for d (a mapped EPOLLIN/OUT/PRI mask; 0 for a cancelled uring
+ * poll), from an arming of `bits` (epoll: everything armed; uring: one request's
+ * events), or `all` (the arming failed: wake every waiter to retry and see).
+ * Wakes the waiters e satisfies, re-arms for the rest. Returns how many it woke. */
+static int iod_events(iod_t *d, uint32_t m, uint32_t bits, int all) {
+  int woke = 0;
+  weft__wakeset_t s;
+  weft__wakeset_init(&s);
+  weft__qlock_lock(&d->lock);
+  d->armed &= ~bits;  /* one-shot: the kernel disarmed it when it reported */
+  uint32_t rest = 0;
+  for (weft__waiter_t *w = d->q.head, *nx; w; w = nx) {
+    nx = w->next;  /* before the claim: the wake set reuses next */
+    if (all || (w->mode & m)) {
+      weft__wq_remove(&d->q, w);
+      woke += weft__wakeset_claim(&s, w);
+    } else {
+      rest |= w->mode;
+    }
+  }
+  if (rest && arm(d, rest) != 0) {
+    /* cannot re-arm (closed behind weft's back): wake them all to retry and see */
+    weft__waiter_t *w;
+    while ((w = weft__wq_pop(&d->q)) != NULL) woke += weft__wakeset_claim(&s, w);
+  }
+  weft__spin_unlock(&d->lock);
+  weft__wakeset_run(&s);
+  return woke;
+}
+
+static uint32_t map_events(uint32_t e) {
+  uint32_t m = 0;
+  if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) m |= EPOLLIN;
+  if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) m |= EPOLLOUT;
+  if (e & (EPOLLPRI | EPOLLHUP | EPOLLERR)) m |= EPOLLPRI;
+  return m;
+}
+
 static int dispatch(struct epoll_event *ev, int n) {
   int woke = 0;
   for (int i = 0; i < n; i++) {
@@ -205,34 +306,54 @@ static int dispatch(struct epoll_event *ev, int n) {
       (void)r;
       continue;
     }
-    uint32_t e = ev[i].events, m = 0;
-    if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) m |= EPOLLIN;
-    if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) m |= EPOLLOUT;
-    if (e & (EPOLLPRI | EPOLLHUP | EPOLLERR)) m |= EPOLLPRI;
-    weft__wakeset_t s;
-    weft__wakeset_init(&s);
-    weft__qlock_lock(&d->lock);
-    d->armed = 0;  /* one-shot: the kernel disarmed it when it reported */
-    uint32_t rest = 0;
-    for (weft__waiter_t *w = d->q.head, *nx; w; w = nx) {
-      nx = w->next;  /* before the claim: the wake set reuses next */
-      if (w->mode & m) {
-        weft__wq_remove(&d->q, w);
-        woke += weft__wakeset_claim(&s, w);
-      } else {
-        rest |= w->mode;
-      }
-    }
-    if (rest && arm(d, rest) != 0) {
-      /* cannot re-arm (closed behind weft's back): wake them all to retry and see */
-      weft__waiter_t *w;
-      while ((w = weft__wq_pop(&d->q)) != NULL) woke += weft__wakeset_claim(&s, w);
-    }
-    weft__spin_unlock(&d->lock);
-    weft__wakeset_run(&s);
+    woke += iod_events(d, map_events(ev[i].events), ~0u, 0);
   }
   return woke;
 }
+
+#ifdef WEFT_HAVE_URING
+/* Arms the poll on the eventfd that weft__io_wake writes (user_data 0). Called at
+ * init and by the poller after it drained the eventfd: a write between the drain
+ * and this arming makes the new poll complete at once, so no wake-up is lost. */
+static int uring_arm_wake(void) { return uring_submit(IORING_OP_POLL_ADD, io.evfd, POLLIN, 0); }
+
+/* Reaps every completion there (the caller holds the poller role). */
+static int uring_reap(void) {
+  int woke = 0;
+  struct io_uring_cqe *cqe;
+  while (io_uring_peek_cqe(&io.ring, &cqe) == 0) {
+    uint64_t ud = io_uring_cqe_get_data64(cqe);
+    int res = cqe->res;
+    io_uring_cqe_seen(&io.ring, cqe);
+    if (ud == URING_UD_IGNORE || ud == LIBURING_UDATA_TIMEOUT) continue;
+    if (ud == 0) {  /* the eventfd (or its poll cancelled at a VP's exit): drain, re-arm */
+      uint64_t v;
+      ssize_t r = read(io.evfd, &v, sizeof v);
+      (void)r;
+      (void)uring_arm_wake();
+      continue;
+    }
+    iod_t *d = (iod_t *)(uintptr_t)(ud & ~(uint64_t)7);
+    uint32_t bits = (uint32_t)(ud & 7);
+    if (res >= 0) woke += iod_events(d, map_events((uint32_t)res), bits, 0);
+    else woke += iod_events(d, 0, bits, res != -ECANCELED);
+  }
+  return woke;
+}
+
+/* Waits for a completion until `until` (0: a poll that does not wait). */
+static int uring_wait(uint64_t until) {
+  struct io_uring_cqe *cqe;
+  if (until == WEFT_FOREVER) {
+    (void)io_uring_wait_cqe(&io.ring, &cqe);
+  } else if (until != 0) {
+    uint64_t now = weft__os_now_ns(), left = until > now ? until - now : 0;
+    struct __kernel_timespec ts = {(long long)(left / 1000000000u), (long long)(left % 1000000000u)};
+    (void)io_uring_wait_cqe_timeout(&io.ring, &cqe, &ts);
+  }
+  return uring_reap();
+}
+#endif
 
 #define IO_NEV 64
 
@@ -264,6 +385,13 @@ int weft__io_park(weft_vp_t *vp, uint64_t until) {
     atomic_store_explicit(&io.poller, NULL, memory_order_release);
     return 0;
   }
+#ifdef WEFT_HAVE_URING
+  if (io.uring) {
+    int woke = uring_wait(until == 0 ? 1 : until);
+    atomic_store_explicit(&io.poller, NULL, memory_order_release);
+    return woke > 0;
+  }
+#endif
   struct epoll_event ev[IO_NEV];
   int n = epoll_for(until == 0 ? 1 : until, ev);
   /* release: pairs with the acquire of the next CAS for the role (nothing to hand
@@ -289,6 +417,13 @@ int weft__io_poll(weft_vp_t *vp) {
   if (!atomic_compare_exchange_strong_explicit(&io.poller, &none, vp, memory_order_seq_cst,
                                                memory_order_relaxed))
     return 0;
+#ifdef WEFT_HAVE_URING
+  if (io.uring) {
+    int woke = uring_reap();
+    atomic_store_explicit(&io.poller, NULL, memory_order_release);
+    return woke;
+  }
+#endif
   struct epoll_event ev[IO_NEV];
   int n = epoll_for(0, ev);
   atomic_store_explicit(&io.poller, NULL, memory_order_release);
@@ -302,15 +437,67 @@ int weft__io_need_poller(void) {
          !atomic_load_explicit(&io.poller, memory_order_relaxed);
 }
 
+#ifdef WEFT_HAVE_URING
+/* Starts the ring; 0, or -errno when this kernel cannot run the engine: io_uring
+ * refused (ENOSYS, or EPERM under seccomp or kernel.io_uring_disabled), or it lacks
+ * what the engine uses (waits with a timeout that submit nothing: EXT_ARG, 5.11;
+ * cancellation by descriptor: 5.19), found by trying them. */
+static int uring_start(void) {
+  struct io_uring_params p;
+  memset(&p, 0, sizeof p);
+  int rc = io_uring_queue_init_params(256, &io.ring, &p);
+  if (rc < 0) return rc;
+  if (!(p.features & IORING_FEAT_EXT_ARG) || !(p.features & IORING_FEAT_NODROP)) {
+    io_uring_queue_exit(&io.ring);
+    return -ENOSYS;
+  }
+  /* a cancellation by descriptor with nothing to cancel: ENOENT where supported */
+  struct io_uring_cqe *cqe;
+  rc = uring_submit(IORING_OP_ASYNC_CANCEL, io.evfd, 0, URING_UD_IGNORE);
+  if (rc == 0) rc = io_uring_wait_cqe(&io.ring, &cqe);
+  if (rc == 0) {
+    rc = cqe->res == -ENOENT || cqe->res == 0 ? 0 : -ENOSYS;
+    io_uring_cqe_seen(&io.ring, cqe);
+  }
+  if (rc == 0) rc = uring_arm_wake();
+  if (rc) io_uring_queue_exit(&io.ring);
+  return rc;
+}
+#endif
+
 int weft__io_init(void) {
   const char *e = getenv("WEFT_IO");
-  if (e && *e && strcmp(e, "epoll") != 0) return WEFT_EINVAL;
+  int want_uring = 0, forced = e && *e;
+  if (forced && strcmp(e, "epoll") != 0) {
+#ifdef WEFT_HAVE_URING
+    if (strcmp(e, "uring") != 0) return WEFT_EINVAL;
+    want_uring = 1;
+#else
+    return WEFT_EINVAL;  /* unknown, or uring in a build without liburing */
+#endif
+  }
   memset(&io, 0, sizeof io);
-  io.epfd = epoll_create1(EPOLL_CLOEXEC);
-  if (io.epfd < 0) return WEFT_ESYS;
+  io.epfd = -1;
   io.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (io.evfd < 0) {
-    close(io.epfd);
+  if (io.evfd < 0) return WEFT_ESYS;
+#ifdef WEFT_HAVE_URING
+  if (!forced || want_uring) {  /* the default: io_uring where it works */
+    if (uring_start() == 0) {
+      io.uring = 1;
+      io.name = "uring";
+      atomic_store_explicit(&io.on, 1, memory_order_release);
+      return 0;
+    }
+    if (want_uring) {
+      close(io.evfd);
+      return WEFT_ESYS;  /* forced, but this kernel refuses it */
+    }
+  }
+#endif
+  (void)want_uring;
+  io.epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (io.epfd < 0) {
+    close(io.evfd);
     return WEFT_ESYS;
   }
   struct epoll_event ev;
@@ -332,13 +519,16 @@ void weft__io_fini(void) {
    * every VP stopped and no OS thread inside the gate */
   if (!atomic_load_explicit(&io.on, memory_order_relaxed)) return;
   atomic_store_explicit(&io.on, 0, memory_order_relaxed);
+#ifdef WEFT_HAVE_URING
+  if (io.uring) io_uring_queue_exit(&io.ring);  /* drops the requests still there */
+#endif
   for (int i = 0; i < IOD_PAGES; i++) {
     iod_t *p = atomic_load_explicit(&io.pages[i], memory_order_relaxed);
     if (p) weft__sys_free(p);
     atomic_store_explicit(&io.pages[i], NULL, memory_order_relaxed);
   }
   close(io.evfd);
-  close(io.epfd);
+  if (io.epfd >= 0) close(io.epfd);
   io.name = NULL;
 }
 
@@ -767,6 +957,9 @@ int weft_close(int fd) {
     weft__spin_unlock(&d->lock);
     weft__wakeset_run(&s);
   }
+#ifdef WEFT_HAVE_URING
+  if (io.uring && d) uring_cancel_fd(fd);  /* release the file the polls pin */
+#endif
   if (gated) weft__os_leave(WEFT__GATE_OTHER);
   return close(fd);
 }
