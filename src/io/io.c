@@ -30,6 +30,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,7 +59,8 @@ static __attribute__((noinline)) ssize_t fail(int e) {
 
 /* ---- descriptor records ------------------------------------------------------------ */
 
-enum { K_UNKNOWN = 0, K_SOCK = 1, K_OTHER = 2 };
+enum { K_UNKNOWN = 0, K_SOCK = 1, K_OTHER = 2, K_FILE = 3 /* regular file or block
+  device, seen by the io_uring engine, which submits its operations to the ring */ };
 #define IO_EVMASK (EPOLLIN | EPOLLOUT | EPOLLPRI)
 
 typedef struct iod {
@@ -129,9 +131,9 @@ static inline int here(void) { return weft__vp() != NULL; }
 /* user_data of requests whose completion wakes nobody (cancellations) */
 #define URING_UD_IGNORE ((uint64_t)-2)
 
-/* Submits one request prepared by prep(sqe, a, b, c) with user_data ud, under
- * sqlock. 0 or -errno. */
-static int uring_submit(int op, int fd, uint32_t mask, uint64_t ud) {
+/* Submits the request *tmpl (filled by an io_uring_prep_ function) with user_data
+ * ud, under sqlock. 0 or -errno. */
+static int uring_submit_sqe(const struct io_uring_sqe *tmpl, uint64_t ud) {
   weft__qlock_lock(&io.sqlock);
   struct io_uring_sqe *sqe = io_uring_get_sqe(&io.ring);
   if (!sqe) {  /* full: push what is there, then there is room */
@@ -140,8 +142,7 @@ static int uring_submit(int op, int fd, uint32_t mask, uint64_t ud) {
   }
   int rc = -EBUSY;
   if (sqe) {
-    if (op == IORING_OP_POLL_ADD) io_uring_prep_poll_add(sqe, fd, mask);
-    else io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+    *sqe = *tmpl;
     io_uring_sqe_set_data64(sqe, ud);
     do rc = io_uring_submit(&io.ring);
     while (rc == -EINTR);
@@ -149,6 +150,81 @@ static int uring_submit(int op, int fd, uint32_t mask, uint64_t ud) {
   }
   weft__spin_unlock(&io.sqlock);
   return rc;
+}
+
+/* A poll request for mask on fd (op IORING_OP_POLL_ADD), or a cancellation of every
+ * request on fd (IORING_OP_ASYNC_CANCEL). 0 or -errno. */
+static int uring_submit(int op, int fd, uint32_t mask, uint64_t ud) {
+  struct io_uring_sqe t;
+  if (op == IORING_OP_POLL_ADD) io_uring_prep_poll_add(&t, fd, mask);
+  else io_uring_prep_cancel_fd(&t, fd, IORING_ASYNC_CANCEL_ALL);
+  return uring_submit_sqe(&t, ud);
+}
+
+/* An operation in the ring that a weft thread waits for (on its stack; its address,
+ * 8-aligned, is the request's user_data, low bits 0). res and done: lock, or read
+ * after the waiter's acquire of SIGNALED that the completer's claim releases. */
+typedef struct uop {
+  weft__waiter_t w;
+  weft__spin_t lock;
+  int res, done;
+} __attribute__((aligned(8))) uop_t;
+
+static void kick(void *unused);
+
+/* Submits *tmpl and parks the caller until its completion: returns its result (>= 0
+ * or -errno). At the deadline it cancels the request and waits for its completion
+ * (which may still bring a result: then that is returned, nothing is lost); a
+ * cancelled request gives -ETIMEDOUT. -ENOMEM: no timer slot. */
+static int uring_call(struct io_uring_sqe *tmpl, uint64_t deadline) {
+  uop_t u;
+  weft__waiter_init(&u.w, deadline);
+  if (deadline != WEFT_FOREVER) {
+    if (deadline <= weft__os_now_ns()) return -ETIMEDOUT;
+    if (weft__timer_reserve(weft__vp())) return -ENOMEM;
+  }
+  atomic_store_explicit(&u.lock.word, 0, memory_order_relaxed);
+  u.res = 0;
+  u.done = 0;
+  uint64_t ud = (uint64_t)(uintptr_t)&u;
+  weft__qlock_lock(&u.lock);
+  int rc = uring_submit_sqe(tmpl, ud);
+  if (rc) {
+    weft__spin_unlock(&u.lock);
+    return rc;
+  }
+  /* seq_cst: the deadlock check (quiet) and the pollers read it */
+  atomic_fetch_add_explicit(&io.nwait, 1, memory_order_seq_cst);
+  uint32_t st = weft__wait(&u.w, &u.lock, kick, NULL);
+  if (st != WEFT__W_SIGNALED) {
+    struct io_uring_sqe c;
+    io_uring_prep_cancel64(&c, ud, 0);
+    (void)uring_submit_sqe(&c, URING_UD_IGNORE);
+    weft__qlock_lock(&u.lock);
+    if (!u.done) {  /* the completion (cancelled or not) is still to come */
+      weft__waiter_init(&u.w, WEFT_FOREVER);
+      (void)weft__wait(&u.w, &u.lock, kick, NULL);
+    } else {
+      weft__spin_unlock(&u.lock);
+    }
+    if (u.res == -ECANCELED || u.res == -EINTR) u.res = -ETIMEDOUT;
+  }
+  /* relaxed: after the wait; the count stays above zero for as long as we wait */
+  atomic_fetch_sub_explicit(&io.nwait, 1, memory_order_relaxed);
+  return u.res;
+}
+
+/* The poller's half: stores the completion and wakes the waiter (if its timer has
+ * not claimed it; then it sees done under the lock). Returns 1 if it woke it. */
+static int uop_complete(uop_t *u, int res) {
+  weft__qlock_lock(&u->lock);
+  u->res = res;
+  u->done = 1;
+  weft_thread_t *t = u->w.t;
+  int won = weft__waiter_claim(&u->w);
+  weft__spin_unlock(&u->lock);  /* u may die from here on */
+  if (won) weft__unblock(weft__vp(), t);
+  return won;
 }
 
 /* Cancels every request on fd (its polls hold a reference to the file: a plain
@@ -331,6 +407,10 @@ static int uring_reap(void) {
       ssize_t r = read(io.evfd, &v, sizeof v);
       (void)r;
       (void)uring_arm_wake();
+      continue;
+    }
+    if (!(ud & 7)) {
+      woke += uop_complete((uop_t *)(uintptr_t)ud, res);
       continue;
     }
     iod_t *d = (iod_t *)(uintptr_t)(ud & ~(uint64_t)7);
@@ -617,6 +697,44 @@ static ssize_t op_try(iod_t *d, const op_t *o) {
 
 static uint32_t op_mode(const op_t *o) { return is_write(o->kind) ? EPOLLOUT : EPOLLIN; }
 
+#ifdef WEFT_HAVE_URING
+/* Whether d is a regular file (or block device): the io_uring engine submits its
+ * reads and writes to the ring instead of making them on the VP. Classified by
+ * fstat on first use (relaxed: a cache, as kind always is). */
+static int is_file(iod_t *d) {
+  int k = atomic_load_explicit(&d->kind, memory_order_relaxed);
+  if (k != K_UNKNOWN) return k == K_FILE;
+  struct stat st;
+  if (fstat(d->fd, &st) != 0) return 0;  /* the operation reports it */
+  if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) k = K_FILE;
+  else if (S_ISSOCK(st.st_mode)) k = K_SOCK;
+  else return 0;  /* op_try classifies the rest */
+  atomic_store_explicit(&d->kind, k, memory_order_relaxed);
+  return k == K_FILE;
+}
+
+/* A read or write of a regular file through the ring; the caller parks until it
+ * completes. A file with O_NONBLOCK may get EAGAIN from the ring (a page-cache
+ * miss): then the plain call is made (on the VP, as the epoll engine does). */
+static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
+  struct io_uring_sqe t;
+  unsigned len = o->len > 0x7ffff000u ? 0x7ffff000u : (unsigned)o->len;  /* the kernel's
+                                                                           most per call */
+  uint64_t cur = (uint64_t)-1;  /* the file position, as read(2) */
+  switch (o->kind) {
+  case OP_READ: io_uring_prep_read(&t, o->fd, o->buf, len, cur); break;
+  case OP_WRITE: io_uring_prep_write(&t, o->fd, o->buf, len, cur); break;
+  case OP_READV: io_uring_prep_readv(&t, o->fd, o->iov, (unsigned)o->iovcnt, cur); break;
+  case OP_WRITEV: io_uring_prep_writev(&t, o->fd, o->iov, (unsigned)o->iovcnt, cur); break;
+  case OP_PREAD: io_uring_prep_read(&t, o->fd, o->buf, len, (uint64_t)o->off); break;
+  default: io_uring_prep_write(&t, o->fd, o->buf, len, (uint64_t)o->off); break;
+  }
+  int r = uring_call(&t, deadline);
+  if (r == -EAGAIN) return op_plain(o, 0);
+  return r >= 0 ? r : fail(-r);
+}
+#endif
+
 /* One operation: try, park while it would block. Returns its result, or -1 with
  * errno (ETIMEDOUT, EBADF after weft_close, ...). */
 static ssize_t op_run(op_t *o, uint64_t deadline) {
@@ -637,6 +755,9 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
     return fail(o->fd < 0 || o->fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM);
   }
   uint32_t gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
+#ifdef WEFT_HAVE_URING
+  if (io.uring && o->kind <= OP_PWRITE && is_file(d)) return uring_file_op(o, deadline);
+#endif
   for (;;) {
     ssize_t r = op_try(d, o);
     if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK) || nowait) return r;
@@ -922,12 +1043,31 @@ int weft_openat(int dirfd, const char *path, int flags, ...) {
     mode = (mode_t)va_arg(ap, int);
     va_end(ap);
   }
-  int fd = openat(dirfd, path, flags, mode);
+  int fd;
+#ifdef WEFT_HAVE_URING
+  if (io.uring && here()) {  /* the open (a path walk, maybe a disk read) parks */
+    struct io_uring_sqe t;
+    io_uring_prep_openat(&t, dirfd, path, flags, mode);
+    int r = uring_call(&t, WEFT_FOREVER);
+    fd = r >= 0 ? r : (int)fail(-r);
+  } else
+#endif
+    fd = openat(dirfd, path, flags, mode);
   if (fd >= 0) iod_reset(fd, K_UNKNOWN);
   return fd;
 }
 
-int weft_fsync(int fd) { return fsync(fd); }
+int weft_fsync(int fd) {
+#ifdef WEFT_HAVE_URING
+  if (io.uring && here()) {
+    struct io_uring_sqe t;
+    io_uring_prep_fsync(&t, fd, 0);
+    int r = uring_call(&t, WEFT_FOREVER);
+    return r >= 0 ? r : (int)fail(-r);
+  }
+#endif
+  return fsync(fd);
+}
 
 int weft_close(int fd) {
   int gated = 0;
@@ -959,6 +1099,12 @@ int weft_close(int fd) {
   }
 #ifdef WEFT_HAVE_URING
   if (io.uring && d) uring_cancel_fd(fd);  /* release the file the polls pin */
+  if (io.uring && !gated) {  /* the close (a flush, on some file systems) parks */
+    struct io_uring_sqe t;
+    io_uring_prep_close(&t, fd);
+    int r = uring_call(&t, WEFT_FOREVER);
+    return r >= 0 ? r : (int)fail(-r);
+  }
 #endif
   if (gated) weft__os_leave(WEFT__GATE_OTHER);
   return close(fd);
