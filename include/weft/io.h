@@ -14,15 +14,18 @@
  * returns that count instead (as a blocking write interrupted by a signal does).
  *
  * How weft waits (docs/io.md): it tries the system call without blocking and, if it
- * would block, parks the thread until the I/O engine (epoll: weft_io_engine())
- * reports the descriptor ready. Sockets are tried with MSG_DONTWAIT: their file
+ * would block, parks the thread until the I/O engine (weft_io_engine(): epoll or
+ * io_uring) reports the descriptor ready. Sockets are tried with MSG_DONTWAIT: their file
  * status flags are never changed (except by weft_accept and weft_connect, below).
  * Other descriptors that can block (pipes, FIFOs, terminals, character devices)
  * get O_NONBLOCK set the first time a weft call finds they are not sockets, as Go
  * does; a plain read() on such a descriptor then fails with EAGAIN instead of
- * blocking. Regular files never block in this sense: their reads and writes, and
- * weft_openat and weft_fsync, are made directly and block the VP for the length of
- * the disk access (weft_blocking() runs such work on a pool of kernel threads).
+ * blocking. Regular files never block in this sense: under the epoll engine their
+ * reads and writes, and weft_openat, weft_fsync and weft_close, are made directly and
+ * block the VP for the length of the disk access (weft_blocking() runs such work on
+ * a pool of kernel threads); the io_uring engine submits them to its ring and parks
+ * the thread until they complete (a deadline then cancels the request: ETIMEDOUT if
+ * it was cancelled, else its result).
  *
  * A weft call waits even on a descriptor whose owner set O_NONBLOCK (it never
  * returns EAGAIN for "would block"), except the socket calls given MSG_DONTWAIT,
@@ -62,11 +65,13 @@
 extern "C" {
 #endif
 
-/* weft_io_engine() returns the name of the I/O engine in use ("epoll"), or NULL
- * when weft is not running. weft_init() picks it; the environment variable
- * WEFT_IO=epoll forces one (an engine this build does not have, such as
- * WEFT_IO=uring without liburing, makes weft_init() return WEFT_EINVAL). Never
- * switches. */
+/* weft_io_engine() returns the name of the I/O engine in use ("uring" or "epoll"),
+ * or NULL when weft is not running. weft_init() picks it: io_uring when this build
+ * has it (liburing) and the kernel runs it, else epoll. The environment variable
+ * WEFT_IO=epoll or WEFT_IO=uring forces one: an unknown name, or uring in a build
+ * without liburing, makes weft_init() return WEFT_EINVAL; uring that the kernel
+ * refuses (too old, seccomp, kernel.io_uring_disabled) makes it return WEFT_ESYS.
+ * Never switches. */
 WEFT_API const char *weft_io_engine(void);
 
 /* weft_io_parked() returns the number of weft threads parked in the calls below
@@ -133,8 +138,8 @@ WEFT_API int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_
 WEFT_API int weft_fd_wait(int fd, short events);
 WEFT_API int weft_fd_wait_deadline(int fd, short events, uint64_t deadline);
 
-/* openat(2), fsync(2): made directly (regular files do not park; the VP blocks for
- * the disk access). weft_openat resets weft's cached state of the descriptor
+/* openat(2), fsync(2): under epoll made directly (the VP blocks for the disk
+ * access); under io_uring they park the thread. weft_openat resets weft's cached state of the descriptor
  * number it returns. */
 WEFT_API int weft_openat(int dirfd, const char *path, int flags, ...);
 WEFT_API int weft_fsync(int fd);

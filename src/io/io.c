@@ -17,6 +17,10 @@
  * once) and makes them ready. A waker of a sleeping VP interrupts the poller's
  * epoll_wait through an eventfd (docs/memory-ordering.md "The I/O poller").
  *
+ * The io_uring engine (WEFT_HAVE_URING; docs/io.md "The io_uring engine") shares
+ * all of this: one ring, poll requests in place of epoll arming, regular-file
+ * operations submitted to the ring, the poller in io_uring_wait_cqe_timeout.
+ *
  * Descriptor records live in a two-level table indexed by fd, allocated on first
  * use and freed at weft_shutdown.
  */

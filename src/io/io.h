@@ -10,8 +10,9 @@
 
 #include "core/internal.h"
 
-/* Starts the engine chosen by WEFT_IO (default epoll): 0, WEFT_EINVAL (unknown or
- * unavailable engine), WEFT_ESYS (the kernel refused an epoll or eventfd). */
+/* Starts the engine chosen by WEFT_IO (default: io_uring if built and the kernel
+ * runs it, else epoll): 0, WEFT_EINVAL (unknown engine, or one this build lacks),
+ * WEFT_ESYS (the kernel refused an epoll or eventfd, or a forced io_uring). */
 int weft__io_init(void);
 /* Stops it and frees every descriptor record (no thread waits: weft_shutdown). */
 void weft__io_fini(void);
