@@ -45,6 +45,17 @@
 #ifdef WEFT_HAVE_URING
 #include <liburing.h>
 #endif
+#if defined(WEFT_TSAN)
+#include <sanitizer/tsan_interface.h>
+/* The kernel carries a request from its submitter to the thread that reaps its
+ * completion (the io_uring_enter system call, then the completion queue's release/
+ * acquire pair inside liburing); TSan sees neither, so these tell it. */
+#define RING_RELEASE() __tsan_release(&io.ring)
+#define RING_ACQUIRE() __tsan_acquire(&io.ring)
+#else
+#define RING_RELEASE() ((void)0)
+#define RING_ACQUIRE() ((void)0)
+#endif
 
 /* errno of the kernel thread the caller runs on now. glibc declares
  * __errno_location const, so a compiler may keep errno's address across a call
@@ -148,6 +159,7 @@ static int uring_submit_sqe(const struct io_uring_sqe *tmpl, uint64_t ud) {
   if (sqe) {
     *sqe = *tmpl;
     io_uring_sqe_set_data64(sqe, ud);
+    RING_RELEASE();
     do rc = io_uring_submit(&io.ring);
     while (rc == -EINTR);
     rc = rc < 0 ? rc : 0;
@@ -402,6 +414,7 @@ static int uring_reap(void) {
   int woke = 0;
   struct io_uring_cqe *cqe;
   while (io_uring_peek_cqe(&io.ring, &cqe) == 0) {
+    RING_ACQUIRE();
     uint64_t ud = io_uring_cqe_get_data64(cqe);
     int res = cqe->res;
     io_uring_cqe_seen(&io.ring, cqe);
