@@ -112,8 +112,10 @@ else
   fail "find_package client project: configure or build failed (log above)"
 fi
 
-# ---- pkg-config: only the temporary prefix's modules are visible ----
-export PKG_CONFIG_LIBDIR=$libdir/pkgconfig
+# ---- pkg-config: the temporary prefix's modules, and the system's (weft.pc may
+# require liburing, the io_uring engine's library) after them ----
+sys_pc=$(env -u PKG_CONFIG_LIBDIR -u PKG_CONFIG_PATH pkg-config --variable=pc_path pkg-config 2>/dev/null || true)
+export PKG_CONFIG_LIBDIR=$libdir/pkgconfig${sys_pc:+:$sys_pc}
 unset PKG_CONFIG_PATH
 for m in weft weft-cthreads; do
   if pkg-config --validate "$m" >"$work/pc.log" 2>&1 && pkg-config --exists "$m"; then
@@ -166,7 +168,7 @@ pc_build ct_static "$cc" client_cthreads.c weft-cthreads static &&
 moved=$work/moved
 mv "$prefix" "$moved"
 libdir=$moved${libdir#"$prefix"}
-export PKG_CONFIG_LIBDIR=$libdir/pkgconfig
+export PKG_CONFIG_LIBDIR=$libdir/pkgconfig${sys_pc:+:$sys_pc}
 if [[ $(pkg-config --variable=libdir weft) -ef $libdir ]]; then
   ok "moved install: pkg-config weft finds the new prefix"
 else
