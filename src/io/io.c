@@ -734,6 +734,20 @@ static int is_file(iod_t *d) {
  * completes. A file with O_NONBLOCK may get EAGAIN from the ring (a page-cache
  * miss): then the plain call is made (on the VP, as the epoll engine does). */
 static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
+  /* First a try that does not block (RWF_NOWAIT: the page cache has it): then no
+   * request, no park. EAGAIN (it would wait for the disk) or EOPNOTSUPP (the file
+   * system cannot tell): through the ring. */
+  struct iovec one = {o->buf, o->len};
+  const struct iovec *v = &one;
+  int cnt = 1;
+  off_t at = (o->kind == OP_PREAD || o->kind == OP_PWRITE) ? o->off : -1;
+  if (o->kind == OP_READV || o->kind == OP_WRITEV) {
+    v = o->iov;
+    cnt = o->iovcnt;
+  }
+  ssize_t q = is_write(o->kind) ? pwritev2(o->fd, v, cnt, at, RWF_NOWAIT)
+                                : preadv2(o->fd, v, cnt, at, RWF_NOWAIT);
+  if (q >= 0 || (err_now() != EAGAIN && err_now() != EOPNOTSUPP)) return q;
   struct io_uring_sqe t;
   unsigned len = o->len > 0x7ffff000u ? 0x7ffff000u : (unsigned)o->len;  /* the kernel's
                                                                            most per call */
