@@ -9,8 +9,9 @@
  *     requests are outstanding;
  *   - on busy VPs, from a poller weft thread that tests every poll_interval_ns (a
  *     weft timer) while requests are outstanding and finishes when none are;
- *   - in the park path: a thread about to park first tests its own requests, and
- *     the whole set if the last test is older than poll_interval_ns.
+ *   - in the park path: a thread first tests its own requests (for up to spin_ns,
+ *     yielding between tests), and before it parks the whole set if the last test
+ *     is older than poll_interval_ns.
  * With no request outstanding none of this runs.
  *
  * From a plain OS thread (or with weft not running) every call is the blocking MPI
@@ -53,9 +54,13 @@ typedef struct weft_mpi_config {
                                 its VP switches threads); also gates the park-path
                                 test of the whole set. Default 100000 (100 us);
                                 must be > 0. */
-  int idle_poll;             /* nonzero (default): idle VPs test the requests through
-                                a do-when-idle function; 0: only the poller thread
-                                and the park path do. */
+  int idle_poll;             /* nonzero (default): idle VPs make the poller test the
+                                requests (a do-when-idle function); 0: only the
+                                poller thread's interval and the park path do. */
+  uint64_t spin_ns;          /* the first phase of a wait: a weft thread tests its own
+                                requests, yielding between tests, for up to this long
+                                before it parks (the ping-pong latency of a quiet VP);
+                                0: test once. Default 20000 (20 us). */
 } weft_mpi_config_t;
 
 /* weft_mpi_config_init() fills cfg with the defaults. */

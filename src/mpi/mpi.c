@@ -6,7 +6,8 @@
  * spinlock: it is taken in release callbacks and on idle VPs, which cannot block).
  *
  * Park protocol (exactly-once wake-up):
- *   1. the caller tests its own requests (fast path: done, no park);
+ *   1. the caller tests its own requests, for up to cfg.spin_ns, yielding between
+ *      tests (the first phase of a two-phase wait: done, no park);
  *   2. under g.lock it reserves room for its requests (g.reserved) and makes sure a
  *      poller thread runs;
  *   3. weft_thread_block(publish): publish runs after the caller's context is saved
@@ -98,6 +99,7 @@ void weft_mpi_config_init(weft_mpi_config_t *cfg) {
   cfg->thread_level = MPI_THREAD_MULTIPLE;
   cfg->poll_interval_ns = 100000;
   cfg->idle_poll = 1;
+  cfg->spin_ns = 20000;
 }
 
 int weft_mpi_init_config(int *argc, char ***argv, const weft_mpi_config_t *cfg, int *provided) {
@@ -344,17 +346,41 @@ static int park(waiter_t *w) {
 
 static int is_weft(void) { return weft_sched_vp_self() != NULL; }
 
+enum { T_ONE, T_ALL, T_ANY };
+
+/* One test of the caller's own requests (kind: MPI_Test, Testall or Testany). */
+static int test_own(int kind, int n, MPI_Request *reqs, int *index, MPI_Status *st, int *flag) {
+  int rc;
+  mlock();
+  if (kind == T_ONE) rc = MPI_Test(reqs, flag, st);
+  else if (kind == T_ALL) rc = MPI_Testall(n, reqs, flag, st);
+  else rc = MPI_Testany(n, reqs, index, flag, st);
+  munlock();
+  return rc;
+}
+
 /* A plain OS thread's wait when weft serialises: test under the lock, let go between. */
 static int os_wait(int n, MPI_Request *reqs, int *index, MPI_Status *st, int kind) {
   for (;;) {
-    int flag = 0, rc;
-    mlock();
-    if (kind == 0) rc = MPI_Test(reqs, &flag, st);
-    else if (kind == 1) rc = MPI_Testall(n, reqs, &flag, st);
-    else rc = MPI_Testany(n, reqs, index, &flag, st);
-    munlock();
+    int flag = 0;
+    int rc = test_own(kind, n, reqs, index, st, &flag);
     if (rc != MPI_SUCCESS || flag) return rc;
     sched_yield();
+  }
+}
+
+/* The first phase of a weft thread's wait: tests its own requests, and while
+ * cfg.spin_ns has not passed, yields (other ready threads of the VP run) and tests
+ * again. *flag says whether they completed; if not, the caller parks. */
+static int test_spin(int kind, int n, MPI_Request *reqs, int *index, MPI_Status *st, int *flag) {
+  uint64_t until = 0;
+  for (;;) {
+    int rc = test_own(kind, n, reqs, index, st, flag);
+    if (rc != MPI_SUCCESS || *flag || g.cfg.spin_ns == 0) return rc;
+    uint64_t now = weft_time_now();
+    if (!until) until = now + g.cfg.spin_ns;
+    else if (now >= until) return rc;
+    weft_yield();
   }
 }
 
@@ -363,12 +389,10 @@ int weft_mpi_wait(MPI_Request *req, MPI_Status *status) {
   if (!g.inited) return MPI_ERR_OTHER;
   if (!is_weft()) {
     if (!g.serialize) return MPI_Wait(req, status);
-    return os_wait(1, req, NULL, status, 0);
+    return os_wait(1, req, NULL, status, T_ONE);
   }
   int flag = 0;
-  mlock();
-  int rc = MPI_Test(req, &flag, status);
-  munlock();
+  int rc = test_spin(T_ONE, 1, req, NULL, status, &flag);
   if (rc != MPI_SUCCESS || flag) return rc;
   waiter_t w = {.user = req, .st = status, .n = 1};
   return park(&w);
@@ -379,12 +403,10 @@ int weft_mpi_waitall(int n, MPI_Request *reqs, MPI_Status *statuses) {
   if (!g.inited) return MPI_ERR_OTHER;
   if (!is_weft()) {
     if (!g.serialize) return MPI_Waitall(n, reqs, statuses);
-    return os_wait(n, reqs, NULL, statuses, 1);
+    return os_wait(n, reqs, NULL, statuses, T_ALL);
   }
   int flag = 0;
-  mlock();
-  int rc = MPI_Testall(n, reqs, &flag, statuses);
-  munlock();
+  int rc = test_spin(T_ALL, n, reqs, NULL, statuses, &flag);
   if (rc != MPI_SUCCESS || flag) return rc;
   waiter_t w = {.user = reqs, .st = statuses, .n = n, .all = 1};
   if (statuses != MPI_STATUSES_IGNORE)  /* null requests get an empty status, as in MPI */
@@ -403,12 +425,10 @@ int weft_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
   if (!g.inited) return MPI_ERR_OTHER;
   if (!is_weft()) {
     if (!g.serialize) return MPI_Waitany(n, reqs, index, status);
-    return os_wait(n, reqs, index, status, 2);
+    return os_wait(n, reqs, index, status, T_ANY);
   }
   int flag = 0;
-  mlock();
-  int rc = MPI_Testany(n, reqs, index, &flag, status);
-  munlock();
+  int rc = test_spin(T_ANY, n, reqs, index, status, &flag);
   if (rc != MPI_SUCCESS || flag) return rc;
   waiter_t w = {.user = reqs, .st = status, .n = n, .any = 1, .index = MPI_UNDEFINED};
   rc = park(&w);

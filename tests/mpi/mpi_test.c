@@ -10,8 +10,9 @@
  *   idle      two VPs: a thread computes without ever yielding; idle VP polls
  *   coll      many threads, each with its own communicator (MPI_Comm_dup), run
  *             allreduce and barrier concurrently
- *   finalize  finalize with a parked receive returns MPI_ERR_PENDING and changes
- *             nothing; after the message arrives it succeeds
+ *   finalize  finalize with parked receives returns MPI_ERR_PENDING and changes
+ *             nothing; MPI_Cancel wakes one parked thread (cancelled status); after
+ *             the other's message arrives finalize succeeds
  * A watchdog (alarm) turns a hang into a failure. WEFT_TEST_SCALE scales the counts.
  */
 #include <signal.h>
@@ -178,6 +179,20 @@ static void coll_scenario(void) {
 
 /* ---- finalize with a parked receive ---- */
 static int fin_val = -1;
+static MPI_Request cancel_req = MPI_REQUEST_NULL;
+static int cancel_buf, cancelled = -1;
+static void *cancel_thread(void *arg) {
+  (void)arg;
+  MPI_Status st;
+  weft_mpi_lock();
+  MPI_Irecv(&cancel_buf, 1, MPI_INT, 1, 997, MPI_COMM_WORLD, &cancel_req);
+  weft_mpi_unlock();
+  MPI_Request r = cancel_req;  /* main cancels through its copy of the handle */
+  CHECK(weft_mpi_wait(&r, &st) == MPI_SUCCESS);
+  CHECK(r == MPI_REQUEST_NULL);
+  MPI_Test_cancelled(&st, &cancelled);
+  return NULL;
+}
 static void *fin_thread(void *arg) {
   (void)arg;
   CHECK(weft_mpi_recv(&fin_val, 1, MPI_INT, 1, 999, MPI_COMM_WORLD, MPI_STATUS_IGNORE) ==
@@ -222,9 +237,19 @@ int main(int argc, char **argv) {
     coll_scenario();
   } else if (!strcmp(mode, "finalize")) {
     if (rank == 0) {
-      weft_thread_t *t;
+      weft_thread_t *t, *c;
       CHECK(weft_create(&t, NULL, fin_thread, NULL) == 0);
-      while (weft_mpi_outstanding() == 0) weft_yield();
+      CHECK(weft_create(&c, NULL, cancel_thread, NULL) == 0);
+      while (weft_mpi_outstanding() < 2) weft_yield();
+      CHECK(weft_mpi_finalize() == MPI_ERR_PENDING);
+      /* a cancelled request completes: its parked thread wakes, cancelled */
+      MPI_Request cr = cancel_req;
+      weft_mpi_lock();
+      CHECK(MPI_Cancel(&cr) == MPI_SUCCESS);
+      weft_mpi_unlock();
+      CHECK(weft_join(c, NULL) == 0);
+      CHECK(cancelled == 1);
+      CHECK(weft_mpi_outstanding() == 1);
       CHECK(weft_mpi_finalize() == MPI_ERR_PENDING);
       int go = 1;  /* MPI still works: finalize changed nothing */
       CHECK(weft_mpi_send(&go, 1, MPI_INT, 1, 998, MPI_COMM_WORLD) == MPI_SUCCESS);
