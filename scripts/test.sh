@@ -48,8 +48,7 @@ for c in "${configs[@]}"; do
     install)  echo "=== [install] configure + build the release libraries"
               cmake -S . -B build-test-release -G Ninja -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TESTS=ON \
                 -DWEFT_WERROR=ON "${release_flags[@]}" >/dev/null
-              cmake --build build-test-release -j "$jobs" --target weft_shared weft_static \
-                weft_cthreads_shared weft_cthreads_static
+              cmake --build build-test-release -j "$jobs" --target weft_libraries
               install_check ;;
     asan)     ASAN_OPTIONS=detect_leaks=1 WEFT_TEST_SCALE=0.2 \
               run_config asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=address \

@@ -6,7 +6,8 @@
 # checks what a program from a non-system prefix relies on: versioned SONAMEs, and
 # libweft_cthreads.so finding libweft.so.0 next to itself ($ORIGIN); and, after moving
 # the install elsewhere, that pkg-config still finds it. Exits non-zero if any check
-# fails. scripts/test.sh runs it on the release configuration's build.
+# fails. Where libweft_mpi was built, an MPI client (one process) too.
+# scripts/test.sh runs it on the release configuration's build.
 #
 # Environment: CC, CXX (default cc, c++) for the pkg-config builds and the client project.
 set -euo pipefail
@@ -84,6 +85,7 @@ check_run() {
 want_c="weft C client: 8000"
 want_cpp="weft C++ client: 8000"
 want_ct="weft C-Threads client: 8000"
+want_mpi="weft MPI client: 28000"
 
 # ---- find_package(weft) ----
 generator=()
@@ -104,6 +106,13 @@ if CC=$cc CXX=$cxx cmake -S "$here" -B "$work/cmake" "${generator[@]}" -DCMAKE_B
     check_run "find_package C-Threads, weft::cthreads" "$b/cthreads_shared" "$want_ct" cthreads
     check_run "find_package C-Threads, weft::cthreads_shared" "$b/cthreads_shared_named" "$want_ct" cthreads
     check_run "find_package C-Threads, weft::cthreads_static" "$b/cthreads_static" "$want_ct" static
+    if [ -e "$libdir/libweft_mpi.so" ]; then
+      if [ -x "$b/mpi_shared" ]; then
+        check_run "find_package MPI, weft::mpi" "$b/mpi_shared" "$want_mpi" shared
+      else
+        fail "find_package: libweft_mpi is installed but weft::mpi was not found"
+      fi
+    fi
   else
     fail "find_package(weft) found '$found', not the temporary prefix"
   fi
@@ -162,6 +171,17 @@ pc_build ct_shared "$cc" client_cthreads.c weft-cthreads shared &&
   check_run "pkg-config C-Threads, weft-cthreads, shared" "$work/pc/ct_shared" "$want_ct" cthreads-only
 pc_build ct_static "$cc" client_cthreads.c weft-cthreads static &&
   check_run "pkg-config C-Threads, weft-cthreads, static" "$work/pc/ct_static" "$want_ct" static
+
+# weft-mpi: where libweft_mpi was built (an MPI was found); one process, no mpiexec
+if [ -e "$libdir/libweft_mpi.so" ]; then
+  if pkg-config --validate weft-mpi >"$work/pc.log" 2>&1 && pkg-config --exists weft-mpi; then
+    ok "pkg-config module weft-mpi is valid"
+    pc_build mpi_shared "$cc" client_mpi.c weft-mpi shared &&
+      check_run "pkg-config MPI, weft-mpi, shared" "$work/pc/mpi_shared" "$want_mpi" shared
+  else
+    fail "pkg-config module weft-mpi: $(cat "$work/pc.log")"
+  fi
+fi
 
 # ---- a moved install: weft.pc finds its prefix from where it lies, and libweft_cthreads.so
 # its libweft.so.0 ----

@@ -1,0 +1,284 @@
+/* tests/mpi/mpi_test.c - weft_mpi under mpiexec (run by ctest with -n 2 and -n 4).
+ *
+ * One program, one scenario per argument:
+ *   p2p       hundreds of weft threads per rank exchange tagged messages around the
+ *             ring (send/recv, waitall, waitany): exact counts, contents and order
+ *   serial    p2p with MPI_THREAD_SERIALIZED asked for: weft's own lock
+ *   compute   one VP: a thread computes (yielding now and then) while the others
+ *             wait for messages; no idle VP ever exists, so the poller thread and the
+ *             park path must make progress (idle polling is switched off)
+ *   idle      two VPs: a thread computes without ever yielding; idle VP polls
+ *   coll      many threads, each with its own communicator (MPI_Comm_dup), run
+ *             allreduce and barrier concurrently
+ *   finalize  finalize with parked receives returns MPI_ERR_PENDING and changes
+ *             nothing; MPI_Cancel wakes one parked thread (cancelled status); after
+ *             the other's message arrives finalize succeeds
+ * A watchdog (alarm) turns a hang into a failure. WEFT_TEST_SCALE scales the counts.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "weft/mpi.h"
+#include "weft/runtime.h"
+#include "weft/thread.h"
+
+static int rank, size;
+#ifndef WEFT_TEST_DEFAULT_SCALE
+#define WEFT_TEST_DEFAULT_SCALE 1.0
+#endif
+static double scale = WEFT_TEST_DEFAULT_SCALE;
+static int failures;
+
+#define CHECK(c)                                                                \
+  do {                                                                          \
+    if (!(c)) {                                                                 \
+      fprintf(stderr, "rank %d: %s:%d: CHECK(%s) failed\n", rank, __FILE__, __LINE__, #c); \
+      __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                       \
+    }                                                                           \
+  } while (0)
+
+static int scaled(int n) {
+  int v = (int)(n * scale);
+  return v < 4 ? 4 : v;
+}
+
+static int nthreads, nmsgs;
+
+/* ---- p2p: thread i sends nmsgs messages {rank, i, seq} with tag i to rank+1 and
+ * receives nmsgs with tag i from rank-1, in order ---- */
+static void *p2p_thread(void *arg) {
+  int i = (int)(intptr_t)arg;
+  int to = (rank + 1) % size, from = (rank + size - 1) % size;
+  int mode = i % 3;
+  for (int s = 0; s < nmsgs; s++) {
+    int out[3] = {rank, i, s}, in[3] = {-1, -1, -1};
+    MPI_Status st;
+    if (mode == 0) {
+      CHECK(weft_mpi_send(out, 3, MPI_INT, to, i, MPI_COMM_WORLD) == MPI_SUCCESS);
+      CHECK(weft_mpi_recv(in, 3, MPI_INT, from, i, MPI_COMM_WORLD, &st) == MPI_SUCCESS);
+    } else {
+      MPI_Request r[2];
+      weft_mpi_lock();
+      MPI_Irecv(in, 3, MPI_INT, from, i, MPI_COMM_WORLD, &r[0]);
+      MPI_Isend(out, 3, MPI_INT, to, i, MPI_COMM_WORLD, &r[1]);
+      weft_mpi_unlock();
+      if (mode == 1) {
+        MPI_Status sts[2];
+        CHECK(weft_mpi_waitall(2, r, sts) == MPI_SUCCESS);
+        st = sts[0];
+      } else {
+        int got[2] = {0, 0};
+        for (int k = 0; k < 2; k++) {
+          int idx = -1;
+          MPI_Status s1;
+          CHECK(weft_mpi_waitany(2, r, &idx, &s1) == MPI_SUCCESS);
+          CHECK(idx == 0 || idx == 1);
+          if (idx < 0 || idx > 1) break;
+          CHECK(!got[idx]);
+          got[idx] = 1;
+          CHECK(r[idx] == MPI_REQUEST_NULL);
+          if (idx == 0) st = s1;
+        }
+        int idx = 7;  /* all null now */
+        CHECK(weft_mpi_waitany(2, r, &idx, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+        CHECK(idx == MPI_UNDEFINED);
+      }
+      CHECK(r[0] == MPI_REQUEST_NULL && r[1] == MPI_REQUEST_NULL);
+    }
+    CHECK(in[0] == from && in[1] == i && in[2] == s);
+    CHECK(st.MPI_SOURCE == from && st.MPI_TAG == i);
+    int cnt = -1;
+    MPI_Get_count(&st, MPI_INT, &cnt);
+    CHECK(cnt == 3);
+  }
+  return NULL;
+}
+
+static void run_threads(void *(*fn)(void *), int n) {
+  weft_thread_t **t = calloc((size_t)n, sizeof *t);
+  for (int i = 0; i < n; i++) CHECK(weft_create(&t[i], NULL, fn, (void *)(intptr_t)i) == 0);
+  for (int i = 0; i < n; i++) CHECK(weft_join(t[i], NULL) == 0);
+  free(t);
+}
+
+/* ---- compute: rank 0's threads wait for messages from rank 1 while one computes ---- */
+static volatile int compute_done;
+static int yield_every;
+
+static void *compute_thread(void *arg) {
+  (void)arg;
+  volatile unsigned long x = 1;
+  long iters = (long)(40000000 * scale);
+  for (long k = 0; k < iters; k++) {
+    x = x * 6364136223846793005ul + 1442695040888963407ul;
+    if (yield_every && k % yield_every == 0) weft_yield();
+  }
+  CHECK(x != 0 || x == 0);  /* the work itself is not checked; finishing is */
+  compute_done = 1;
+  return NULL;
+}
+
+static void *waiter_thread(void *arg) {
+  int i = (int)(intptr_t)arg;
+  int v = -1;
+  CHECK(weft_mpi_recv(&v, 1, MPI_INT, 1, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+  CHECK(v == i * 7);
+  /* answer, so that rank 1 knows the message arrived while rank 0 may still compute */
+  CHECK(weft_mpi_send(&v, 1, MPI_INT, 1, i, MPI_COMM_WORLD) == MPI_SUCCESS);
+  return NULL;
+}
+
+static void *sender_thread(void *arg) {
+  int i = (int)(intptr_t)arg;
+  int v = i * 7, back = -1;
+  CHECK(weft_mpi_send(&v, 1, MPI_INT, 0, i, MPI_COMM_WORLD) == MPI_SUCCESS);
+  CHECK(weft_mpi_recv(&back, 1, MPI_INT, 0, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+  CHECK(back == v);
+  return NULL;
+}
+
+static void compute_scenario(void) {
+  int n = scaled(100);
+  if (rank == 0) {
+    weft_thread_t *c;
+    CHECK(weft_create(&c, NULL, compute_thread, NULL) == 0);
+    run_threads(waiter_thread, n);
+    CHECK(weft_join(c, NULL) == 0);
+    CHECK(compute_done);
+  } else if (rank == 1) {
+    run_threads(sender_thread, n);
+  }
+}
+
+/* ---- coll: each thread its own communicator ---- */
+static MPI_Comm *comms;
+
+static void *coll_thread(void *arg) {
+  int i = (int)(intptr_t)arg;
+  for (int it = 0; it < 5; it++) {
+    long v = (long)rank * 1000 + i + it, sum = -1;
+    CHECK(weft_mpi_allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, comms[i]) == MPI_SUCCESS);
+    long want = 1000L * size * (size - 1) / 2 + (long)size * (i + it);
+    CHECK(sum == want);
+    CHECK(weft_mpi_barrier(comms[i]) == MPI_SUCCESS);
+  }
+  return NULL;
+}
+
+static void coll_scenario(void) {
+  int n = scaled(64);
+  comms = calloc((size_t)n, sizeof *comms);
+  for (int i = 0; i < n; i++) CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comms[i]) == MPI_SUCCESS);
+  run_threads(coll_thread, n);
+  for (int i = 0; i < n; i++) MPI_Comm_free(&comms[i]);
+  free(comms);
+}
+
+/* ---- finalize with a parked receive ---- */
+static int fin_val = -1;
+static MPI_Request cancel_req = MPI_REQUEST_NULL;
+static int cancel_buf, cancelled = -1;
+static void *cancel_thread(void *arg) {
+  (void)arg;
+  MPI_Status st;
+  weft_mpi_lock();
+  MPI_Irecv(&cancel_buf, 1, MPI_INT, 1, 997, MPI_COMM_WORLD, &cancel_req);
+  weft_mpi_unlock();
+  MPI_Request r = cancel_req;  /* main cancels through its copy of the handle */
+  CHECK(weft_mpi_wait(&r, &st) == MPI_SUCCESS);
+  CHECK(r == MPI_REQUEST_NULL);
+  MPI_Test_cancelled(&st, &cancelled);
+  return NULL;
+}
+static void *fin_thread(void *arg) {
+  (void)arg;
+  CHECK(weft_mpi_recv(&fin_val, 1, MPI_INT, 1, 999, MPI_COMM_WORLD, MPI_STATUS_IGNORE) ==
+        MPI_SUCCESS);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  alarm(100);  /* watchdog: a hang fails (SIGALRM kills the rank, mpiexec reports it) */
+  const char *sc = getenv("WEFT_TEST_SCALE");
+  if (sc) scale = atof(sc);
+  if (scale <= 0) scale = WEFT_TEST_DEFAULT_SCALE;
+  const char *mode = argc > 1 ? argv[1] : "p2p";
+  weft_mpi_config_t mc;
+  weft_mpi_config_init(&mc);
+  if (!strcmp(mode, "serial")) mc.thread_level = MPI_THREAD_SERIALIZED;
+  if (!strcmp(mode, "compute")) {
+    mc.idle_poll = 0;
+    yield_every = 1000;
+  }
+  int prov = -1;
+  if (weft_mpi_init_config(&argc, &argv, &mc, &prov) != MPI_SUCCESS) return 2;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  CHECK(weft_mpi_serialized() == (prov < MPI_THREAD_MULTIPLE));
+  if (!strcmp(mode, "serial")) CHECK(weft_mpi_serialized() == 1 || prov == MPI_THREAD_MULTIPLE);
+  /* a second init is refused */
+  CHECK(weft_mpi_init(&argc, &argv, NULL) == MPI_ERR_OTHER);
+
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  cfg.nvps = !strcmp(mode, "compute") ? 1 : 2;
+  if (weft_init(&cfg) != 0) return 3;
+
+  nthreads = scaled(300);
+  nmsgs = scaled(20);
+  if (!strcmp(mode, "p2p") || !strcmp(mode, "serial")) {
+    run_threads(p2p_thread, nthreads);
+  } else if (!strcmp(mode, "compute") || !strcmp(mode, "idle")) {
+    compute_scenario();
+  } else if (!strcmp(mode, "coll")) {
+    coll_scenario();
+  } else if (!strcmp(mode, "finalize")) {
+    if (rank == 0) {
+      weft_thread_t *t, *c;
+      CHECK(weft_create(&t, NULL, fin_thread, NULL) == 0);
+      CHECK(weft_create(&c, NULL, cancel_thread, NULL) == 0);
+      while (weft_mpi_outstanding() < 2) weft_yield();
+      CHECK(weft_mpi_finalize() == MPI_ERR_PENDING);
+      /* a cancelled request completes: its parked thread wakes, cancelled */
+      MPI_Request cr = cancel_req;
+      weft_mpi_lock();
+      CHECK(MPI_Cancel(&cr) == MPI_SUCCESS);
+      weft_mpi_unlock();
+      CHECK(weft_join(c, NULL) == 0);
+      CHECK(cancelled == 1);
+      CHECK(weft_mpi_outstanding() == 1);
+      CHECK(weft_mpi_finalize() == MPI_ERR_PENDING);
+      int go = 1;  /* MPI still works: finalize changed nothing */
+      CHECK(weft_mpi_send(&go, 1, MPI_INT, 1, 998, MPI_COMM_WORLD) == MPI_SUCCESS);
+      CHECK(weft_join(t, NULL) == 0);
+      CHECK(fin_val == 42);
+    } else if (rank == 1) {
+      int go = 0, v = 42;
+      CHECK(weft_mpi_recv(&go, 1, MPI_INT, 0, 998, MPI_COMM_WORLD, MPI_STATUS_IGNORE) ==
+            MPI_SUCCESS);
+      CHECK(go == 1);
+      CHECK(weft_mpi_send(&v, 1, MPI_INT, 0, 999, MPI_COMM_WORLD) == MPI_SUCCESS);
+    }
+  } else {
+    fprintf(stderr, "unknown scenario %s\n", mode);
+    return 2;
+  }
+  CHECK(weft_mpi_outstanding() == 0);
+  /* all ranks done before finalize: a plain barrier from the main weft thread parks */
+  CHECK(weft_mpi_barrier(MPI_COMM_WORLD) == MPI_SUCCESS);
+  CHECK(weft_shutdown() == 0);
+  /* weft is down: the calls are MPI's blocking ones */
+  long one = 1, n = 0;
+  CHECK(weft_mpi_allreduce(&one, &n, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS);
+  CHECK(n == size);
+  int f = failures, total = 0;
+  MPI_Allreduce(&f, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  CHECK(weft_mpi_finalize() == MPI_SUCCESS);
+  CHECK(weft_mpi_finalize() == MPI_ERR_OTHER);
+  CHECK(weft_mpi_wait(NULL, NULL) == MPI_ERR_ARG);
+  if (rank == 0) printf("weft_mpi %s: %d ranks, %s\n", mode, size, total ? "FAILED" : "ok");
+  return total || failures ? 1 : 0;
+}
