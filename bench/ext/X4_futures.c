@@ -90,7 +90,8 @@ static void run(int chain, long n) {
   }
 }
 
-static const char *const MODES[4] = {"chain_future", "chain_sem", "forkjoin_future", "forkjoin_sem"};
+static const char *const MODES[4] = {"chain_future", "chain_sem", "forkjoin_future",
+                                     "forkjoin_sem"};
 
 static void alloc_objs(long n) {
   futs = calloc((size_t)n, sizeof *futs);

@@ -101,7 +101,8 @@ int weft_future_set(weft_future_t *f, void *value) {
  * value is visible), 0 if the caller may queue itself (the setter will then find
  * WAITERS and claim it under qlock). */
 static int mark_waiters(weft__future_t *x) {
-  /* acquire: pairs with set's release (CAS or set_locked's store) (a SET read here: the value is visible) */
+  /* acquire: pairs with set's release (its CAS, or set_locked's store): a SET read
+   * here makes the value visible */
   uint32_t s = atomic_load_explicit(&x->state, memory_order_acquire);
   for (;;) {
     if (s & FS_SET) return 1;

@@ -205,7 +205,8 @@ TEST_P(FutureTest, RacingSetters) {
     });
     ASSERT_EQ(won.load(), 1) << "round " << r;
     EXPECT_EQ(already.load(), nset - 1);
-    for (intptr_t g : got) EXPECT_EQ(g, reinterpret_cast<intptr_t>(P(winner.load()))) << "round " << r;
+    for (intptr_t g : got)
+      EXPECT_EQ(g, reinterpret_cast<intptr_t>(P(winner.load()))) << "round " << r;
     void *v = nullptr;
     EXPECT_EQ(weft_future_tryget(&f, &v), 0);
     EXPECT_EQ(v, P(winner.load()));
