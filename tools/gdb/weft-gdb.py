@@ -184,8 +184,9 @@ class _FrameId(object):
 
 
 # The caller registers the unwinder gives frame #0 while a context is selected
-# (name -> value), and the selected thread's id; None when off.
-_selected = {"regs": None, "id": None}
+# (name -> value), the selected weft thread's id, and the gdb thread (ptid) whose
+# frame #0 gets them; None when off.
+_selected = {"regs": None, "id": None, "ptid": None}
 
 if Unwinder is not None:
     class _ParkedContextUnwinder(Unwinder):
@@ -197,6 +198,9 @@ if Unwinder is not None:
         def __call__(self, pending):
             regs = _selected["regs"]
             if regs is None or pending.level() != 0:
+                return None
+            th = gdb.selected_thread()  # only the kernel thread it was selected on
+            if th is not None and _selected["ptid"] is not None and th.ptid != _selected["ptid"]:
                 return None
             arch = pending.architecture().name()
             spname, pcname = ("rsp", "rip") if "x86-64" in arch else ("sp", "pc")
@@ -241,7 +245,9 @@ def _context_regs(t):
 
 
 def _select(regs):
+    th = gdb.selected_thread()
     _selected["regs"] = regs
+    _selected["ptid"] = th.ptid if (regs is not None and th is not None) else None
     gdb.invalidate_cached_frames()
 
 
