@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # icount.sh - instructions per operation for the L1 (create), L2 (null thread), L3 (switch), L4/L5
-# (uncontested lock, semaphore, try) and L6/L7 (ping-pong, per round) loops, counted by
+# (uncontested lock, semaphore, try) and L6/L7 (ping-pong, per round) loops, X4 (futures
+# against semaphores, per thread), counted by
 # valgrind's callgrind: each loop runs N and 2N times, only the loop is collected, and
 # (Ir(2N) - Ir(N)) / (ops(2N) - ops(N)) cancels every fixed cost.
 # User-mode instructions only: pthreads are not counted (their switch is kernel work).
@@ -67,6 +68,14 @@ for mode in l2 l3; do
   v=$(per_op "$build/bench/weft_icount" "$mode" hooked 2>/dev/null); add "$row" weft "$v"
   printf '%-18s %-12s %s\n' "$row" weft "$v"
 done
+# X4: futures against semaphores, per thread of a chain (T1's shape) and of a fork-join
+# (T5's), one VP (ext/X4_futures.c); ICOUNT_X4=0 skips it
+if [ "${ICOUNT_X4:-1}" != 0 ] && [ -x "$build/bench/weft_x4_futures" ]; then
+  for mode in chain_future chain_sem forkjoin_future forkjoin_sem; do
+    v=$(per_op "$build/bench/weft_x4_futures" "$mode"); add "X4_$mode" weft "$v"
+    printf '%-18s %-12s %s\n' "X4_$mode" weft "$v"
+  done
+fi
 {
   printf '{"tool": "valgrind --tool=callgrind", "n": %d, "rows": [' "$n"
   (IFS=,; printf '%s' "${rows[*]}")

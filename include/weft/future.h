@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 typedef struct weft_future {
-  uint32_t state_;     /* 0 unset, 1 set */
+  uint32_t state_;     /* bits: set, claimed by a setter, waiters (src/sync/future.c) */
   uint32_t qlock_;
   void *value_;        /* valid once set */
   void *head_, *tail_; /* waiters */
@@ -40,7 +40,8 @@ WEFT_API int weft_future_destroy(weft_future_t *f);
 
 /* weft_future_set() sets f's value to `value` and wakes every waiter. What the
  * setter did before the set happens before what a waiter does after its wait
- * returns. Never switches. Errors: WEFT_EINVAL (NULL); WEFT_EALREADY (f was set
+ * returns. Never switches; when nobody waits it takes no lock (two atomic
+ * instructions, as weft_sem_signal). Errors: WEFT_EINVAL (NULL); WEFT_EALREADY (f was set
  * before: the value is not changed). */
 WEFT_API int weft_future_set(weft_future_t *f, void *value);
 

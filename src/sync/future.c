@@ -1,23 +1,35 @@
 /* src/sync/future.c - single-assignment futures (weft/future.h).
  *
- * state: 0 unset, 1 set. The value is written before the state is set to 1, and
- * the state only changes under qlock (so one set wins and a second sees 1); its
- * store is a release that pairs with the acquire load of every wait's fast path
- * (the value, and what the setter did before, are visible to a waiter that sees
- * 1). A waiter that finds 0 takes qlock, looks again (the setter sets 1 and
- * empties the queue under the same lock, so either it sees 1 or the setter sees it
- * queued), and blocks. The setter claims every waiter under the lock and wakes
- * them after releasing it (weft__wakeset_t). A claimed waiter reads the value
- * after its acquire of the state word of its waiter (pairs with the claim's
- * release, which the setter makes after its store of the value).
+ * The state word holds three bits: SET (the value is there), CLAIMED (a setter
+ * won the right to write the value and has not finished), WAITERS (a thread has
+ * queued, or is about to). A set claims with a CAS (SET or CLAIMED there: a second
+ * set, WEFT_EALREADY). If the word had no WAITERS, it writes the value and CASes
+ * CLAIMED -> SET (release: pairs with the acquire loads of the waits' fast path, of
+ * tryget and is_set): when nobody waits, two atomic instructions and no lock, as a
+ * semaphore's signal. Otherwise, or if that CAS fails because a waiter came, it
+ * takes qlock, writes the value and SET under it, claims every queued waiter and
+ * wakes them after releasing qlock (weft__wakeset_t, set_locked).
+ *
+ * A waiter that finds no SET takes qlock, adds WAITERS with a CAS (which fails,
+ * reading SET, if the set came first) and queues itself before it releases qlock.
+ * Bits are only added until SET, so the setter's CLAIMED -> SET CAS fails once a
+ * waiter has added WAITERS, and the setter then goes through qlock: either the
+ * waiter reads SET (acquire: it has the value), or it is queued before the setter's
+ * critical section, which claims it. A claimed waiter reads the value after its
+ * acquire of the state word of its waiter (pairs with the claim's release, which
+ * the setter makes after its store of the value). docs/memory-ordering.md §15.
  */
 #include "sync/sync.h"
 #include "weft/future.h"
 
+#define FS_SET 1u
+#define FS_CLAIMED 2u
+#define FS_WAITERS 4u
+
 typedef struct weft__future {
-  _Atomic uint32_t state;
+  _Atomic uint32_t state; /* FS_* */
   weft__spin_t qlock;
-  void *value;           /* written once, under qlock, before state becomes 1 */
+  void *value;           /* written once, by the claiming setter, before SET */
   weft__wq_t q;          /* qlock */
 } weft__future_t;
 
@@ -41,25 +53,67 @@ int weft_future_destroy(weft_future_t *f) {
   return busy ? WEFT_EBUSY : 0;
 }
 
+/* The set's slow path, apart so that the fast path keeps no frame: with WAITERS in
+ * the word, the value and SET are written under qlock (waiters change the word only
+ * under qlock, other setters not at all while we hold CLAIMED), every queued waiter
+ * is claimed, and they are woken after qlock is released. So a waiter that ever
+ * queued sees SET only under qlock, after this critical section (the timed-out
+ * re-check in wait_slow): once it returns, the setter touches the future no more. */
+static __attribute__((noinline)) void set_locked(weft__future_t *x, void *value) {
+  weft__wakeset_t ws;
+  weft__wakeset_init(&ws);
+  weft__waiter_t *w;
+  weft__qlock_lock(&x->qlock);
+  x->value = value;
+  /* release: pairs with the acquire loads of the waits (fast path, mark_waiters),
+   * of tryget and of is_set (queued waiters are ordered by qlock and the claim) */
+  atomic_store_explicit(&x->state, FS_SET, memory_order_release);
+  while ((w = weft__wq_pop(&x->q)) != NULL) weft__wakeset_claim(&ws, w);  /* timed out: dropped */
+  weft__spin_unlock(&x->qlock);
+  weft__wakeset_run(&ws);
+}
+
 int weft_future_set(weft_future_t *f, void *value) {
   if (!f) return WEFT_EINVAL;
   weft__future_t *x = F(f);
-  weft__qlock_lock(&x->qlock);
-  /* relaxed: state changes only under qlock, which we hold */
-  if (atomic_load_explicit(&x->state, memory_order_relaxed)) {
-    weft__spin_unlock(&x->qlock);
-    return WEFT_EALREADY;
+  /* relaxed: the claim orders nothing; the value is published by the release below
+   * (or set_locked's) */
+  uint32_t s = atomic_load_explicit(&x->state, memory_order_relaxed);
+  do {
+    if (s & (FS_SET | FS_CLAIMED)) return WEFT_EALREADY;
+  } while (!atomic_compare_exchange_weak_explicit(&x->state, &s, s | FS_CLAIMED,
+                                                  memory_order_relaxed, memory_order_relaxed));
+  if (WEFT__LIKELY(!(s & FS_WAITERS))) {
+    x->value = value;
+    uint32_t c = FS_CLAIMED;
+    /* release: pairs with the acquire loads of the waits (fast path, mark_waiters'
+     * load and failing CAS), of tryget and of is_set. Fails only if a waiter added
+     * WAITERS meanwhile (relaxed: set_locked takes qlock, which orders the queue). */
+    if (WEFT__LIKELY(atomic_compare_exchange_strong_explicit(
+            &x->state, &c, FS_SET, memory_order_release, memory_order_relaxed)))
+      return 0;
   }
-  x->value = value;
-  /* release: pairs with the acquire load of the waits' fast path and of is_set */
-  atomic_store_explicit(&x->state, 1, memory_order_release);
-  weft__wakeset_t s;
-  weft__wakeset_init(&s);
-  weft__waiter_t *w;
-  while ((w = weft__wq_pop(&x->q)) != NULL) weft__wakeset_claim(&s, w);  /* timed out: dropped */
-  weft__spin_unlock(&x->qlock);
-  weft__wakeset_run(&s);
+  set_locked(x, value);
   return 0;
+}
+
+/* Under qlock: adds WAITERS unless the future is set. Returns 1 if it is set (the
+ * value is visible), 0 if the caller may queue itself (the setter will then find
+ * WAITERS and claim it under qlock). */
+static int mark_waiters(weft__future_t *x) {
+  /* acquire: pairs with set's release (its CAS, or set_locked's store): a SET read
+   * here makes the value visible */
+  uint32_t s = atomic_load_explicit(&x->state, memory_order_acquire);
+  for (;;) {
+    if (s & FS_SET) return 1;
+    if (s & FS_WAITERS) return 0;
+    /* acquire (both: C11 lets failure be no stronger than success): as the load
+     * above, for a SET a failing CAS reads; a success needs none (the queue is
+     * published by qlock, not by the word) */
+    if (atomic_compare_exchange_weak_explicit(&x->state, &s, s | FS_WAITERS,
+                                              memory_order_acquire, memory_order_acquire))
+      return 0;
+  }
 }
 
 static int wait_slow(weft__future_t *x, uint64_t deadline, void **value) {
@@ -71,7 +125,7 @@ static int wait_slow(weft__future_t *x, uint64_t deadline, void **value) {
     if (rc) return rc;
   }
   weft__qlock_lock(&x->qlock);
-  if (atomic_load_explicit(&x->state, memory_order_relaxed)) {  /* qlock orders it */
+  if (mark_waiters(x)) {
     weft__spin_unlock(&x->qlock);
     if (value) *value = x->value;
     return 0;
@@ -86,7 +140,9 @@ static int wait_slow(weft__future_t *x, uint64_t deadline, void **value) {
    * came meanwhile still counts */
   weft__qlock_lock(&x->qlock);
   if (w.linked) weft__wq_remove(&x->q, &w);
-  int set = atomic_load_explicit(&x->state, memory_order_relaxed) != 0;
+  /* relaxed: we queued, so SET is written only under qlock (set_locked), which orders
+   * the value; read under qlock, after that critical section if at all */
+  int set = (atomic_load_explicit(&x->state, memory_order_relaxed) & FS_SET) != 0;
   weft__spin_unlock(&x->qlock);
   if (set) {
     if (value) *value = x->value;
@@ -96,7 +152,7 @@ static int wait_slow(weft__future_t *x, uint64_t deadline, void **value) {
   return WEFT_ETIMEDOUT;
 timed_out_unlocked:
   /* acquire: as the fast path */
-  if (atomic_load_explicit(&x->state, memory_order_acquire)) {
+  if (atomic_load_explicit(&x->state, memory_order_acquire) & FS_SET) {
     if (value) *value = x->value;
     return 0;
   }
@@ -107,8 +163,8 @@ timed_out_unlocked:
 int weft_future_timedwait(weft_future_t *f, uint64_t deadline, void **value) {
   if (!f) return WEFT_EINVAL;
   weft__future_t *x = F(f);
-  /* acquire: pairs with set's release store (the value is visible) */
-  if (WEFT__LIKELY(atomic_load_explicit(&x->state, memory_order_acquire))) {
+  /* acquire: pairs with set's release (CAS or set_locked's store) (the value is visible) */
+  if (WEFT__LIKELY(atomic_load_explicit(&x->state, memory_order_acquire) & FS_SET)) {
     if (value) *value = x->value;
     return 0;
   }
@@ -122,13 +178,13 @@ int weft_future_wait(weft_future_t *f, void **value) {
 int weft_future_tryget(const weft_future_t *f, void **value) {
   if (!f) return WEFT_EINVAL;
   weft__future_t *x = F(f);
-  /* acquire: pairs with set's release store */
-  if (!atomic_load_explicit(&x->state, memory_order_acquire)) return WEFT_EBUSY;
+  /* acquire: pairs with set's release (CAS or set_locked's store) */
+  if (!(atomic_load_explicit(&x->state, memory_order_acquire) & FS_SET)) return WEFT_EBUSY;
   if (value) *value = x->value;
   return 0;
 }
 
 int weft_future_is_set(const weft_future_t *f) {
-  /* acquire: pairs with set's release store */
-  return f && atomic_load_explicit(&F(f)->state, memory_order_acquire) != 0;
+  /* acquire: pairs with set's release (CAS or set_locked's store) */
+  return f && (atomic_load_explicit(&F(f)->state, memory_order_acquire) & FS_SET) != 0;
 }

@@ -1,7 +1,8 @@
 // tests/unit/future_test.cc - single-assignment futures (weft/future.h): set once
 // (a second set is WEFT_EALREADY), set before any wait (no block), many waiters
 // (weft and plain OS threads, 1/2/4 VPs) all get the value, timed waits time out
-// while unset and race sets without losing a value, the all-zero object and
+// while unset and race sets without losing a value, racing setters (one wins, every
+// waiter sees its value), the all-zero object and
 // WEFT_FUTURE_INIT, destroy with waiters, EINVAL.
 #include <weft/future.h>
 
@@ -170,6 +171,47 @@ TEST_P(FutureTest, DeadlineRacingSet) {
     void *v = nullptr;
     EXPECT_EQ(weft_future_tryget(&f, &v), 0);
     EXPECT_EQ(v, P(r + 1));
+  }
+}
+
+// Setters race each other and the waiters: exactly one set succeeds (the others get
+// WEFT_EALREADY, also while the winner is still writing its value), and every waiter,
+// blocked or not, and tryget afterwards see the winner's value, never a loser's.
+TEST_P(FutureTest, RacingSetters) {
+  int rounds = static_cast<int>(Scaled(200, 10));
+  int nset = 4, nwait = 4;
+  for (int r = 0; r < rounds; ++r) {
+    weft_future_t f = WEFT_FUTURE_INIT;
+    std::atomic<int> won{0}, already{0};
+    std::atomic<intptr_t> winner{0};
+    int nos = r % 4 == 0 ? 1 : 0;  // a plain OS thread waits too, every fourth round
+    std::vector<intptr_t> got(static_cast<size_t>(nwait + nos), 0);
+    RunMixed(nset + nwait, nos, [&](int i) {
+      if (i < nset) {
+        for (int k = 0; k < (r + i) % 3; ++k) weft_yield();
+        int rc = weft_future_set(&f, P(100 * r + i + 1));
+        if (rc == 0) {
+          won.fetch_add(1);
+          winner.store(100 * r + i + 1);
+        } else {
+          EXPECT_EQ(rc, WEFT_EALREADY);
+          already.fetch_add(1);
+        }
+        return;
+      }
+      void *v = nullptr;
+      EXPECT_EQ(weft_future_wait(&f, &v), 0);
+      got[static_cast<size_t>(i - nset)] = reinterpret_cast<intptr_t>(v);
+    });
+    ASSERT_EQ(won.load(), 1) << "round " << r;
+    EXPECT_EQ(already.load(), nset - 1);
+    for (intptr_t g : got)
+      EXPECT_EQ(g, reinterpret_cast<intptr_t>(P(winner.load()))) << "round " << r;
+    void *v = nullptr;
+    EXPECT_EQ(weft_future_tryget(&f, &v), 0);
+    EXPECT_EQ(v, P(winner.load()));
+    EXPECT_EQ(weft_future_set(&f, P(-1)), WEFT_EALREADY);
+    EXPECT_EQ(weft_future_destroy(&f), 0);
   }
 }
 

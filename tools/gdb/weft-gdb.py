@@ -5,11 +5,21 @@
 #                              thread it joins)
 #   weft-thread ID|NAME        one thread's line
 #   weft-thread ID|NAME bt [full]
-#                              the backtrace of a parked thread: the registers are
-#                              switched to its saved context (src/arch/context.h
-#                              frame layouts, x86-64 and AArch64), `bt` runs, and
-#                              the registers are put back. Live processes only (a
-#                              core file's registers cannot be written).
+#                              the backtrace of a parked thread, from the context
+#                              saved when it was switched away (src/arch/context.h
+#                              frame layouts, x86-64 and AArch64), live process or
+#                              core file: a frame unwinder presents that context as
+#                              the caller of frame #0, `bt` runs, and the frames from
+#                              #1 on are printed, renumbered from #0. Nothing is
+#                              written to the process. (A gdb without Python
+#                              unwinders, live processes only: the registers are
+#                              switched to the context for `bt` and put back.)
+#   weft-thread ID|NAME select
+#                              keeps that unwinder on (live process or core): frame
+#                              #0 stays the kernel thread's own, frames #1 and on are
+#                              the weft thread's, so `bt`, `frame N`, `up`, `info
+#                              locals` work on them
+#   weft-thread none           turns it off again
 #
 # Installed next to libweft as share/gdb/auto-load/<libdir>/libweft.so.<version>-gdb.py,
 # which gdb loads with the library (if that directory is in its auto-load safe-path);
@@ -19,6 +29,8 @@
 # of a program linked with weft statically): weft__rt, its VPs, the main thread and
 # the slabs of control blocks (src/core/alloc.c, src/core/internal.h). The
 # reading mirrors weft_dump (src/diag/dump.c); docs/debugging.md shows a session.
+import re
+
 import gdb
 
 SLAB_HEADER = 64  # WEFT__SLAB_HEADER: one cache line (src/core/alloc.c)
@@ -159,9 +171,106 @@ AARCH64 = ({"x19": 0, "x20": 8, "x21": 16, "x22": 24, "x23": 32, "x24": 40, "x25
            "pc", 88, "sp", 176)
 
 
+try:
+    from gdb.unwinder import Unwinder, register_unwinder
+except ImportError:  # a gdb without Python unwinders: no core-file backtraces
+    Unwinder = None
+
+
+class _FrameId(object):
+    def __init__(self, sp, pc):
+        self.sp = sp
+        self.pc = pc
+
+
+# The caller registers the unwinder gives frame #0 while a context is selected
+# (name -> value), the selected weft thread's id, and the gdb thread (ptid) whose
+# frame #0 gets them; None when off.
+_selected = {"regs": None, "id": None, "ptid": None}
+
+if Unwinder is not None:
+    class _ParkedContextUnwinder(Unwinder):
+        """Presents a parked weft thread's saved context as the caller of frame #0."""
+
+        def __init__(self):
+            super().__init__("weft-parked-context")
+
+        def __call__(self, pending):
+            regs = _selected["regs"]
+            if regs is None or pending.level() != 0:
+                return None
+            th = gdb.selected_thread()  # only the kernel thread it was selected on
+            if th is not None and _selected["ptid"] is not None and th.ptid != _selected["ptid"]:
+                return None
+            arch = pending.architecture().name()
+            spname, pcname = ("rsp", "rip") if "x86-64" in arch else ("sp", "pc")
+            fid = _FrameId(pending.read_register(spname), pending.read_register(pcname))
+            info = pending.create_unwind_info(fid)
+            ul = gdb.lookup_type("unsigned long")
+            for r, v in regs.items():
+                info.add_saved_register(r, gdb.Value(v).cast(ul))
+            return info
+
+    register_unwinder(None, _ParkedContextUnwinder(), replace=True)
+
+
+def _is_core():
+    try:
+        return gdb.selected_inferior().connection.type == "core"
+    except (AttributeError, gdb.error):
+        return False
+
+
+def _context_regs(t):
+    """The registers of a parked thread's context: (layout regs dict with values,
+    pc name, pc, sp name, sp) from its saved switch frame."""
+    arch = _arch()
+    if "x86-64" in arch:
+        layout = X86_64
+    elif "aarch64" in arch:
+        layout = AARCH64
+    else:
+        raise gdb.GdbError("weft: no frame layout for %s" % arch)
+    regs, pcname, pcoff, spname, framesize = layout
+    sp = _u(t["ctx"]["sp"])
+    vals = {r: _read(sp + off) for r, off in regs.items()}
+    pc = _read(sp + pcoff)
+    if pc == 0 and _is_core():
+        raise gdb.GdbError(
+            "weft: thread %d's saved context reads as zeros: its stack is not in this core. "
+            "gdb's gcore cannot read stack mappings that hold guard regions (MADV_GUARD_INSTALL, "
+            "Linux 6.13+): use a kernel core dump, or run with WEFT_STACK_GUARD=mprotect "
+            "(docs/debugging.md)" % int(t["id"]))
+    return vals, pcname, pc, spname, sp + framesize
+
+
+def _select(regs):
+    th = gdb.selected_thread()
+    _selected["regs"] = regs
+    _selected["ptid"] = th.ptid if (regs is not None and th is not None) else None
+    gdb.invalidate_cached_frames()
+
+
+def _bt_unwound(full):
+    """`bt` with the unwinder on, frame #0 (the kernel thread's own) left out and
+    the rest numbered from #0."""
+    out = gdb.execute("bt" + (" full" if full else ""), to_string=True)
+    lines, keep = [], False
+    for ln in out.splitlines():
+        m = re.match(r"#(\d+)(\s.*)$", ln)
+        if m:
+            keep = int(m.group(1)) >= 1
+            if keep:
+                ln = "#%s %s" % (str(int(m.group(1)) - 1).ljust(2), m.group(2).lstrip(" "))
+        if keep:
+            lines.append(ln)
+    print("\n".join(lines))
+
+
 class WeftThread(gdb.Command):
-    """weft-thread ID|NAME [bt [full]]: show a weft thread; bt: its backtrace
-(parked threads: from the context saved when it was switched away)."""
+    """weft-thread ID|NAME [bt [full] | select]: show a weft thread; bt: its backtrace
+(parked threads: from the context saved when it was switched away); select: frames #1
+and on become that thread's, for `frame N` and `info locals`; weft-thread none: back."""
 
     def __init__(self):
         super().__init__("weft-thread", gdb.COMMAND_STACK)
@@ -169,14 +278,21 @@ class WeftThread(gdb.Command):
     def invoke(self, arg, from_tty):
         argv = gdb.string_to_argv(arg)
         if not argv:
-            raise gdb.GdbError("usage: weft-thread ID|NAME [bt [full]]")
+            raise gdb.GdbError("usage: weft-thread ID|NAME [bt [full] | select] | none")
+        if argv[0] == "none" and len(argv) == 1:
+            was = _selected["id"]
+            _selected["id"] = None
+            _select(None)
+            print("weft: no weft thread selected" if was is None else
+                  "weft: thread %d's frames are gone; frame #0's caller is its own again" % was)
+            return
         rt = _rt()
         t, ths = _find(rt, argv[0])
         by_addr = {_u(x): x for x in ths}
         print(_describe(rt, t, by_addr))
         if len(argv) < 2:
             return
-        if argv[1] != "bt":
+        if argv[1] not in ("bt", "select"):
             raise gdb.GdbError("weft-thread: unknown subcommand %s" % argv[1])
         st, parked = _state(rt, t, by_addr)
         if not parked:
@@ -189,25 +305,41 @@ class WeftThread(gdb.Command):
         except gdb.error:
             raise gdb.GdbError("weft: no weft__ctx_trampoline: a ucontext build, whose saved "
                                "contexts this command does not read")
-        arch = _arch()
-        if "x86-64" in arch:
-            layout = X86_64
-        elif "aarch64" in arch:
-            layout = AARCH64
-        else:
-            raise gdb.GdbError("weft: no frame layout for %s" % arch)
-        regs, pcname, pcoff, spname, framesize = layout
-        sp = _u(t["ctx"]["sp"])
-        names = list(regs) + [pcname, spname]
+        regs, pcname, pc, spname, sp = _context_regs(t)
+        regs[pcname] = pc
+        regs[spname] = sp
+        if argv[1] == "select":
+            if Unwinder is None:
+                raise gdb.GdbError("weft: this gdb has no Python frame unwinders")
+            _select(regs)
+            _selected["id"] = int(t["id"])
+            print("frames #1 and on are thread %d's (frame #0 is the kernel thread's own); "
+                  "`weft-thread none` ends this" % int(t["id"]))
+            return
+        full = "full" in argv[2:]
+        if Unwinder is not None:  # live process or core: nothing is written
+            prev = _selected["regs"]
+            _select(regs)
+            try:
+                _bt_unwound(full)
+            finally:
+                _select(prev)
+            return
+        if _is_core():
+            raise gdb.GdbError("weft: this gdb has no Python frame unwinders, which a "
+                               "core file's backtraces need")
+        # a gdb without unwinders, live process: switch the registers for `bt`
+        names = list(regs)
         gdb.execute("frame 0", to_string=True)
         saved = {r: int(gdb.parse_and_eval("$" + r).cast(gdb.lookup_type("unsigned long")))
                  for r in names}
         try:
-            for r, off in regs.items():
-                gdb.execute("set $%s = 0x%x" % (r, _read(sp + off)), to_string=True)
-            gdb.execute("set $%s = 0x%x" % (spname, sp + framesize), to_string=True)
-            gdb.execute("set $%s = 0x%x" % (pcname, _read(sp + pcoff)), to_string=True)
-            gdb.execute("bt" + (" full" if "full" in argv[2:] else ""))
+            for r in names:
+                if r not in (pcname, spname):
+                    gdb.execute("set $%s = 0x%x" % (r, regs[r]), to_string=True)
+            gdb.execute("set $%s = 0x%x" % (spname, regs[spname]), to_string=True)
+            gdb.execute("set $%s = 0x%x" % (pcname, regs[pcname]), to_string=True)
+            gdb.execute("bt" + (" full" if full else ""))
         finally:
             gdb.execute("frame 0", to_string=True)
             for r in names:
