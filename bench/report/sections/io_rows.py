@@ -144,3 +144,46 @@ def i2(rep):
                                  % ("{:,}".format(r["n"]), w["kib_per_conn"], others))
     md += "\n- machine: %s\n- %s\n" % (_machine_line(doc, rep), _load_line(doc))
     return md
+
+
+I3_NAME = {"alone": "T1 alone", "io_wait": "+ %(waiters)d parked in `weft_read`",
+           "io_blocking": "+ %(waiters)d in `weft_read`, %(blocking)d in `weft_blocking(read)`",
+           "unannounced": "+ %(waiters)d in `weft_read`, %(unannounced)d plain `read` (one per VP but one)"}
+
+
+@section("i3", "I3: thread throughput (T1) while threads wait in I/O", inputs=("I3.json",), order=82)
+def i3(rep):
+    doc = rep.load("I3.json")
+    res = (doc or {}).get("results", [])
+    if not res:
+        return None
+    c = doc.get("config", {})
+    md = ("T1 (P chains of detached null threads, each creating its successor, %s threads in "
+          "all, P VPs) alone and while other weft threads wait: parked in `weft_read` on "
+          "socketpairs that get no data until T1 ends; in `weft_blocking` of a `read(2)` on a "
+          "pipe (the read holds a kernel thread of the pool, the weft thread is parked); or in a "
+          "plain `read(2)` weft is not told about, which holds its VP's kernel thread (run at "
+          "P >= 2 with P - 1 such threads: with P of them no VP would be left for T1). One "
+          "warm-up, then %s runs: median ± spread; *alone / this* = median time alone over "
+          "median time under the condition (1.00: waiting threads cost T1 nothing).\n\n"
+          % ("{:,}".format(c.get("n", 0)), c.get("reps")))
+    alone = {r["P"]: r for r in res if r["variant"] == "alone"}
+    rows = []
+    for r in res:
+        what = I3_NAME.get(r["variant"], r["variant"]) % r
+        t = cell(r["median_s"], r["min_s"], r["max_s"], "s")
+        if r.get("stalled_runs"):
+            t += " (%d runs stalled until the watchdog)" % r["stalled_runs"]
+        if not r.get("ok", True):
+            t += " **wrong result**"
+        a = alone.get(r["P"])
+        rows.append([r["P"], what, t, fmt_ns(r["ns_per_thread"]),
+                     "%.2f" % (a["median_s"] / r["median_s"]) if a else "-"])
+    md += table(["P", "condition", "T1 time", "per thread", "alone / this"], rows)
+    md += "\n- machine: %s\n" % _machine_line(doc, rep)
+    for p in sorted(alone):
+        parts = ["%s %.2f" % (r["variant"], alone[p]["median_s"] / r["median_s"])
+                 for r in res if r["P"] == p and r["variant"] != "alone"]
+        if parts:
+            rep.headlines.append("I3 T1 at P=%d, time alone / time beside waiting threads: %s" % (p, ", ".join(parts)))
+    return md
