@@ -1,5 +1,5 @@
 /* bench/io/I3_blocking.c - I3: thread throughput (T1) while other threads wait in I/O
- * (bench/README.md, "I/O: I1, I2, I3").
+ * (bench/README.md, "Servers and I/O").
  *
  *   weft_io_i3 [--out DIR] [--n 2000000] [--reps 5] [--procs 1,2] [--waiters 100]
  *              [--blocking 4] [--watchdog 10] [--quick]

@@ -1,6 +1,6 @@
 /* bench/io/I_client.c - I1's client: round trips of a small echo over one loopback TCP
  * connection, with a plain blocking socket (no weft), so that every server is timed by
- * the same program (bench/README.md, "I/O: I1, I2").
+ * the same program (bench/README.md, "Servers and I/O").
  *
  *   weft_io_client --port P [--size 64] [--rounds 20000] [--warmup 2000]
  *

@@ -1,5 +1,5 @@
 /* bench/io/I_peers.c - the servers weft's I/O rows are compared with (I1, I2), written
- * without weft (bench/README.md, "I/O: I1, I2").
+ * without weft (bench/README.md, "Servers and I/O").
  *
  *   weft_io_peer --lib pthreads|epoll --proto echo|http [--port 0]
  *

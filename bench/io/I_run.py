@@ -2,7 +2,7 @@
 """I_run.py - runs I1 (64-byte echo round trip) and I2 (HTTP/1.1 keep-alive under wrk,
 resident memory per idle connection) for weft beside Go, POSIX threads and (I1) a bare
 epoll loop, each server in a fresh process, and writes OUT/I.json (bench/README.md,
-"I/O: I1, I2").
+"Servers and I/O").
 
     python3 bench/io/I_run.py --build BUILD --out DIR [--go GO] [--rows I1,I2]
         [--i1-rounds 20000] [--i1-warmup 2000] [--i1-reps 3] [--size 64]

@@ -1,6 +1,8 @@
 """I1: a 64-byte echo round trip; I2: an HTTP/1.1 keep-alive server under wrk and the
 memory an idle connection holds; I3: T1 beside threads waiting in I/O. Inputs: I.json
-of bench/io/I_run.py and I3.json of weft_io_i3 (bench/README.md, "I/O: I1, I2, I3")."""
+of bench/io/I_run.py and I3.json of weft_io_i3 (bench/README.md, "Servers and I/O").
+(Named io_rows, not io: make_report.py imports sections by module name, and `io` is
+Python's own module.)"""
 from core import section, table, cell, fmt_ns, spread_pct, plt
 
 NAME = {"weft": "weft", "go": "Go (net)", "go_nethttp": "Go (net/http)†", "pthreads": "POSIX threads",
