@@ -37,6 +37,7 @@ import json
 import os
 import re
 import resource
+import select
 import shutil
 import socket
 import statistics
@@ -101,6 +102,9 @@ class Server:
         self.port = None
         deadline = time.time() + 10
         while time.time() < deadline:
+            # a server that neither prints nor exits must not hang the runner
+            if not select.select([self.p.stdout], [], [], max(0.0, deadline - time.time()))[0]:
+                break
             line = self.p.stdout.readline()
             if not line:
                 break
