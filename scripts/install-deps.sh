@@ -3,8 +3,9 @@
 # Debian 12 (bookworm): compilers, CMake + Ninja, GoogleTest, Google Benchmark, Boost.Fiber
 # and Boost.Context, oneTBB (baselines), valgrind (instruction counts), matplotlib (figures), and the
 # aarch64 cross toolchain + qemu-user (the arm64 context switch), and pkgconf (the install
-# check builds clients through pkg-config), and gdb (the gdb extension's test), and wrk (the I2 HTTP load). Run as root (or with sudo
-# available). Idempotent and quiet: installs only what is missing.
+# check builds clients through pkg-config), and gdb (the gdb extension's test), and wrk (the
+# I2 HTTP load). Run as root (or with sudo available). Idempotent and quiet: installs only
+# what is missing.
 set -euo pipefail
 
 pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev libgtest-dev libbenchmark-dev
