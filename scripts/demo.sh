@@ -109,6 +109,10 @@ if [ "$mode" = quick ]; then
   trees_args=(--r1-n 27 --r2-n 11 --r3-n 1000000 --reps 3 --r3-reps 2 --timeout 45
     --size boost_fiber:fib=24 --size boost_fiber:queens=10 --size go:live=200000
     --size boost_fiber:live=50000)
+  # I1/I2: shorter runs, and 1,000 connections at most (10,000 in --full)
+  io_args=(--i1-rounds 5000 --i1-warmup 500 --i1-reps 3 --i2-conns 1,100,1000 --i2-duration 3
+    --idle 1000 --timeout 60)
+  i3_args=(--quick)
 else
   lat_args=()
   go_lat=(-count 5 -benchtime 0.2s)
@@ -127,6 +131,9 @@ else
   trees_args=(--r1-n 30,32 --r2-n 12,13 --r3-n 1000000 --reps 5 --r3-reps 3 --timeout 600
     --procs "1,2,$((2 * cores))" --size boost_fiber:fib=30 --size boost_fiber:queens=12
     --icount-fib 18,21 --icount-queens 8,9)
+  io_args=(--i1-rounds 20000 --i1-reps 5 --i2-conns 1,100,1000,10000 --i2-duration 10 --i2-reps 3
+    --idle 10000)
+  i3_args=()
 fi
 
 # ---- the suite: one row per step ----------------------------------------------------------
@@ -150,6 +157,8 @@ quicksort_A3      | weft_a3_quicksort                         | A3.json         
 vecmat_A1         | weft_a1_vecmat                            | A1.json             | "$B/apps/weft_a1_vecmat" --out "$raw" "${a1_args[@]}"
 sorts_A2          | weft_a2_sort                              | A2.json             | "$B/apps/weft_a2_sort" --out "$raw" "${a2_args[@]}"
 trees_R1_R2_R3    | weft_trees ?weft_trees_omp ?weft_trees_tbb ?weft_trees_fiber | R.json | "$py" bench/trees/R_run.py --build "$build" --out "$raw" ${go:+--go "$go"} "${trees_args[@]}"
+io_I1_I2          | weft_io_client weft_io_peer ?weft_example_echo_server ?weft_example_http_server | I.json | "$py" bench/io/I_run.py --build "$build" --out "$raw" ${go:+--go "$go"} "${io_args[@]}"
+io_I3             | weft_io_i3                                | I3.json             | "$B/io/weft_io_i3" --out "$raw" "${i3_args[@]}"
 simulation_A4     | weft_a4_pdes                              | A4.json             | "$B/apps/weft_a4_pdes" --out "$raw" "${a4_args[@]}"
 scheduler_X2      | weft_x2_t1                                | X2.json             | "$B/weft_x2_t1" --out "$raw" "${x2_args[@]}"
 model_inputs_M1   | weft_sweep weft_calibrate weft_m1_linexfer | M1_inputs.json     | "$py" bench/model/measure.py --build "$build" --out "$raw" "${m1_args[@]}"
