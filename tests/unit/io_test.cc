@@ -343,7 +343,7 @@ TEST_P(IoTest, ShortReadsAndWholeWrites) {
   weft_thread_t *r = Spawn(+[](void *a) -> void * {
     auto *c = static_cast<Ctx *>(a);
     while (c->got < c->n) {
-      ssize_t k = weft_read(c->fd, c->d + c->got, 1000);
+      ssize_t k = weft_read(c->fd, c->d + c->got, std::min<size_t>(1000, c->n - c->got));
       if (k <= 0) break;
       c->got += static_cast<size_t>(k);
     }
@@ -367,7 +367,7 @@ TEST_P(IoTest, WritevIsWhole) {
   weft_thread_t *r = Spawn(+[](void *p) -> void * {
     auto *x = static_cast<Ctx *>(p);
     while (x->got < x->n) {
-      ssize_t k = weft_read(x->fd, x->d + x->got, 7000);
+      ssize_t k = weft_read(x->fd, x->d + x->got, std::min<size_t>(7000, x->n - x->got));
       if (k <= 0) break;
       x->got += static_cast<size_t>(k);
     }
