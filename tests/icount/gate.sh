@@ -23,9 +23,13 @@
 #
 # check: exit 0 when every budgeted row was counted and is within its budget; 1 when a row
 # exceeds its budget (one line per row naming the row, the budget and the count) or could
-# not be counted; 77 (skipped) when valgrind is not installed or the machine is not x86-64
-# (the budgets are x86-64 counts). A budget line is "ROW BUDGET REASON...": the count may
-# equal the budget; it fails when it is larger.
+# not be counted (a program failed or is missing, a ping-pong pattern failed its verify run,
+# or nothing was collected: a count of 0); 77 (skipped) when valgrind is not installed or
+# the machine is not x86-64 (the budgets are x86-64 counts). A budget line is
+# "ROW BUDGET REASON...": the count may equal the budget; it fails when it is larger.
+# Updating the budgets after a deliberate change:
+#   tests/icount/gate.sh rebaseline build-test-icount > /tmp/b && mv /tmp/b tests/icount/budgets.txt
+# then review the diff (a raised budget's commit says why).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 budgets=${ICOUNT_BUDGETS:-$here/budgets.txt}
@@ -118,6 +122,9 @@ compare() {
         r = order[i]
         if (!(r in count) || count[r] !~ /^-?[0-9]+(\.[0-9]+)?$/) {
           printf "icount gate: FAIL %s: could not be counted (budget %s)\n", r, budget[r]; bad = 1
+        } else if (count[r] + 0 <= 0) {
+          # nothing collected: a program built without valgrind/callgrind.h counts nothing
+          printf "icount gate: FAIL %s: counted %s instructions, nothing was collected (budget %s)\n", r, count[r], budget[r]; bad = 1
         } else if (count[r] + 0 > budget[r] + 0) {
           printf "icount gate: FAIL %s: %s instructions, over its budget of %s (%s)\n", r, count[r], budget[r], bfile; bad = 1
         } else {

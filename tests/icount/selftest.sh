@@ -2,7 +2,7 @@
 # selftest.sh - tests the icount gate's checker (tests/icount/gate.sh compare and rebaseline)
 # on made-up budgets and counts, without valgrind: a count within its budget passes, a count
 # above it fails naming the row, the budget and the count, and a budgeted row that was not
-# counted (missing or "null") or a malformed budgets file fails. Exit 0 when every case
+# counted (missing, "null" or 0) or a malformed budgets file fails. Exit 0 when every case
 # behaves, 1 otherwise (the failing cases are listed).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,6 +37,7 @@ expect "over budget"          1 "FAIL L2: 298.1 instructions, over its budget of
 expect "over budget, another row" 1 "FAIL L3: 70.0 instructions, over its budget of 64" "L2 289.1" "L3 70.0"
 expect "row not counted"      1 "FAIL L3: could not be counted (budget 64)" "L2 289.1"
 expect "row counted as null"  1 "FAIL L2: could not be counted (budget 298)" "L2 null" "L3 61.5"
+expect "nothing collected"    1 "FAIL L3: counted 0.0 instructions, nothing was collected" "L2 289.1" "L3 0.0"
 expect "unbudgeted rows ignored" 0 "ok   L3" "L2 289.1" "L3 61.5" "X1 999"
 
 printf 'L2 two-hundred null thread\n' >"$tmp/budgets"
