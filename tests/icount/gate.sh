@@ -42,13 +42,10 @@ die() { echo "icount gate: $*" >&2; exit 2; }
 # count BUILD: "ROW COUNT" lines on stdout, one per row; COUNT is "null" for a row that
 # could not be counted (the reason goes to stderr)
 count() {
-  local build=$1 tmp
+  local build=$1 tmp=$work
   [ -x "$build/bench/weft_icount" ] && [ -x "$build/bench/weft_sweep" ] &&
     [ -x "$build/bench/trees/weft_trees" ] ||
     echo "icount gate: $build lacks weft_icount, weft_sweep or trees/weft_trees (build them with -DWEFT_BUILD_BENCH=ON)" >&2
-  tmp=$(mktemp -d)
-  # shellcheck disable=SC2064
-  trap "rm -rf '$tmp'" RETURN
   # L1..L7: bench/icount.sh's loops and arithmetic (ICOUNT_X4=0: X4 is not gated). Its
   # verify runs check the ping-pong patterns first: a row whose pattern failed is not counted.
   local lrows="L1_create L2 L3 L4_mutex L4_sem L5_trylock L5_trywait L6_mutex_pingpong L6_sem_pingpong L7_cond_pingpong"
@@ -58,7 +55,7 @@ count() {
     for r in $lrows; do
       # icount.json: {"row": "L2", "lib": "weft", "instructions_per_op": 289.1}
       v=$(grep -o "{\"row\": \"$r\", \"lib\": \"weft\", \"instructions_per_op\": [^}]*}" "$tmp/l/icount.json" |
-          sed 's/.*: //; s/}//' | head -1)
+          sed 's/.*: //; s/}//' | head -1) || v=null
       case $r in L6_mutex*) mode=l6m ;; L6_sem*) mode=l6s ;; L7*) mode=l7 ;; *) mode= ;; esac
       if [ -n "$mode" ] && grep -q "^verify $mode: FAILED" "$tmp/l.log"; then
         echo "icount gate: $r: weft_icount --mode $mode --verify failed:" >&2
@@ -158,13 +155,15 @@ have_counter() {
 }
 
 cmd=${1:-}; arg=${2:-}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 case $cmd in
   count)      [ -n "$arg" ] || die "usage: $0 count BUILD_DIR"; have_counter || exit 77; count "$arg" ;;
   compare)    [ -n "$arg" ] || die "usage: $0 compare COUNTS_FILE"; compare "$arg" ;;
   check|rebaseline)
     [ -n "$arg" ] || die "usage: $0 $cmd BUILD_DIR"
     have_counter || exit 77
-    counts=$(mktemp); trap 'rm -f "$counts"' EXIT
+    counts=$work/counts
     count "$arg" >"$counts"
     if [ "$cmd" = check ]; then compare "$counts"; else rebaseline "$counts"; fi ;;
   *) die "usage: $0 check|count|rebaseline BUILD_DIR, or $0 compare COUNTS_FILE" ;;
