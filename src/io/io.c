@@ -846,6 +846,9 @@ static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
 }
 #endif
 
+void (*weft__io_test_after_try)(int fd);
+int weft__io_test_poll(void) { return here() ? weft__io_poll(weft__vp()) : 0; }
+
 /* One operation: try, park while it would block. Returns its result, or -1 with
  * errno (ETIMEDOUT, EBADF after weft_close, ...). */
 static ssize_t op_run(op_t *o, uint64_t deadline) {
@@ -874,6 +877,8 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
     uint32_t seen = edges_now(d, mode);
     ssize_t r = op_try(d, o);
     if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK) || nowait) return r;
+    void (*hook)(int) = weft__io_test_after_try;
+    if (WEFT__UNLIKELY(hook != NULL)) hook(o->fd);
     int rc = iod_wait(d, gen, mode, seen, deadline);
     if (rc) return (int)fail(-rc);
   }
