@@ -403,9 +403,8 @@ static int os_wait(int fd, uint32_t mode, uint64_t deadline) {
 
 /* ---- engine hooks (runtime.c) -------------------------------------------------------- */
 
-/* Events e came for d (a mapped EPOLLIN/OUT/PRI mask; 0 for a cancelled uring
- * poll), from an arming of `bits` (epoll: everything armed; uring: one request's
- * events), or `all` (the arming failed: wake every waiter to retry and see).
+/* io_uring: events e came for d (a mapped EPOLLIN/OUT/PRI mask; 0 for a cancelled
+ * poll), from the request that armed `bits`, or `all` (the arming failed: wake every waiter to retry and see).
  * Wakes the waiters e satisfies, re-arms for the rest. Returns how many it woke. */
 static int iod_events(iod_t *d, uint32_t m, uint32_t bits, int all) {
   int woke = 0;
