@@ -845,7 +845,10 @@ static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
 }
 #endif
 
-void (*weft__io_test_after_try)(int fd);
+static _Atomic(void (*)(int)) test_after_try;
+void weft__io_test_set_after_try(void (*hook)(int fd)) {
+  atomic_store_explicit(&test_after_try, hook, memory_order_release);
+}
 int weft__io_test_poll(void) { return here() ? weft__io_poll(weft__vp()) : 0; }
 
 /* One operation: try, park while it would block. Returns its result, or -1 with
@@ -876,7 +879,8 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
     uint32_t seen = edges_now(d, mode);
     ssize_t r = op_try(d, o);
     if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK) || nowait) return r;
-    void (*hook)(int) = weft__io_test_after_try;
+    /* acquire: pairs with weft__io_test_set_after_try's release (the test's data) */
+    void (*hook)(int) = atomic_load_explicit(&test_after_try, memory_order_acquire);
     if (WEFT__UNLIKELY(hook != NULL)) hook(o->fd);
     int rc = iod_wait(d, gen, mode, seen, deadline);
     if (rc) return (int)fail(-rc);

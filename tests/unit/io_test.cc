@@ -785,7 +785,7 @@ TEST_P(IoTest, EchoStressExactByteCounts) {
 // ---- the readiness protocol (docs/memory-ordering.md "The I/O poller") -------------
 
 extern "C" {
-extern void (*weft__io_test_after_try)(int fd);
+void weft__io_test_set_after_try(void (*hook)(int fd));
 int weft__io_test_poll(void);
 }
 
@@ -795,7 +795,7 @@ int weft__io_test_poll(void);
 // parked on another pipe keeps the engine polling); a lost edge parks the reader for
 // good and the watchdog fails the test.
 namespace edge_window {
-int target = -1, peer = -1;
+std::atomic<int> target{-1}, peer{-1};
 std::atomic<int> fired{0};
 void Hook(int fd) {
   if (fd != target || fired.load() != 0) return;
@@ -823,10 +823,10 @@ TEST_P(IoTest, EdgeBetweenTryAndParkIsNotLost) {
     edge_window::target = sv[0];
     edge_window::peer = sv[1];
     edge_window::fired = 0;
-    weft__io_test_after_try = edge_window::Hook;
+    weft__io_test_set_after_try(edge_window::Hook);
     char b = 0;
     ASSERT_EQ(weft_read(sv[0], &b, 1), 1) << "round " << i;
-    weft__io_test_after_try = nullptr;
+    weft__io_test_set_after_try(nullptr);
     EXPECT_EQ(b, 'e');
     EXPECT_EQ(edge_window::fired.load(), 1);
   }
