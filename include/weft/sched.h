@@ -209,7 +209,10 @@ WEFT_API void weft_sched_steal_note(weft_vp_t *victim, int n, weft_thread_t *fir
  * (weft_sched_steal_half) take from the back. weft_sched_enqueue() adds at the back
  * (a queue only ever fed by it is FIFO), weft_sched_push() at the front (the default
  * scheduler's new threads: the VP runs what it created most recently first, and
- * idle VPs steal the oldest; docs/schedulers.md). */
+ * idle VPs steal the oldest; docs/schedulers.md). A root-bundle thread woken while
+ * its waker's queue is empty may wait in the VP's hand-off slot instead, which acts
+ * as the front of the empty queue: the steal functions below take it too, and an
+ * enqueue or push moves it into the queue first (docs/design.md, hand-off on wake). */
 
 /* weft_sched_enqueue() puts ready thread t at the back of vp's dispatch queue (it
  * runs after every thread queued there now) and, if t may otherwise wait while a VP
@@ -243,7 +246,8 @@ WEFT_API int weft_sched_run_first(weft_thread_t *t);
 WEFT_API void weft_sched_notify(void);
 
 /* weft_sched_steal() removes and returns the thread at the front of vp's dispatch
- * queue (the one vp would run next), or NULL if it is empty. Never switches;
+ * queue (the one vp would run next: its hand-off slot's, if it holds one), or NULL
+ * if it is empty. Never switches;
  * callable from handlers. */
 WEFT_API weft_thread_t *weft_sched_steal(weft_vp_t *vp);
 
@@ -251,7 +255,8 @@ WEFT_API weft_thread_t *weft_sched_steal(weft_vp_t *vp);
  * threads: the ones victim would run last, i.e. the oldest it created and the ones
  * made ready again with weft_sched_enqueue): it removes and returns the very back
  * one for the caller to run, and moves the others, in their order, to the back of
- * to's queue. NULL if victim's queue is empty. With victim == to it is a plain
+ * to's queue. With victim's queue empty it takes victim's hand-off slot's thread,
+ * if any, else returns NULL. With victim == to it is a plain
  * dequeue from the front. Never switches; callable from handlers. */
 WEFT_API weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to);
 

@@ -81,7 +81,8 @@ int weft__any_queued_locked(void) {
   for (int i = 0; i < weft__rt.nvps; i++) {
     weft_vp_t *v = weft__rt.vps[i];
     weft__spin_lock(&v->q.lock);
-    int busy = atomic_load_explicit(&v->q.head, memory_order_relaxed) != NULL;
+    /* the queue or its hand-off slot (filled under this lock) */
+    int busy = weft__vp_ready_hint(v);
     weft__spin_unlock(&v->q.lock);
     if (busy) return 1;
   }
@@ -90,7 +91,7 @@ int weft__any_queued_locked(void) {
 
 static int any_queued_hint(void) {
   for (int i = 0; i < weft__rt.nvps; i++)
-    if (atomic_load_explicit(&weft__rt.vps[i]->q.head, memory_order_relaxed)) return 1;
+    if (weft__vp_ready_hint(weft__rt.vps[i])) return 1;
   return 0;
 }
 

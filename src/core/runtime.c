@@ -335,7 +335,7 @@ int weft_shutdown(void) {
   int quiet_rounds = 0;
   while (weft__live_threads() > 0) {
     vp = weft__vp();  /* a yield may have moved us to another VP */
-    if (atomic_load_explicit(&vp->q.head, memory_order_relaxed)) {
+    if (weft__vp_ready_hint(vp)) {  /* the queue, or the hand-off slot */
       weft_yield();
       quiet_rounds = 0;
       continue;

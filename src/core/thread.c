@@ -304,7 +304,10 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   if (WEFT__UNLIKELY(!vp || attr || !fn || !out)) return create_general(out, attr, fn, arg);
   uint64_t id = vp->id_next;
   weft_thread_t *t = vp->tcb_free;
-  if (WEFT__UNLIKELY(id == vp->id_end || !t)) return create_general(out, attr, fn, arg);
+  /* a full hand-off slot goes to the queue before the push: the general path */
+  if (WEFT__UNLIKELY(id == vp->id_end || !t ||
+                     atomic_load_explicit(&vp->q.next, memory_order_relaxed)))
+    return create_general(out, attr, fn, arg);
   vp->id_next = id + 1;
   vp->tcb_free = t->next;
   weft__own_add(&vp->ntcb, -1);
@@ -313,7 +316,8 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   weft__stat_inc(&vp->n_created);
   *out = t;  /* before the thread can run and be reaped elsewhere */
   weft__spin_lock(&vp->q.lock);
-  uint32_t idle = weft__push_locked(vp, t);
+  /* the slot was empty above, and only this VP's running thread (we) fills it */
+  uint32_t idle = weft__push_locked_noslot(vp, t);
   weft__spin_unlock(&vp->q.lock);
   if (WEFT__UNLIKELY(idle != 0 && (idle & 0xffff) == 0)) return create_wake();
   return 0;
@@ -904,7 +908,12 @@ static __attribute__((noinline, cold)) void yield_slow(weft_vp_t *vp, weft_threa
 static inline void yield_on(weft_vp_t *vp) {
   weft_thread_t *self = vp->current;
   if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) {
-    if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_CUSTOM)) yield_to_scheduler(vp, self);
+    /* an empty queue, but maybe a thread in the hand-off slot (its front: the slot
+     * is full only while the queue is empty): the general yield takes it */
+    if (WEFT__UNLIKELY(atomic_load_explicit(&vp->q.next, memory_order_relaxed) != NULL))
+      yield_generic(vp, self);
+    else if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_CUSTOM))
+      yield_to_scheduler(vp, self);
     return;
   }
   if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_YIELD_SLOW)) {

@@ -55,6 +55,14 @@ struct weft_vp {
                                       instruction less on every queue operation):
                                       a thief finds the middle by walking from
                                       both ends */
+    /* The hand-off slot (docs/design.md "Hand-off on wake"): a thread this VP's
+     * running thread made ready while the queue was empty, run next without a trip
+     * through the queue. Filled only by the owner, under lock, and only while head
+     * is NULL (release store); emptied by an exchange (acquire) by anyone: the
+     * owner's dispatch without the lock, a thief, or a push/append under lock that
+     * first moves it to the queue. So while it holds a thread the queue is empty,
+     * as seen under lock: it is the queue's front, and FIFO order is kept. */
+    _Atomic(weft_thread_t *) next;
   } q WEFT__ALIGNED;
 
   /* parking: 1 = asleep (or going to sleep), 0 = awake. The waker stores 0

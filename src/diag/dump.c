@@ -234,8 +234,9 @@ static int queued_on(const weft_thread_t *t) {
       busy = 1;
       continue;
     }
-    int found = 0;
-    for (weft_thread_t *q = atomic_load_explicit(&v->q.head, memory_order_relaxed); q; q = q->next)
+    /* relaxed: a snapshot under the queue lock (the slot is filled under it) */
+    int found = atomic_load_explicit(&v->q.next, memory_order_relaxed) == t;
+    for (weft_thread_t *q = atomic_load_explicit(&v->q.head, memory_order_relaxed); !found && q; q = q->next)
       if (q == t) {
         found = 1;
         break;
