@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh - installs everything weft's build, tests and benchmarks need on a fresh
 # Debian 12 (bookworm): compilers, CMake + Ninja, GoogleTest, Google Benchmark, Boost.Fiber
-# and Boost.Context, oneTBB (baselines), valgrind (instruction counts), matplotlib (figures), and the
+# and Boost.Context, oneTBB (baselines), valgrind (instruction counts, and the test command's
+# instruction-count gate: callgrind and its valgrind/callgrind.h), matplotlib (figures), and the
 # aarch64 cross toolchain + qemu-user (the arm64 context switch), and pkgconf (the install
 # check builds clients through pkg-config), gdb (the gdb extension's test), liburing (the
 # io_uring engine), MPICH (libweft_mpi and its tests) and wrk (the I2 HTTP load). Run as root

@@ -9,15 +9,22 @@
 #   aarch64   cross-built with gcc-aarch64-linux-gnu, run under qemu-aarch64
 # and, after release's tests, the install check (tests/install/run.sh): install to a
 # temporary prefix, then build and run C, C++ and C-Threads clients against it through
-# find_package(weft) and pkg-config, shared and static.
+# find_package(weft) and pkg-config, shared and static; then the instruction-count gate
+#   icount    the shipped build (Release, WEFT_CHECKED off, x86-64) in build-test-icount:
+#             builds the counting programs (bench/icount.sh's weft_icount, weft_sweep,
+#             trees/weft_trees), counts L1-L7, T1 and R1 with callgrind and fails when a row
+#             exceeds its budget in tests/icount/budgets.txt (tests/icount/gate.sh; about
+#             a minute); its checker's self-test runs first. Skipped, with a message, where
+#             valgrind is missing or the machine is not x86-64.
 # Usage: scripts/test.sh [config...]   (default: all of them)
 #   scripts/test.sh install   builds only the release libraries and runs the install check
+#   scripts/test.sh icount    only the instruction-count gate
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(release asan tsan ucontext aarch64)
+[ ${#configs[@]} -eq 0 ] && configs=(release icount asan tsan ucontext aarch64)
 jobs=$(nproc)
 failed=()
 
@@ -42,6 +49,24 @@ install_check() {
   fi
 }
 
+# The counts are taken on what ships: Release, no checked assertions, no sanitizer, native.
+icount_gate() {
+  local dir=build-test-icount
+  echo "=== [icount] checker self-test"
+  if ! bash tests/icount/selftest.sh; then
+    failed+=("icount"); return
+  fi
+  echo "=== [icount] configure + build the counting programs (Release, WEFT_CHECKED=OFF)"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_CHECKED=OFF -DWEFT_BUILD_TESTS=OFF \
+    -DWEFT_BUILD_BENCH=ON -DWEFT_WERROR=ON -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON \
+    -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON >/dev/null
+  cmake --build "$dir" -j "$jobs" --target weft_icount weft_sweep weft_trees
+  echo "=== [icount] instruction counts against tests/icount/budgets.txt"
+  local rc=0
+  bash tests/icount/gate.sh check "$dir" || rc=$?
+  [ $rc -eq 0 ] || [ $rc -eq 77 ] || failed+=("icount")
+}
+
 for c in "${configs[@]}"; do
   case $c in
     release)  run_config release "${release_flags[@]}"
@@ -51,6 +76,7 @@ for c in "${configs[@]}"; do
                 -DWEFT_WERROR=ON "${release_flags[@]}" >/dev/null
               cmake --build build-test-release -j "$jobs" --target weft_libraries
               install_check ;;
+    icount)   icount_gate ;;
     asan)     ASAN_OPTIONS=detect_leaks=1 WEFT_TEST_SCALE=0.2 \
               run_config asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=address \
                 -DWEFT_CHECKED=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ ;;
