@@ -109,6 +109,7 @@ void weft_sched_push(weft_vp_t *vp, weft_thread_t *t) { weft__push(vp, t); }
  * raises STEAL (cold: one relaxed load when no callback is installed). */
 static void steal_note(weft_vp_t *me, weft_vp_t *victim, int n, weft_thread_t *first) {
   weft__stat_inc(&me->n_steals);
+  weft__stat_add(&me->n_stolen, (uint64_t)n);  /* the idle loop's steal back-off reads it */
 #ifdef WEFT_HOOKS
   if (WEFT__UNLIKELY(atomic_load_explicit(&weft__hooks_on, memory_order_relaxed))) {
     weft_hook_steal_t s = {victim->index, n};

@@ -19,6 +19,14 @@ typedef struct weft__stack_rec weft__stack_rec_t;  /* core/alloc.h */
 enum { WEFT__ST_MISSED, WEFT__ST_SPIN, WEFT__ST_POLL, WEFT__ST_BLOCKED, WEFT__ST_IDLED,
        WEFT__ST_TIMEOUT, WEFT__ST_N };
 
+/* The steal back-off of a VP's idle loop (idle.c, core/idle.h): after a steal that did
+ * not pay, no steal before `ok` (weft__os_now_ns); `wait` is the current back-off in
+ * ns, 0 when the last steal paid (or none was made). */
+typedef struct {
+  uint64_t ok;
+  uint32_t wait;
+} weft__steal_bo_t;
+
 /* ---- virtual processor ------------------------------------------------------------ */
 struct weft_vp {
   /* owner-only, hot */
@@ -38,7 +46,9 @@ struct weft_vp {
   /* statistics: written by the owner only (relaxed stores; n_finished: release),
    * read by anyone. n_created and n_finished also make the exact live count. */
   _Atomic uint64_t n_created, n_finished, n_steals, n_sleeps;
+  _Atomic uint64_t n_stolen;    /* threads the steals counted in n_steals took */
   _Atomic uint64_t sync_st[WEFT__ST_N];
+  weft__steal_bo_t steal_bo;     /* the idle loop's steal back-off (owner only) */
 
   weft__tmheap_t tm WEFT__ALIGNED;
 
@@ -88,6 +98,12 @@ static inline void weft__own_add(_Atomic int *c, int d) {
 static inline void weft__stat_inc(_Atomic uint64_t *c) {
   /* owner-only counter: relaxed load + store, no read-modify-write needed */
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+static inline void weft__stat_add(_Atomic uint64_t *c, uint64_t n) {
+  /* owner-only counter, as weft__stat_inc */
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
                         memory_order_relaxed);
 }
 
