@@ -272,10 +272,11 @@ static __attribute__((noinline)) int create_wf(weft_vp_t *vp, weft_thread_t **ou
   return 0;
 }
 
-/* weft_create in general (out of line); weft_create below is its common case. */
-static __attribute__((noinline)) int create_general(weft_thread_t **out,
-                                                    const weft_attr_t *attr,
-                                                    weft_thread_fn fn, void *arg) {
+/* weft_create in general (out of line); weft_create below is its common case, and
+ * create_attr_fast the common case with an attribute. */
+static __attribute__((noinline)) int create_general_full(weft_thread_t **out,
+                                                         const weft_attr_t *attr,
+                                                         weft_thread_fn fn, void *arg) {
   weft_vp_t *vp = weft__vp();
   if (WEFT__UNLIKELY(!vp)) return create_os(out, attr, fn, arg);
   weft_bundle_t *b;
@@ -296,6 +297,59 @@ static __attribute__((noinline)) int create_general(weft_thread_t **out,
 static __attribute__((noinline)) int create_wake(void) {
   weft__wake_one();
   return 0;
+}
+
+/* The end of create_attr_fast for a thread of a non-root bundle (a tail call). */
+static __attribute__((noinline)) int create_in_bundle(weft_vp_t *vp, weft_bundle_t *b,
+                                                      weft_thread_t *t) {
+  raise_created(vp, b, t);
+  return 0;
+}
+
+/* 1 if attr sets nothing but the bundle and detached (then attr_check passes and
+ * create_attrs has nothing to apply beyond the bundle's flags). */
+static inline int attr_plain(const weft_attr_t *attr) {
+  return attr->stack_size == 0 && attr->stack_addr == NULL && attr->vproc == 0 &&
+         attr->switch_mode == WEFT_SWITCH_INTEGER && !attr->work_first;
+}
+
+/* weft_create on a VP with a plain attribute (attr_plain: how every thread of a bundle
+ * is created, and detached threads), an id left in its batch and a control block on
+ * the VP's free list: the steps of create_general_full (create_args, create_tcb,
+ * create_attrs, then the push or the bundle's scheduler), written as a leaf whose other
+ * exits are tail calls, as weft_create is. */
+static __attribute__((noinline)) int create_attr_fast(weft_vp_t *vp, weft_thread_t **out,
+                                                      const weft_attr_t *attr,
+                                                      weft_thread_fn fn, void *arg) {
+  uint64_t id = vp->id_next;
+  weft_thread_t *t = vp->tcb_free;
+  if (WEFT__UNLIKELY(id == vp->id_end || !t)) return create_general_full(out, attr, fn, arg);
+  weft_bundle_t *b = attr->bundle ? attr->bundle : weft__rt.root;
+  vp->id_next = id + 1;
+  vp->tcb_free = t->next;
+  weft__own_add(&vp->ntcb, -1);
+  tcb_init(t, b, fn, arg, attr);
+  int root = weft__is_default(b);
+  if (!root) weft__tflags_init(t, b->tf | weft__tf_start()); /* as create_attrs */
+  t->id = id;
+  weft__stat_inc(&vp->n_created);
+  if (out) *out = t;  /* before the thread can run and be reaped elsewhere */
+  if (!root) return create_in_bundle(vp, b, t);
+  weft__spin_lock(&vp->q.lock);
+  uint32_t idle = weft__push_locked(vp, t);  /* weft__place(CREATED): no affinity */
+  weft__spin_unlock(&vp->q.lock);
+  if (WEFT__UNLIKELY(idle != 0 && (idle & 0xffff) == 0)) return create_wake();
+  return 0;
+}
+
+/* weft_create's general entry: the plain-attribute case, else everything else. */
+static __attribute__((noinline)) int create_general(weft_thread_t **out,
+                                                    const weft_attr_t *attr,
+                                                    weft_thread_fn fn, void *arg) {
+  weft_vp_t *vp = weft__vp();
+  if (WEFT__LIKELY(vp && attr && fn && (out || attr->detached) && attr_plain(attr)))
+    return create_attr_fast(vp, out, attr, fn, arg);
+  return create_general_full(out, attr, fn, arg);
 }
 
 /* The common case (a weft thread creates with no attributes, an id left in its
