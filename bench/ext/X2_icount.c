@@ -1,11 +1,12 @@
 /* X2_icount.c - X2's rows in instructions: the L2, L3 and T1 loops run by threads of a
  * bundle, for callgrind (bench/icount.sh's method: N and 2N, difference / N).
  *
- *   weft_x2_icount --mode l2|l3|t1 --sched default|example|fifo --n N
+ *   weft_x2_icount --mode l2|l3|t1 --sched default|example|fifo --n N [--vps P]
  *
  * default: the root bundle with an attribute (the bundle field NULL), so that the
  * attribute path is in both columns; example: examples/custom_sched.c's scheduler;
- * fifo: weft/schedlib.h's FIFO with lazy stacks. One VP. Only the loop is collected
+ * fifo: weft/schedlib.h's FIFO with lazy stacks. One VP unless --vps (for timing at P=2:
+ * ns_per_op; the counts are taken at one VP). Only the loop is collected
  * (run under callgrind with --collect-atstart=no); prints "ops=<count>" and
  * "ns_per_op=<t>" (meaningless under callgrind). */
 #include <stdint.h>
@@ -104,20 +105,22 @@ static void *driver(void *arg) {
 
 int main(int argc, char **argv) {
   const char *mode_name = NULL, *sched = "default";
+  long vps = 1;
   const bench_opt_t opts[] = {
       {"--mode", BENCH_STR, &mode_name, NULL, 0, "l2|l3|t1"},
       {"--sched", BENCH_STR, &sched, NULL, 0, "default|example|fifo"},
       {"--n", BENCH_LONG, &n, NULL, 0, "operations"},
+      {"--vps", BENCH_LONG, &vps, NULL, 0, "virtual processors (1)"},
   };
-  bench_args(argc, argv, opts, 3, "X2's loops under a bundle's scheduler, for callgrind");
+  bench_args(argc, argv, opts, 4, "X2's loops under a bundle's scheduler, for callgrind");
   mode = !mode_name ? -1 : !strcmp(mode_name, "l2") ? 0 : !strcmp(mode_name, "l3") ? 1
                          : !strcmp(mode_name, "t1") ? 2 : -1;
   int which = !strcmp(sched, "default") ? 0 : !strcmp(sched, "example") ? 1
               : !strcmp(sched, "fifo") ? 2 : -1;
-  if (mode < 0 || which < 0 || n < 1) bench_die(argv[0], "--mode l2|l3|t1, --sched, --n >= 1");
+  if (mode < 0 || which < 0 || n < 1 || vps < 1 || vps > 64) bench_die(argv[0], "--mode l2|l3|t1, --sched, --n >= 1");
   weft_config_t cfg;
   weft_config_init(&cfg);
-  cfg.nvps = 1;
+  cfg.nvps = (int)vps;
   bench_check(weft_init(&cfg), "weft_init");
   weft_bundle_t *b = NULL;
   if (which == 1) bench_check(weft_bundle_create(&b, NULL, &custom_fifo_ops, NULL), "bundle");

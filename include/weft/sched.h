@@ -38,8 +38,9 @@
  *   processor_idle(b, vp)    vp's dispatch queue is empty; return a ready thread for
  *                            vp to run (removed from wherever the scheduler kept it),
  *                            or NULL. Also raised on the caller's own bundle when a
- *                            thread of a non-root bundle yields on a VP whose dispatch
- *                            queue is empty (the thread then switches to the result).
+ *                            thread of a non-root bundle that is not DISPATCH_ONLY
+ *                            yields, joins or finishes on a VP whose dispatch queue is
+ *                            empty (the thread then switches to the result).
  *                            Raised repeatedly while vp polls and once more before it
  *                            sleeps; it must be cheap and must not sleep. A VP sleeps
  *                            when every bundle's processor_idle returned NULL; see
@@ -120,8 +121,10 @@ typedef struct weft_sched_ops {
  * Either flag implies WEFT_SCHED_DISPATCH_ONLY for the event it covers when it is raised
  * on a VP (no weft_sched_notify() follows). weft_bundle_create() rejects unknown flags.
  *
- * Whatever the flags, a thread of a non-root bundle that blocks in weft_join, finishes,
- * or yields on a VP whose dispatch queue is empty asks its own bundle's processor_idle
+ * Unless the bundle is DISPATCH_ONLY (it keeps no thread), a thread of a non-root bundle
+ * that yields on a VP whose dispatch queue is empty, or (while no focus is set: see
+ * weft_bundle_set_focus) blocks in weft_join or finishes there, asks its own bundle's
+ * processor_idle
  * for the thread to run next (under the kernel's bundle lock, not while the bundle is
  * stopped) before the VP goes idle: a scheduler that keeps threads to itself hands the
  * next one over directly, without a round through the idle loop. */

@@ -233,11 +233,21 @@ weft_thread_t *weft__bundle_idle_sweep(weft_vp_t *vp) {
 }
 
 weft_thread_t *weft__bundle_yield_idle(weft_bundle_t *b, weft_vp_t *vp) {
-  if (!b->ops.processor_idle) return NULL;
+  /* a DISPATCH_ONLY scheduler keeps no thread to itself: its processor_idle could only
+   * take threads from dispatch queues (the idle loop's business), so its threads yield,
+   * join and finish as the root's do (no bundle lock on those paths) */
+  if (!b->ops.processor_idle || (b->ops.flags & WEFT_SCHED_DISPATCH_ONLY)) return NULL;
   idle_lock();
   weft_thread_t *t = ask(b, vp);
   idle_unlock();
   return t;
+}
+
+weft_thread_t *weft__bundle_own_idle(weft_bundle_t *b, weft_vp_t *vp) {
+  /* relaxed: a hint. With a focus set, the VP goes through the idle loop, where the
+   * focus decides who is asked first (a stale read only changes that order once) */
+  if (atomic_load_explicit(&weft__rt.focus, memory_order_relaxed) != weft__rt.root) return NULL;
+  return weft__bundle_yield_idle(b, vp);
 }
 
 weft_thread_t *weft_sched_idle_pass(weft_bundle_t *to, weft_vp_t *vp) {

@@ -35,8 +35,12 @@ weft_thread_t *weft__bundle_idle_focus(weft_vp_t *vp);
  * thread: the sweep that guarantees no ready thread is stranded while VPs sleep. */
 weft_thread_t *weft__bundle_idle_sweep(weft_vp_t *vp);
 /* processor_idle on b for a yield of one of its threads, or for one that blocks in a
- * join or finishes on a VP whose dispatch queue is empty (NULL if b is stopped). */
+ * join or finishes on a VP whose dispatch queue is empty (NULL if b is stopped, or
+ * WEFT_SCHED_DISPATCH_ONLY: it keeps no thread). */
 weft_thread_t *weft__bundle_yield_idle(weft_bundle_t *b, weft_vp_t *vp);
+/* The same for a thread of b that joins or finishes with nothing queued, only while no
+ * focus is set (weft_bundle_set_focus: then the idle loop asks the focus first). */
+weft_thread_t *weft__bundle_own_idle(weft_bundle_t *b, weft_vp_t *vp);
 /* 1 if b or a bundle above it is stopped. */
 int weft__bundle_stopped(const weft_bundle_t *b);
 

@@ -563,7 +563,7 @@ static __attribute__((noinline)) _Noreturn void finish_switch(weft_vp_t *vp, wef
                                                               weft_thread_t *next) {
   /* nothing queued: a thread of a non-root bundle asks its own scheduler (weft/sched.h);
    * t still counts in its bundle, which therefore stays */
-  if (!next && (weft__tflags(t) & WEFT__TF_BUNDLE)) next = weft__bundle_yield_idle(t->bundle, vp);
+  if (!next && (weft__tflags(t) & WEFT__TF_BUNDLE)) next = weft__bundle_own_idle(t->bundle, vp);
   if (next) weft__prepare(vp, &next);
   vp->current = next;
   weft__switch_dying(&t->ctx, next ? &next->ctx : &vp->idle_ctx, finish_cont, t);
@@ -686,7 +686,7 @@ static __attribute__((noinline)) void join_block(weft_vp_t *vp, weft_thread_t *s
   if (WEFT__UNLIKELY((weft__tflags(self) & WEFT__TF_BUNDLE) &&
                      !atomic_load_explicit(&vp->q.head, memory_order_relaxed) &&
                      !atomic_load_explicit(&vp->tm.n, memory_order_relaxed))) {
-    weft_thread_t *next = weft__bundle_yield_idle(self->bundle, vp);
+    weft_thread_t *next = weft__bundle_own_idle(self->bundle, vp);
     if (next) {
       weft__prepare(vp, &next);
       vp->current = next;

@@ -208,14 +208,14 @@ TEST_F(FastPathOneVpTest, HandlersStillRaisedWhenPresent) {
 
 // The own-bundle ask: a thread of a scheduler that keeps new threads to itself (the
 // library's FIFO) that joins, finishes or yields with nothing queued gets its own
-// bundle's next thread, even while another bundle that holds a thread has the focus
-// (whose processor_idle the idle loop would raise first).
+// bundle's next thread, ahead of a newer bundle that holds a thread (the idle loop's
+// sweep asks the newest bundle first). With a focus set, the focus goes first.
 class OwnBundleTest : public FastPathOneVpTest {
  protected:
   void SetUp() override {
     FastPathOneVpTest::SetUp();
     ASSERT_EQ(weft_schedlib_bundle_create(&mine_, nullptr, WEFT_SCHED_FIFO), 0);
-    ASSERT_EQ(weft_schedlib_bundle_create(&focus_, nullptr, WEFT_SCHED_FIFO), 0);
+    ASSERT_EQ(weft_schedlib_bundle_create(&focus_, nullptr, WEFT_SCHED_FIFO), 0);  // newer
   }
   void TearDown() override {
     EXPECT_EQ(weft_bundle_set_focus(nullptr), 0);
@@ -228,9 +228,9 @@ class OwnBundleTest : public FastPathOneVpTest {
     FastPathOneVpTest::TearDown();
   }
   // Runs step(log) in a thread of mine_ after a thread of focus_ (which logs 'F') has
-  // been created and the focus set on focus_; returns the log.
+  // been created (and, if focus, the focus set on focus_); returns the log.
   template <class F>
-  std::string Run(F step) {
+  std::string Run(F step, bool focus = false) {
     std::string log;
     std::mutex mu;
     auto add = [&](char c) {
@@ -245,7 +245,9 @@ class OwnBundleTest : public FastPathOneVpTest {
     weft_thread_t *f = nullptr;
     auto driver = [&]() -> void * {
       f = SpawnCall(&other, &fa);  // held in focus_'s run list
-      EXPECT_EQ(weft_bundle_set_focus(focus_), 0);
+      if (focus) {
+        EXPECT_EQ(weft_bundle_set_focus(focus_), 0);
+      }
       step(add, ma);
       return nullptr;
     };
@@ -272,6 +274,21 @@ TEST_F(OwnBundleTest, JoinRunsOwnBundleFirst) {
 
 // The driver creates a detached thread of its bundle and finishes with nothing queued
 // (the main thread waits on an event that the second thread to run sets).
+TEST_F(OwnBundleTest, JoinLeavesTheOrderToAFocus) {
+  std::string log = Run(
+      [](auto add, weft_attr_t ma) {
+        auto child = [&]() -> void * {
+          add('C');
+          return nullptr;
+        };
+        weft_thread_t *c = SpawnCall(&child, &ma);
+        if (c) Join(c);
+        add('J');
+      },
+      true);
+  EXPECT_EQ(log.substr(0, 1), "F") << log;
+}
+
 TEST_F(OwnBundleTest, FinishRunsOwnBundleFirst) {
   std::string log;
   std::mutex mu;
@@ -290,13 +307,12 @@ TEST_F(OwnBundleTest, FinishRunsOwnBundleFirst) {
     return nullptr;
   };
   std::pair<decltype(add) *, char> f_arg{&add, 'F'}, c_arg{&add, 'C'};
-  struct D { weft_attr_t fa, da; void *(*logger)(void *); void *f_arg, *c_arg; weft_bundle_t *focus; };
-  D d{fa, da, logger, &f_arg, &c_arg, focus_};
+  struct D { weft_attr_t fa, da; void *(*logger)(void *); void *f_arg, *c_arg; };
+  D d{fa, da, logger, &f_arg, &c_arg};
   weft_attr_t dda = da;
   EXPECT_EQ(weft_create(nullptr, &dda, [](void *p) -> void * {
               D *x = static_cast<D *>(p);
-              EXPECT_EQ(weft_create(nullptr, &x->fa, x->logger, x->f_arg), 0);  // held by focus_
-              EXPECT_EQ(weft_bundle_set_focus(x->focus), 0);
+              EXPECT_EQ(weft_create(nullptr, &x->fa, x->logger, x->f_arg), 0);  // held by focus_ (newer)
               EXPECT_EQ(weft_create(nullptr, &x->da, x->logger, x->c_arg), 0);  // held by mine_
               return nullptr;  // nothing queued: mine_ is asked before the idle loop
             }, &d), 0);
