@@ -10,7 +10,10 @@
  * for the root bundle, or the bundle's thread_unblocked. vp: the caller's, NULL on a
  * plain OS thread (inside the gate). */
 static inline __attribute__((always_inline)) void ready_on(weft_vp_t *vp, weft_thread_t *t) {
-  if (WEFT__LIKELY(!(weft__tflags(t) & WEFT__TF_CUSTOM))) {
+  uint32_t tf = weft__tflags(t);
+  /* a bundle's declared fast path (WEFT_SCHED_LOCAL_READY) covers VPs only: off a VP
+   * its handler places the thread */
+  if (WEFT__LIKELY(!(tf & WEFT__TF_CUSTOM) && (vp || !(tf & WEFT__TF_BUNDLE)))) {
     weft__enqueue(weft__place(WEFT__PLACE_READY, vp, t), t);
     return;
   }
