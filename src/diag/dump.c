@@ -302,6 +302,7 @@ static int uw_resume(unw_addr_space_t as, unw_cursor_t *c, void *arg) {
 
 /* The address space, made on first use (not in a signal handler: see the top). */
 static unw_addr_space_t uw_space(void) {
+  /* acquire: pairs with the release CAS below (another thread's) */
   unw_addr_space_t as = atomic_load_explicit(&uw_as, memory_order_acquire);
   if (as) return as;
   unw_accessors_t acc = *unw_get_accessors(unw_local_addr_space);
@@ -325,6 +326,7 @@ static unw_addr_space_t uw_space(void) {
 
 /* Unwinds with libunwind: 1 if at least the first frame was printed. */
 static int unwind_of(sink_t *o, const weft_thread_t *t, saved_t *r, int symbols) {
+  /* acquire: pairs with uw_space's release CAS (the space is fully made) */
   unw_addr_space_t as = atomic_load_explicit(&uw_as, memory_order_acquire);
   if (!as) return 0;
   unw_cursor_t c;
@@ -370,6 +372,7 @@ static const char *unwinder(void) {
 #if defined(WEFT_CONTEXT_UCONTEXT)
   return "none (ucontext build)";
 #elif defined(WEFT_DUMP_LIBUNWIND)
+  /* relaxed: only whether it was made; unwind_of's acquire load reads it for use */
   return atomic_load_explicit(&uw_as, memory_order_relaxed) ? "libunwind" : "frame pointers";
 #else
   return "frame pointers";
