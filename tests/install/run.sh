@@ -209,7 +209,7 @@ else
     *"ptrace: Operation not permitted"*|*"Could not trace the inferior"*|*"not allowed"*)
       echo "  skip  gdb auto-load: ptrace not permitted" ;;
     *)
-      if printf '%s\n' "$gout" | grep -Eq "^Yes +$gdbpy\$" &&
+      if printf '%s\n' "$gout" | awk -v p="$gdbpy" '$1 == "Yes" && $2 == p { f = 1 } END { exit !f }' &&
          printf '%s\n' "$gout" | grep -q "^List weft's user-level threads" &&
          printf '%s\n' "$gout" | grep -q "^weft-thread ID|NAME"; then
         ok "gdb auto-loads the extension with libweft.so from the prefix; its commands are there"
