@@ -4,16 +4,15 @@
 # and Boost.Context, oneTBB (baselines), valgrind (instruction counts), matplotlib (figures), and the
 # aarch64 cross toolchain + qemu-user (the arm64 context switch), and pkgconf (the install
 # check builds clients through pkg-config), gdb (the gdb extension's test), liburing (the
-# io_uring engine), MPICH (libweft_mpi and its tests), wrk (the I2 HTTP load) and libunwind
-# (weft_dump's backtraces). Run as root
+# io_uring engine), MPICH (libweft_mpi and its tests) and wrk (the I2 HTTP load). Run as root
 # (or with sudo available). Idempotent and quiet: installs only what is missing.
 set -euo pipefail
 
 pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev libgtest-dev liburing-dev libbenchmark-dev
       libboost-fiber-dev libboost-context-dev libtbb-dev valgrind python3 python3-matplotlib
       gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user googletest pkgconf gdb
-      mpich libmpich-dev wrk
-      libunwind-dev)
+      mpich libmpich-dev wrk)
+pkgs+=(libunwind-dev)  # weft_dump's backtraces (optional: found by CMake)
 
 missing=()
 for p in "${pkgs[@]}"; do
