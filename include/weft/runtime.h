@@ -68,6 +68,14 @@ typedef struct weft_config {
    * "Limits" below). WEFT_DEADLOCK_IGNORE: the VPs just sleep. The environment
    * variable WEFT_DEADLOCK=0 also turns the report off. Other values: WEFT_EINVAL. */
   int deadlock_report;
+  /* A signal that makes weft print weft_dump_fd(2) (weft/debug.h), e.g. SIGUSR1; 0
+   * (the default): none. weft_init() installs the handler with
+   * weft_dump_on_signal(), in place of a dump signal installed before (by
+   * weft_dump_on_signal() or the environment variable WEFT_DUMP_SIGNAL; only one
+   * signal dumps at a time), and weft_shutdown() puts that one back (if the program
+   * has not installed another meanwhile). Not a signal number, SIGKILL, SIGSTOP, or
+   * a synchronous fault signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE): WEFT_EINVAL. */
+  int dump_signal;
 } weft_config_t;
 
 #define WEFT_DEADLOCK_REPORT 0

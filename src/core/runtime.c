@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "diag/diag.h"
 #include "io/io.h"
 #include "weft/trace.h"
 #include "weft/wire.h"
@@ -117,6 +118,7 @@ void weft_config_init(weft_config_t *cfg) {
   cfg->stack_arg = NULL;
   cfg->max_threads = 0;  /* derived from the machine at weft_init (weft_max_threads) */
   cfg->deadlock_report = WEFT_DEADLOCK_REPORT;
+  cfg->dump_signal = 0;
 }
 
 /* The default max_threads (weft/runtime.h, weft_max_threads). */
@@ -150,6 +152,7 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
   if (in->max_threads < 0) return WEFT_EINVAL;
   if (in->deadlock_report != WEFT_DEADLOCK_REPORT && in->deadlock_report != WEFT_DEADLOCK_IGNORE)
     return WEFT_EINVAL;
+  if (in->dump_signal && !weft__dump_signal_ok(in->dump_signal)) return WEFT_EINVAL;
   if (in->nvps) out->nvps = in->nvps;
   out->pin = in->pin;
   if (in->stack_size) out->stack_size = in->stack_size;
@@ -162,6 +165,7 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
   out->stack_arg = in->stack_arg;
   out->max_threads = in->max_threads;
   out->deadlock_report = in->deadlock_report;
+  out->dump_signal = in->dump_signal;
   size_t page = weft__os_page_size();
   out->stack_size = (out->stack_size + page - 1) & ~(page - 1);
   out->stack_guard = (out->stack_guard + page - 1) & ~(page - 1);
@@ -194,6 +198,7 @@ static void teardown(void) {
   weft__sys_free(rt->sleepers);
   if (rt->root) weft__bundle_free_root(rt->root);
   weft__sys_free(rt->main);
+  weft__dump_fini();
   memset(rt, 0, sizeof *rt);
 }
 
@@ -222,6 +227,8 @@ int weft_init(const weft_config_t *cfg) {
   rt->nvps = c.nvps;
   rt->page = weft__os_page_size();
   rc = weft__stacks_init();  /* guard mechanism, chunk geometry, RLIMIT_AS */
+  if (rc) goto fail;
+  rc = weft__dump_init(c.dump_signal);  /* weft_dump's unwinder; the dump signal */
   if (rc) goto fail;
   rt->deadlock_report = c.deadlock_report == WEFT_DEADLOCK_REPORT;
   long kthreads_before = weft__count_kthreads();
