@@ -24,7 +24,10 @@
  * any VP. When the stalled VP's kernel thread uses its CPU again (the call returned)
  * or parks, the monitor ends the stall: it stops the spare's taking, moves whatever
  * the spare has queued back to the VP, and the spare's kernel thread exits once its
- * running thread comes back to it. Meanwhile the kernel thread that returned from
+ * running thread comes back to it. A spare is watched like any VP; when its own
+ * thread blocks, the threads queued behind it go back to the VP it stands in for if
+ * that one is idle (regular VPs do not steal from spares), else another spare
+ * stands in for the spare. Meanwhile the kernel thread that returned from
  * its call runs its thread on, next to the spare: for that moment up to nvps plus
  * the running spares run weft threads (docs/design.md says why no hand-back is
  * possible without telling weft of the call).
@@ -83,6 +86,10 @@ typedef struct spare {
   _Atomic int state;
   _Atomic int target;
   _Atomic uint32_t take;
+  /* 1 once the spare has found its queue empty for the last time: set and read
+   * under the spare's queue lock (relaxed: the lock orders it), so that no thread
+   * is moved onto the queue of a spare that will not run it */
+  _Atomic int closed;
   pthread_t kt;
 } spare_t;
 
@@ -120,7 +127,8 @@ static long bound_us(const weft_config_t *cfg) {
 
 int weft__monitor_spares(const weft_config_t *cfg) {
   if (!bound_us(cfg)) return 0;
-  int n = cfg->nvps + 1;
+  /* one per VP, and a few for spares whose own thread blocks too */
+  int n = cfg->nvps + 3;
   return n < MON_MAX_SPARES ? n : MON_MAX_SPARES;
 }
 
@@ -220,7 +228,16 @@ static void *spare_main(void *p) {
       if (t) weft_sched_steal_note(target, 1, t);
     }
     if (!t) {
-      if (!take || atomic_load_explicit(&weft__rt.stopping, memory_order_acquire)) break;
+      if (!take || atomic_load_explicit(&weft__rt.stopping, memory_order_acquire)) {
+        /* close, if the queue is still empty: the monitor may have moved threads
+         * here meanwhile (move_queue looks at closed under the same lock) */
+        weft__spin_lock(&s->q.lock);
+        int empty = atomic_load_explicit(&s->q.head, memory_order_relaxed) == NULL;
+        if (empty) atomic_store_explicit(&sp->closed, 1, memory_order_relaxed);
+        weft__spin_unlock(&s->q.lock);
+        if (empty) break;
+        continue;
+      }
       /* the target is still stalled, with nothing queued: wait for it to get work
        * or for the monitor to end the stall */
       weft__os_futex_wait_until(&sp->take, 1, weft__os_now_ns() + mon.bound_ns / 2);
@@ -252,6 +269,7 @@ static int spare_start(int i) {
     if (atomic_load_explicit(&sp->state, memory_order_relaxed) != SP_FREE) continue;
     atomic_store_explicit(&sp->target, i, memory_order_relaxed);
     atomic_store_explicit(&sp->take, 1, memory_order_relaxed);
+    atomic_store_explicit(&sp->closed, 0, memory_order_relaxed);
     atomic_store_explicit(&sp->state, SP_RUNNING, memory_order_relaxed);
     /* everything above happens-before the spare (pthread_create) */
     if (pthread_create(&sp->kt, NULL, spare_main, (void *)(intptr_t)k) != 0) {
@@ -265,23 +283,40 @@ static int spare_start(int i) {
   return 0;
 }
 
-/* Moves every thread queued on s to the back of v's queue, in order. */
+/* Moves every thread queued on s to the back of v's queue (of the VP a closed
+ * spare v stood in for), in order, holding both queue locks (s's, then v's: only the monitor nests them, so the order cannot
+ * deadlock). Atomic to anyone who looks at v's queue under its lock: the deadlock
+ * check (deadlock.c) looks at the regular VPs' queues and counts kernel threads; a
+ * spare's kernel thread exits only with its queue empty, so a thread is always in
+ * a queue that check sees, or in the queue of a spare that still runs. */
 static void move_queue(weft_vp_t *s, weft_vp_t *v) {
   if (!atomic_load_explicit(&s->q.head, memory_order_relaxed)) return;
   weft__spin_lock(&s->q.lock);
   weft_thread_t *first = atomic_load_explicit(&s->q.head, memory_order_relaxed);
+  if (!first) {
+    weft__spin_unlock(&s->q.lock);
+    return;
+  }
   weft_thread_t *last = s->q.tail;
   atomic_store_explicit(&s->q.head, NULL, memory_order_relaxed);
   s->q.tail = NULL;
-  weft__spin_unlock(&s->q.lock);
-  if (!first) return;
-  weft__spin_lock(&v->q.lock);
+  for (;;) {
+    weft__spin_lock(&v->q.lock);
+    /* a closed spare runs nothing more: give to the VP it stood in for */
+    if (v->index < mon.nvps ||
+        !atomic_load_explicit(&mon.spares[v->index - mon.nvps].closed, memory_order_relaxed))
+      break;
+    weft__spin_unlock(&v->q.lock);
+    v = weft__rt.vps[weft__vp_public_index(v)];
+  }
   uint32_t idle = weft__append_locked(v, first, last);
   weft__spin_unlock(&v->q.lock);
+  weft__spin_unlock(&s->q.lock);
   weft__enqueue_wake(idle);
 }
 
-/* The stall of VP i is over: its spare takes no more, and gives back what it holds. */
+/* The stall of VP i is over: its spare takes no more, and gives back what it holds
+ * (move_queue gives to the VP a closed spare stood in for). */
 static void unstall(int i) {
   mon_vp_t *m = &mon.vps[i];
   m->stalled = 0;
@@ -366,9 +401,18 @@ static int look(uint64_t elapsed) {
       if (!idle_cpu) unstall(i);         /* its kernel thread runs again */
       else if (m->helper < 0) spare_start(i);
     } else if (h == m->last_head && idle_cpu && kthread_sleeps(tid)) {
-      m->stalled = 1;
       atomic_fetch_add_explicit(&mon.n_stalls, 1, memory_order_relaxed);
-      spare_start(i);
+      /* a stalled spare gives its queue to the VP it stands in for when that one
+       * is idle (regular VPs do not steal from spares); else it gets a spare */
+      int home = weft__vp_public_index(v);
+      /* relaxed: a hint; a VP parked in its idle loop is woken by the enqueue */
+      if (i >= mon.nvps && atomic_load_explicit(&weft__rt.vps[home]->park, memory_order_relaxed)) {
+        move_queue(v, weft__rt.vps[home]);
+        h = NULL;
+      } else {
+        m->stalled = 1;
+        spare_start(i);
+      }
     }
     m->last_head = h;
     m->last_cpu = cpu;

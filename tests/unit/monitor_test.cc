@@ -175,7 +175,7 @@ TEST_F(MonitorTest, ConfigAndEnvironment) {
   ASSERT_EQ(InitMonitor(2, 500), 0);
   ASSERT_EQ(weft_monitor_info(&mi), 0);
   EXPECT_EQ(mi.bound_us, 500);
-  EXPECT_EQ(mi.spare_slots, 3);
+  EXPECT_EQ(mi.spare_slots, 5);
   ASSERT_EQ(weft_shutdown(), 0);
   setenv("WEFT_MONITOR", "off", 1);
   ASSERT_EQ(InitMonitor(1, 0), 0);
@@ -186,6 +186,64 @@ TEST_F(MonitorTest, ConfigAndEnvironment) {
   ASSERT_EQ(InitMonitor(1, 0), 0);
   ASSERT_EQ(weft_monitor_info(&mi), 0);
   EXPECT_EQ(mi.bound_us, 100);
+}
+
+// Rounds in which the thread that runs on a spare blocks in the kernel too (a spare
+// for the spare), and the VP it stood in for runs again meanwhile: every thread
+// made ready on a spare comes back to a VP that runs it (a lost one would leave
+// the main thread blocked: the deadlock report aborts, or the watchdog fires).
+void *Nap(void *p) {
+  usleep(static_cast<useconds_t>(*static_cast<int *>(p)));
+  return nullptr;
+}
+
+struct Late {
+  weft_sem_t sem;
+  std::atomic<int> in{0};
+};
+
+void *SemWaiter(void *p) {
+  weft_sem_wait(&static_cast<Late *>(p)->sem);
+  return nullptr;
+}
+
+void *NapFlag(void *p) {
+  static_cast<Late *>(p)->in = 1;
+  usleep(500);
+  return nullptr;
+}
+
+void *Signal(void *p) {
+  auto *l = static_cast<Late *>(p);
+  while (!l->in) usleep(20);
+  usleep(150);
+  weft_sem_signal(&l->sem);
+  return nullptr;
+}
+
+TEST_F(MonitorTest, BlockedThreadsOnSparesAreNeverLost) {
+  Watchdog wd(120);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  int us = 500;
+  const int rounds = static_cast<int>(60 * Scale()) + 10;
+  for (int i = 0; i < rounds; i++) {
+    weft_thread_t *b = Spawn(Nap, &us);
+    weft_yield();  // b blocks whatever VP we are on; we go on on a spare
+    ASSERT_EQ(weft_join(b, nullptr), 0) << i;
+  }
+  Late l;
+  ASSERT_EQ(weft_sem_init(&l.sem, 0), 0);
+  for (int i = 0; i < rounds; i++) {
+    l.in = 0;
+    weft_thread_t *b = Spawn(NapFlag, &l);
+    weft_thread_t *w = Spawn(SemWaiter, &l);  // runs first, waits on the semaphore
+    pthread_t os;
+    ASSERT_EQ(pthread_create(&os, nullptr, Signal, &l), 0);
+    ASSERT_EQ(weft_join(b, nullptr), 0) << i;
+    ASSERT_EQ(weft_join(w, nullptr), 0) << i;
+    pthread_join(os, nullptr);
+  }
+  EXPECT_EQ(weft_sem_destroy(&l.sem), 0);
 }
 
 }  // namespace
