@@ -40,9 +40,12 @@
  * spares' counters (stats.c).
  *
  * The monitor sleeps on its futex while no VP is awake (every VP parked and no spare
- * running); a VP that leaves its idle loop to run a thread kicks it (idle.c). While
- * VPs run but no queue holds a thread, it looks at a period that doubles up to
- * MON_SLOW_NS; the first look that sees a queued thread goes back to half the bound.
+ * running); a VP that leaves its idle loop to run a thread kicks it (idle.c). It looks
+ * every half bound while some awake VP has threads queued or its kernel thread hardly
+ * used its CPU since the last look (it may sleep in a call, and a thread made ready
+ * onto it must be seen within the bound); while every awake VP computes with an empty
+ * queue, at a period that doubles up to MON_SLOW_NS (a VP that blocks then is seen at
+ * the next look, and watched at half the bound from there).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,7 +75,9 @@ typedef struct mon_vp {
   _Atomic int tid;              /* kernel thread id; 0: none (yet) */
   _Atomic clockid_t clock;      /* its CPU-time clock */
   weft_thread_t *last_head;     /* the front of its queue at the last look */
-  uint64_t last_cpu;            /* its CPU time at the last look; 0: not read */
+  uint64_t last_cpu;            /* its CPU time at the last read; 0: not read */
+  uint64_t last_ns;             /* when that was read */
+  int quiet;                    /* its CPU time hardly moved over the last read */
   int stalled;                  /* from detection until its kernel thread runs again */
   int helper;                   /* the spare slot helping it, or -1 */
 } mon_vp_t;
@@ -205,6 +210,7 @@ static weft_thread_t *take_front(weft_vp_t *v) {
 
 static void *spare_main(void *p) {
   int k = (int)(intptr_t)p;
+  pthread_setname_np(pthread_self(), "weft-spare");
   spare_t *sp = &mon.spares[k];
   weft_vp_t *s = weft__rt.vps[mon.nvps + k];
   weft_vp_t *target = weft__rt.vps[atomic_load_explicit(&sp->target, memory_order_relaxed)];
@@ -370,9 +376,12 @@ static int kthread_sleeps(int tid) {
   return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
 }
 
-/* One look at every VP; elapsed: since the last look. Returns 1 if some awake VP
- * has threads queued (the monitor then looks again after half the bound). */
-static int look(uint64_t elapsed) {
+/* One look at every VP (now: its time). Returns 1 if some awake VP has threads
+ * queued or a kernel thread that hardly ran (the monitor then looks again after half
+ * the bound). The CPU time of a VP with an empty queue is read at every eighth look
+ * only (full), or at every look in the slow mode: one system call per VP and look
+ * would cost more than the look. */
+static int look(uint64_t now, int full) {
   int risk = 0;
   for (int i = 0; i < mon.nvps + mon.nspares; i++) {
     mon_vp_t *m = &mon.vps[i];
@@ -385,22 +394,26 @@ static int look(uint64_t elapsed) {
       if (m->stalled) unstall(i);
       m->last_head = NULL;
       m->last_cpu = 0;
+      m->quiet = 0;
       continue;
     }
     /* relaxed: the front of the queue, as idle pollers read it: only compared */
     weft_thread_t *h = atomic_load_explicit(&v->q.head, memory_order_relaxed);
-    if (!h && !m->stalled) {
+    if (!h && !m->stalled && !full) {
       m->last_head = NULL;
-      m->last_cpu = 0;
+      if (m->quiet) risk = 1;
       continue;
     }
-    if (h) risk = 1;
     uint64_t cpu = cpu_ns(atomic_load_explicit(&m->clock, memory_order_relaxed));
-    int idle_cpu = m->last_cpu && cpu - m->last_cpu < elapsed / 2;
+    int idle_cpu = m->last_cpu && cpu - m->last_cpu < (now - m->last_ns) / 2;
+    m->quiet = idle_cpu;
+    /* at risk: threads queued, or an awake VP whose kernel thread hardly ran (it may
+     * sleep in a call: a thread made ready onto it now must be seen within the bound) */
+    if (h || idle_cpu) risk = 1;
     if (m->stalled) {
       if (!idle_cpu) unstall(i);         /* its kernel thread runs again */
       else if (m->helper < 0) spare_start(i);
-    } else if (h == m->last_head && idle_cpu && kthread_sleeps(tid)) {
+    } else if (h && h == m->last_head && idle_cpu && kthread_sleeps(tid)) {
       atomic_fetch_add_explicit(&mon.n_stalls, 1, memory_order_relaxed);
       /* a stalled spare gives its queue to the VP it stands in for when that one
        * is idle (regular VPs do not steal from spares); else it gets a spare */
@@ -416,6 +429,7 @@ static int look(uint64_t elapsed) {
     }
     m->last_head = h;
     m->last_cpu = cpu;
+    m->last_ns = now;
   }
   return risk;
 }
@@ -436,10 +450,12 @@ void weft__monitor_wake_deep(void) {
 
 static void *monitor_main(void *unused) {
   (void)unused;
+  pthread_setname_np(pthread_self(), "weft-monitor");
   /* wake-ups at the requested time, not up to the default 50 us of slack later */
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   uint64_t fast = mon.bound_ns / 2 ? mon.bound_ns / 2 : 1, period = fast;
   uint64_t prev = weft__os_now_ns();
+  unsigned nlook = 0;
   /* acquire: pairs with weft__monitor_stop's release store */
   while (!atomic_load_explicit(&mon.stop, memory_order_acquire)) {
     weft__os_futex_wait_until(&weft__monitor_deep, 0, prev + period);
@@ -448,7 +464,7 @@ static void *monitor_main(void *unused) {
     /* a spare's kernel thread has gone: the deadlock check of a VP that went to
      * sleep while it existed did not count it out; let one look again */
     if (reap()) weft__wake_one();
-    int risk = look(now - prev);
+    int risk = look(now, period > fast || (++nlook & 7) == 0);
     prev = now;
     if (risk) {
       period = fast;
@@ -464,7 +480,10 @@ static void *monitor_main(void *unused) {
       atomic_store_explicit(&weft__monitor_deep, 0, memory_order_relaxed);
       prev = weft__os_now_ns();
       period = fast;
-      for (int i = 0; i < mon.nvps + mon.nspares; i++) mon.vps[i].last_cpu = 0;
+      for (int i = 0; i < mon.nvps + mon.nspares; i++) {
+        mon.vps[i].last_cpu = 0;
+        mon.vps[i].quiet = 0;
+      }
     }
   }
   return NULL;
