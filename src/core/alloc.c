@@ -405,7 +405,7 @@ static inline uintptr_t *slot_canary(void *lo) { return (uintptr_t *)lo - 1; }
 static long cached_stacks(void) {
   long n = 0;
   if (weft__rt.vps)
-    for (int i = 0; i < weft__rt.nvps; i++)
+    for (int i = 0; i < weft__rt.nvps_all; i++)
       if (weft__rt.vps[i]) n += atomic_load_explicit(&weft__rt.vps[i]->nstk, memory_order_relaxed);
   weft__spin_lock(&weft__rt.pool.lock);
   n += weft__rt.pool.nstacks;

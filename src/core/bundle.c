@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/monitor.h"
 #include "weft/hook.h"
 
 static __thread int idle_held;   /* this kernel thread holds bundle_lock for idle events */
@@ -276,7 +277,8 @@ weft_vp_t *weft_sched_vp(int i) {
   return weft__rt.vps[i];
 }
 
-int weft_sched_vp_index(const weft_vp_t *vp) { return vp ? vp->index : -1; }
+/* a spare VP of the system monitor answers the index of the VP it stands in for */
+int weft_sched_vp_index(const weft_vp_t *vp) { return vp ? weft__vp_public_index(vp) : -1; }
 
 int weft_sched_thread_affinity(const weft_thread_t *t) { return t ? t->affinity : -1; }
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/monitor.h"
 #include "io/io.h"
 #include "weft/hook.h"
 
@@ -367,6 +368,7 @@ void weft__idle_loop(weft_vp_t *vp) {
     /* leaving the spinning state; the last spinner to find work wakes another VP
      * so that work left behind is never stranded while a VP sleeps */
     uint32_t old = atomic_fetch_sub_explicit(&rt->idle, WEFT__IDLE_SPIN, memory_order_seq_cst);
+    weft__monitor_kick();  /* the system monitor sleeps while every VP does */
     if ((old & 0xffff) == 1 && (old >> 16) != 0 &&
         (any_queued_hint() || atomic_load_explicit(&rt->nbundles, memory_order_relaxed) ||
          weft__io_need_poller()))
