@@ -37,6 +37,17 @@
 #define MAX_N 16
 #define MAX_CASES 8
 
+/* The load average (1, 5, 15 min) as /proc/loadavg gives it ("?" if unreadable). */
+static void read_loadavg(char *buf, int n) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  double a, b, c;
+  if (f && fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+    snprintf(buf, (size_t)n, "%.2f %.2f %.2f", a, b, c);
+  else
+    snprintf(buf, (size_t)n, "?");
+  if (f) fclose(f);
+}
+
 static int rank, peer;
 static double units_per_us;
 
@@ -228,6 +239,9 @@ int main(int argc, char **argv) {
     bench_json_num(&j, "work_ms", work_ms);
     bench_json_num(&j, "units_per_us", units_per_us);
     bench_json_str(&j, "omp_kind", "threads");
+    char la[64];
+    read_loadavg(la, sizeof la);
+    bench_json_str(&j, "loadavg_start", la);
     bench_json_end(&j);
     bench_json_arr(&j, "results");
   }
@@ -273,7 +287,13 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
-  if (json) bench_json_finish(&j);
+  if (json) {
+    char la[64];
+    read_loadavg(la, sizeof la);
+    bench_json_end(&j); /* results */
+    bench_json_str(&j, "loadavg_end", la);
+    bench_json_finish(&j);
+  }
   free(v);
   free(sendbufs);
   free(recvbufs);
