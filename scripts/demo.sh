@@ -114,8 +114,8 @@ if [ "$mode" = quick ]; then
     --idle 1000 --timeout 60)
   i3_args=(--quick)
   # M2/M3 under mpiexec -n 2: fewer round trips and repetitions, less compute per run
-  m2_args=(5000 5 2)
-  m3_args=(--reps 3 --work-ms 50)
+  m2_args=(5000 5 1)
+  m3_args=(--reps 3 --work-ms 30)
 else
   lat_args=()
   go_lat=(-count 5 -benchtime 0.2s)
@@ -137,7 +137,7 @@ else
   io_args=(--i1-rounds 20000 --i1-reps 5 --i2-conns 1,100,1000,10000 --i2-duration 10 --i2-reps 3
     --idle 10000)
   i3_args=()
-  m2_args=(20000 7 2)
+  m2_args=(20000 7 1)
   m3_args=(--reps 5 --work-ms 200)
 fi
 

@@ -11,7 +11,7 @@
  *            the team, and the peers' orders differ, so tasks deadlock); MPI_Sendrecv.
  *            Built only where OpenMP is found (WEFT_BENCH_OMP).
  *
- *   mpiexec -n 2 ./weft_bench_mpi_m3 [--threads 1,10,100,1000] [--cases 100:1024,5:65536]
+ *   mpiexec -n 2 ./weft_bench_mpi_m3 [--threads 1,10,100,1000] [--cases 100:1024,20:65536]
  *        [--work-ms 200] [--reps 5] [--modes compute,weft,pthread,omp] [--out DIR]
  *
  * A case is slice_us:bytes. Per case and N, each thread does
@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
 
   int ns[MAX_N] = {1, 10, 100, 1000}, nn = 4, reps = 5;
   double work_ms = 200;
-  const char *cases_s = "100:1024,5:65536", *out = NULL;
+  const char *cases_s = "100:1024,20:65536", *out = NULL;
   const char *modes_s = "compute,weft,pthread,omp";
   bench_opt_t opts[] = {
       {"--threads", BENCH_INTS, ns, &nn, MAX_N, "threads per rank N"},
