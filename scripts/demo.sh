@@ -115,7 +115,7 @@ if [ "$mode" = quick ]; then
   i3_args=(--quick)
   # M2/M3 under mpiexec -n 2: fewer round trips and repetitions, less compute per run
   m2_args=(5000 5 1)
-  m3_args=(--reps 3 --work-ms 30)
+  m3_args=(--reps 3 --work-ms 30 --cases 100:1024)  # the case where messages can be hidden
 else
   lat_args=()
   go_lat=(-count 5 -benchtime 0.2s)
