@@ -833,6 +833,45 @@ static void stacks_drop(weft__stack_rec_t *list) {
   }
 }
 
+/* Moves every control block and stack vp caches to the global pool (the pool keeps
+ * at most freelist_global of each, as always). Called by vp's own kernel thread when
+ * it stops running vp for a while: a spare VP of the system monitor (monitor.c), so
+ * that the caches stay bounded by the VPs that run. */
+void weft__vp_caches_to_pool(weft_vp_t *vp) {
+  weft_thread_t *t = vp->tcb_free;
+  vp->tcb_free = NULL;
+  atomic_store_explicit(&vp->ntcb, 0, memory_order_relaxed);
+  while (t) {
+    weft_thread_t *next = t->next;
+    weft__tcb_free_slow(NULL, t);  /* NULL: straight to the pool */
+    t = next;
+  }
+  weft__stack_rec_t *batch = vp->stk_free, *last = batch;
+  vp->stk_free = NULL;
+  atomic_store_explicit(&vp->nstk, 0, memory_order_relaxed);
+  if (!batch) return;
+  long n = 1;
+  while (last->next) {
+    last = last->next;
+    n++;
+  }
+  weft__pool_t *p = &weft__rt.pool;
+  weft__stack_rec_t *excess = NULL;
+  weft__spin_lock(&p->lock);
+  last->next = p->stacks;
+  p->stacks = batch;
+  p->nstacks += n;
+  while (p->nstacks > weft__rt.cfg.freelist_global) {
+    weft__stack_rec_t *x = p->stacks;
+    p->stacks = x->next;
+    p->nstacks--;
+    x->next = excess;
+    excess = x;
+  }
+  weft__spin_unlock(&p->lock);
+  slots_give_back(excess);
+}
+
 /* Returns a VP's cached stacks to the system; its control blocks go back with the
  * slabs in weft__pool_free_all(). Called at shutdown, VPs stopped. */
 void weft__vp_free_caches(weft_vp_t *vp) {
