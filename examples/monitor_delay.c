@@ -13,13 +13,19 @@
  *            the post to when that thread runs. The monitor looks less often while no
  *            queue holds a thread (up to every millisecond), so this case waits
  *            longer.
- * Prints the median, 90th percentile and maximum of each. bound_us: the monitor's
+ * Prints the median, 90th percentile and maximum of each, then what the monitor
+ * costs: the CPU time of its kernel thread ("weft-monitor") while two threads
+ * yield to each other for half a second (a queue that is never empty: the monitor
+ * looks every half bound all along). bound_us: the monitor's
  * bound (weft_config_t.monitor_us; default 20, -1: off, then the waits last as long
  * as the usleep).
  */
+#define _DEFAULT_SOURCE /* usleep */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <weft/weft.h>
@@ -51,6 +57,42 @@ static void *poster(void *arg) {
   usleep(BLOCK_US / 3);  /* well inside the usleep */
   *t_post = weft_time_now();
   weft_sem_signal(&sem);
+  return NULL;
+}
+
+/* CPU time (ns) of this process's kernel thread named `name`, or 0. */
+static uint64_t thread_cpu_ns(const char *name) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 0;
+  struct dirent *e;
+  uint64_t ns = 0;
+  while ((e = readdir(d)) != NULL) {
+    char path[300], buf[64];
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    int match = fgets(buf, sizeof buf, f) && strncmp(buf, name, strlen(name)) == 0;
+    fclose(f);
+    if (!match) continue;
+    snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+    f = fopen(path, "r");
+    if (f) {
+      unsigned long long v = 0;
+      if (fscanf(f, "%llu", &v) == 1) ns = v;
+      fclose(f);
+    }
+  }
+  closedir(d);
+  return ns;
+}
+
+static _Atomic int pingpong_stop;
+static void *yielder(void *arg) {
+  long *n = arg;
+  while (!pingpong_stop) {
+    weft_yield();
+    (*n)++;
+  }
   return NULL;
 }
 
@@ -102,12 +144,25 @@ int main(int argc, char **argv) {
     late[i] = t_ran - t_post;
   }
   weft_sem_destroy(&sem);
+  long n1 = 0, n2 = 0;
+  weft_thread_t *y1, *y2;
+  uint64_t c0 = thread_cpu_ns("weft-monitor"), w0 = weft_time_now();
+  weft_create(&y1, NULL, yielder, &n1);
+  weft_create(&y2, NULL, yielder, &n2);
+  while (weft_time_now() - w0 < 500000000u) weft_yield();
+  pingpong_stop = 1;
+  weft_join(y1, NULL);
+  weft_join(y2, NULL);
+  uint64_t c1 = thread_cpu_ns("weft-monitor"), w1 = weft_time_now();
   weft_monitor_info_t mi;
   weft_monitor_info(&mi);
   printf("monitor bound %ld us, stalls %llu, spares started %llu\n", mi.bound_us, mi.stalls,
          mi.spares_started);
   report("queued", queued, rounds);
   report("late", late, rounds);
+  printf("busy    %.0f ms of yields (%ld switches): monitor CPU %.2f ms (%.1f%% of one CPU)\n",
+         (double)(w1 - w0) / 1e6, n1 + n2, (double)(c1 - c0) / 1e6,
+         100.0 * (double)(c1 - c0) / (double)(w1 - w0));
   free(queued);
   free(late);
   return weft_shutdown() == 0 ? 0 : 1;

@@ -245,7 +245,9 @@ static void *spare_main(void *p) {
         continue;
       }
       /* the target is still stalled, with nothing queued: wait for it to get work
-       * or for the monitor to end the stall */
+       * or for the monitor to end the stall; meanwhile what this spare cached is
+       * the pool's (the caches stay bounded by the VPs that run) */
+      if (s->tcb_free || s->stk_free) weft__vp_caches_to_pool(s);
       weft__os_futex_wait_until(&sp->take, 1, weft__os_now_ns() + mon.bound_ns / 2);
       continue;
     }
@@ -259,6 +261,9 @@ static void *spare_main(void *p) {
     s->current = NULL;
     if (atomic_load_explicit(&s->tm.n, memory_order_relaxed)) weft__timers_check(s);
   }
+  /* what this spare cached goes to the pool: the caches stay bounded by the VPs
+   * that run (nvps * 2T + G) */
+  weft__vp_caches_to_pool(s);
   if (alt) weft__altstack_leave();
   weft__tls_vp = NULL;
   atomic_store_explicit(&mon.vps[mon.nvps + k].tid, 0, memory_order_relaxed);

@@ -91,7 +91,9 @@ static weft_vp_t *vp_new(int index) {
   weft_vp_t *vp = weft__sys_calloc_aligned(sizeof *vp, WEFT__CACHELINE);
   if (!vp) return NULL;
   vp->index = index;
-  vp->free_limit = 2 * weft__rt.cfg.freelist_local;
+  /* 2T; none on the system monitor's spare VPs (their frees and allocations go to
+   * the pool: the caches stay bounded by nvps * 2T + G) */
+  vp->free_limit = index < weft__rt.nvps ? 2 * weft__rt.cfg.freelist_local : 0;
   vp->def_stack = weft__rt.cfg.stack_size;
   atomic_store_explicit(&vp->tm.earliest, UINT64_MAX, memory_order_relaxed); /* no timer */
   return vp;

@@ -41,7 +41,8 @@ struct weft_vp {
                                    takes its slow path (end of the block, or of the
                                    batch allowed by cfg.max_threads) */
   uint64_t id_block_end;        /* end of the block of ids (owner) */
-  int free_limit;               /* 2T: most free blocks (and stacks) kept locally */
+  int free_limit;               /* 2T: most free blocks (and stacks) kept locally;
+                                   0 on a spare VP (core/monitor.h) */
   size_t def_stack;             /* cfg.stack_size */
   /* statistics: written by the owner only (relaxed stores; n_finished: release),
    * read by anyone. n_created and n_finished also make the exact live count. */
