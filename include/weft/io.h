@@ -34,15 +34,10 @@
  * Closing: weft_close(fd) wakes every weft thread parked on fd; each of them fails
  * with EBADF, and none has transferred any data (nothing is lost: it had not been
  * read). Close descriptors that weft threads may be waiting on with weft_close: a
- * plain close() leaves them parked (until their deadline, if any). A descriptor a
- * weft thread has waited on must be closed with weft_close if its number may be
- * reused by a file weft does not open (socket(), pipe(), open()): the epoll engine
- * registers a descriptor once, and a number reused behind its back is taken for
- * still registered, so a call that waits on the new file is never woken (undefined;
- * caught in checked builds at that call). A number that weft_accept or weft_openat
- * returns starts fresh. Otherwise a descriptor closed with close() and reused keeps
- * weft's cached notion of its kind until weft_close or weft_openat/weft_accept
- * returns it; at worst a call on it then blocks its VP.
+ * plain close() leaves them parked (until their deadline, if any). A descriptor
+ * closed with close() and reused by a new open keeps weft's cached notion of its
+ * kind until weft_close or a weft_openat/weft_accept returns it; at worst a call on
+ * it then blocks its VP.
  *
  * Signals: a parked weft thread is not interrupted by signals (as if every handler
  * had SA_RESTART); EINTR is only returned when the system call itself returns it.

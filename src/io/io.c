@@ -3,13 +3,11 @@
  * Readiness, as Go's netpoller: a call tries its system call without blocking
  * (MSG_DONTWAIT on sockets, O_NONBLOCK on other descriptors that can block); if
  * that would block, the thread links a waiter (src/sync/sync.h) on the descriptor's
- * record and blocks; the lock of the record is released in the block continuation,
- * so no poller can wake it before it is saved. The epoll engine registers each
- * descriptor once, edge-triggered, for everything (the first time a thread parks on
- * it; weft_close removes it). The record counts the edges that came, per event; a
- * thread reads the count before its try, and parks only if it is unchanged under the
- * record's lock: an edge that came between the try and the park makes it try again
- * instead, so no edge is lost (docs/memory-ordering.md "The I/O poller").
+ * record, arms the descriptor in the process's one epoll instance (one-shot, level
+ * triggered, for the union of what its waiters want), and blocks; the lock of the
+ * record is released in the block continuation, so no poller can wake it before it
+ * is saved. A level-triggered arm after the failed try reports readiness that came
+ * in between, so no edge is lost.
  *
  * Polling: an idle VP that would sleep while threads wait on I/O waits in
  * epoll_wait instead of its futex (at most one VP at a time: the poller), bounded
@@ -37,12 +35,8 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef WEFT_CHECKED
-#include <linux/kcmp.h>
-#endif
 
 #include "io/io.h"
 #include "sync/sync.h"
@@ -91,13 +85,7 @@ typedef struct iod {
                               at its start (relaxed: a waiter re-reads it under lock,
                               or after the acquire load of its waiter state that
                               pairs with weft_close's claim) */
-  uint32_t armed;          /* io_uring: events armed (one-shot poll requests): lock */
-  int reg;                 /* epoll: registered (edge-triggered) for the file that
-                              has the number now: lock */
-  _Atomic uint32_t edges[3]; /* epoll: edges seen for EPOLLIN, EPOLLPRI, EPOLLOUT
-                              (edge_ix): incremented under lock by the poller with
-                              a release store; read by a thread before its try
-                              (acquire, edges_now) and again under lock */
+  uint32_t armed;          /* events armed (one-shot) in epoll: lock */
   _Atomic int kind;        /* K_*: a cache (relaxed); K_OTHER means weft set
                               O_NONBLOCK on it */
   _Atomic int listen_nb;   /* 1 once weft_accept set O_NONBLOCK (relaxed: a cache) */
@@ -153,24 +141,6 @@ static iod_t *iod_get(int fd) {
 /* The caller is a weft thread running on a VP (then weft is running and the engine
  * is on): the calls park. Otherwise they are the plain system calls. */
 static inline int here(void) { return weft__vp() != NULL; }
-
-/* The epoll engine's registration: every event, edge-triggered, once per file. */
-#define IO_ETMASK (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP | EPOLLET)
-
-/* edges[] index of one of EPOLLIN (1), EPOLLPRI (2), EPOLLOUT (4) */
-static inline int edge_ix(uint32_t bit) { return bit == EPOLLIN ? 0 : bit == EPOLLPRI ? 1 : 2; }
-
-/* The edges seen so far for the events in mode (their sum: it changes when any of
- * them gets one). acquire: pairs with the poller's release increment in iod_edge,
- * so a thread that reads a count takes its try after the edge behind it was seen.
- * A thread reads this before its try and passes it to iod_wait. */
-static inline uint32_t edges_now(iod_t *d, uint32_t mode) {
-  uint32_t n = 0;
-  if (mode & EPOLLIN) n += atomic_load_explicit(&d->edges[0], memory_order_acquire);
-  if (mode & EPOLLPRI) n += atomic_load_explicit(&d->edges[1], memory_order_acquire);
-  if (mode & EPOLLOUT) n += atomic_load_explicit(&d->edges[2], memory_order_acquire);
-  return n;
-}
 
 #ifdef WEFT_HAVE_URING
 /* user_data of requests whose completion wakes nobody (cancellations) */
@@ -278,8 +248,7 @@ static int uop_complete(uop_t *u, int res) {
 static void uring_cancel_fd(int fd) { (void)uring_submit(IORING_OP_ASYNC_CANCEL, fd, 0, URING_UD_IGNORE); }
 #endif
 
-/* io_uring: arms d for `want` on top of what is armed; epoll: registers d if it is
- * not (edge-triggered, every event: `want` is covered). Lock held. 0 or -errno. */
+/* Arms d for `want` on top of what is armed (lock held). 0 or -errno. */
 static int arm(iod_t *d, uint32_t want) {
 #ifdef WEFT_HAVE_URING
   if (io.uring) {
@@ -293,32 +262,17 @@ static int arm(iod_t *d, uint32_t want) {
     return 0;
   }
 #endif
-  (void)want;
-  if (d->reg) {
-#if defined(WEFT_CHECKED) && defined(SYS_kcmp)
-    /* a file registered under this number must be the one that has it now (a
-     * plain close() and a reuse by a file weft did not open leave d->reg set for a
-     * file epoll does not know: its waiters would never be woken) */
-    struct kcmp_epoll_slot slot = {(uint32_t)io.epfd, (uint32_t)d->fd, 0};
-    long r = syscall(SYS_kcmp, (long)getpid(), (long)getpid(), KCMP_EPOLL_TFD, (long)d->fd,
-                     (long)(uintptr_t)&slot);
-    WEFT__ASSERT(r == 0 || (r < 0 && err_now() != ENOENT),
-                 "descriptor closed with close() and its number reused while weft had it "
-                 "registered: close descriptors weft threads waited on with weft_close");
-#endif
-    return 0;
-  }
+  uint32_t ev = d->armed | want;
+  if (ev == d->armed) return 0;
   struct epoll_event e;
   memset(&e, 0, sizeof e);
-  e.events = IO_ETMASK;
+  e.events = ev | EPOLLONESHOT | EPOLLRDHUP;
   e.data.ptr = d;
-  if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, d->fd, &e) != 0) {
-    /* EEXIST: this file is registered already (through a dup closed behind weft's
-     * back): take it over with our events */
-    if (err_now() != EEXIST) return -err_now();
-    if (epoll_ctl(io.epfd, EPOLL_CTL_MOD, d->fd, &e) != 0) return -err_now();
+  if (epoll_ctl(io.epfd, EPOLL_CTL_MOD, d->fd, &e) != 0) {
+    if (err_now() != ENOENT) return -err_now();
+    if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, d->fd, &e) != 0) return -err_now();
   }
-  d->reg = 1;
+  d->armed = ev;
   return 0;
 }
 
@@ -332,12 +286,10 @@ static void kick(void *unused) {
   if (vp->current && !atomic_load_explicit(&io.poller, memory_order_relaxed)) weft__wake_one();
 }
 
-/* Parks the caller until d may be ready for `mode` (EPOLLIN/OUT/PRI). `seen` is
- * edges_now(d, mode) read before the try that would have blocked: if an edge came
- * since, it returns 0 at once. Returns 0 (retry the operation), or -ETIMEDOUT,
- * -EBADF (weft_close since the operation began), -ENOMEM (no timer slot), or
- * epoll_ctl's -errno. */
-static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint32_t seen, uint64_t deadline) {
+/* Parks the caller until d may be ready for `mode` (EPOLLIN/OUT/PRI). Returns 0
+ * (retry the operation), or -ETIMEDOUT, -EBADF (weft_close since the operation
+ * began), -ENOMEM (no timer slot), or epoll_ctl's -errno. */
+static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
   weft__waiter_t w;
   weft__waiter_init(&w, deadline);
   if (deadline != WEFT_FOREVER) {
@@ -349,11 +301,6 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint32_t seen, uint64
   if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
     weft__spin_unlock(&d->lock);
     return -EBADF;
-  }
-  /* under the lock: after every increment made under it before */
-  if (!io.uring && edges_now(d, mode) != seen) {
-    weft__spin_unlock(&d->lock);
-    return 0;  /* an edge came after the caller read the count: try again */
   }
   int rc = arm(d, mode);
   if (rc) {
@@ -403,8 +350,9 @@ static int os_wait(int fd, uint32_t mode, uint64_t deadline) {
 
 /* ---- engine hooks (runtime.c) -------------------------------------------------------- */
 
-/* io_uring: events e came for d (a mapped EPOLLIN/OUT/PRI mask; 0 for a cancelled
- * poll), from the request that armed `bits`, or `all` (the arming failed: wake every waiter to retry and see).
+/* Events e came for d (a mapped EPOLLIN/OUT/PRI mask; 0 for a cancelled uring
+ * poll), from an arming of `bits` (epoll: everything armed; uring: one request's
+ * events), or `all` (the arming failed: wake every waiter to retry and see).
  * Wakes the waiters e satisfies, re-arms for the rest. Returns how many it woke. */
 static int iod_events(iod_t *d, uint32_t m, uint32_t bits, int all) {
   int woke = 0;
@@ -432,33 +380,6 @@ static int iod_events(iod_t *d, uint32_t m, uint32_t bits, int all) {
   return woke;
 }
 
-/* epoll: edges e (a mapped EPOLLIN/OUT/PRI mask) came for d: counts them and wakes
- * every waiter they satisfy (each retries; with edge triggering there is no
- * re-arming). Returns how many it woke. */
-static int iod_edge(iod_t *d, uint32_t m) {
-  int woke = 0;
-  weft__wakeset_t s;
-  weft__wakeset_init(&s);
-  weft__qlock_lock(&d->lock);
-  for (uint32_t b = EPOLLIN; b <= EPOLLOUT; b <<= 1) {
-    if (!(m & b)) continue;
-    _Atomic uint32_t *c = &d->edges[edge_ix(b)];
-    /* release: pairs with the acquire in edges_now (a thread that reads the new
-     * count tries after this edge); the increments are made under the lock only */
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_release);
-  }
-  for (weft__waiter_t *w = d->q.head, *nx; w; w = nx) {
-    nx = w->next;  /* before the claim: the wake set reuses next */
-    if (w->mode & m) {
-      weft__wq_remove(&d->q, w);
-      woke += weft__wakeset_claim(&s, w);
-    }
-  }
-  weft__spin_unlock(&d->lock);
-  weft__wakeset_run(&s);
-  return woke;
-}
-
 static uint32_t map_events(uint32_t e) {
   uint32_t m = 0;
   if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) m |= EPOLLIN;
@@ -477,7 +398,7 @@ static int dispatch(struct epoll_event *ev, int n) {
       (void)r;
       continue;
     }
-    woke += iod_edge(d, map_events(ev[i].events));
+    woke += iod_events(d, map_events(ev[i].events), ~0u, 0);
   }
   return woke;
 }
@@ -845,12 +766,6 @@ static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
 }
 #endif
 
-static _Atomic(void (*)(int)) test_after_try;
-void weft__io_test_set_after_try(void (*hook)(int fd)) {
-  atomic_store_explicit(&test_after_try, hook, memory_order_release);
-}
-int weft__io_test_poll(void) { return here() ? weft__io_poll(weft__vp()) : 0; }
-
 /* One operation: try, park while it would block. Returns its result, or -1 with
  * errno (ETIMEDOUT, EBADF after weft_close, ...). */
 static ssize_t op_run(op_t *o, uint64_t deadline) {
@@ -874,15 +789,10 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
 #ifdef WEFT_HAVE_URING
   if (io.uring && o->kind <= OP_PWRITE && is_file(d)) return uring_file_op(o, deadline);
 #endif
-  uint32_t mode = op_mode(o);
   for (;;) {
-    uint32_t seen = edges_now(d, mode);
     ssize_t r = op_try(d, o);
     if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK) || nowait) return r;
-    /* acquire: pairs with weft__io_test_set_after_try's release (the test's data) */
-    void (*hook)(int) = atomic_load_explicit(&test_after_try, memory_order_acquire);
-    if (WEFT__UNLIKELY(hook != NULL)) hook(o->fd);
-    int rc = iod_wait(d, gen, mode, seen, deadline);
+    int rc = iod_wait(d, gen, op_mode(o), deadline);
     if (rc) return (int)fail(-rc);
   }
 }
@@ -1060,7 +970,6 @@ static void iod_reset(int fd, int kind) {
   if (!d) return;
   weft__qlock_lock(&d->lock);
   d->armed = 0;
-  d->reg = 0;  /* a new file: not in the epoll set */
   atomic_store_explicit(&d->kind, kind, memory_order_relaxed);
   atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
   weft__spin_unlock(&d->lock);
@@ -1087,14 +996,13 @@ int weft_accept_deadline(int fd, struct sockaddr *addr, socklen_t *addrlen, int 
     atomic_store_explicit(&d->listen_nb, 1, memory_order_relaxed);
   }
   for (;;) {
-    uint32_t seen = edges_now(d, EPOLLIN);
     int c = accept4(fd, addr, addrlen, flags);
     if (c >= 0) {
       iod_reset(c, K_SOCK);
       return c;
     }
     if (err_now() != EAGAIN && err_now() != EWOULDBLOCK) return -1;
-    int rc = iod_wait(d, gen, EPOLLIN, seen, deadline);
+    int rc = iod_wait(d, gen, EPOLLIN, deadline);
     if (rc) return (int)fail(-rc);
   }
 }
@@ -1119,10 +1027,9 @@ int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_t addrlen
   if (on_vp && !d) return (int)fail(ENOMEM);
   uint32_t gen = d ? atomic_load_explicit(&d->gen, memory_order_relaxed) : 0;
   for (;;) {
-    uint32_t seen = d ? edges_now(d, EPOLLOUT) : 0;
     struct pollfd p = {.fd = fd, .events = POLLOUT, .revents = 0};
     if (poll(&p, 1, 0) > 0) break;
-    int rc = d ? iod_wait(d, gen, EPOLLOUT, seen, deadline) : os_wait(fd, EPOLLOUT, deadline);
+    int rc = d ? iod_wait(d, gen, EPOLLOUT, deadline) : os_wait(fd, EPOLLOUT, deadline);
     if (rc) return (int)fail(-rc);
   }
   int err = 0;
@@ -1149,12 +1056,11 @@ int weft_fd_wait_deadline(int fd, short events, uint64_t deadline) {
     gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
   }
   for (;;) {
-    uint32_t seen = d ? edges_now(d, mode) : 0;
     struct pollfd p = {.fd = fd, .events = events, .revents = 0};
     int r = poll(&p, 1, 0);
     if (r > 0) return p.revents;
     if (r < 0 && err_now() != EINTR) return -1;
-    int rc = d ? iod_wait(d, gen, mode, seen, deadline) : os_wait(fd, mode, deadline);
+    int rc = d ? iod_wait(d, gen, mode, deadline) : os_wait(fd, mode, deadline);
     if (rc) return (int)fail(-rc);
   }
 }
@@ -1215,12 +1121,6 @@ int weft_close(int fd) {
     atomic_store_explicit(&d->gen, atomic_load_explicit(&d->gen, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     d->armed = 0;
-    if (d->reg) {  /* before the close, while the number still names the file */
-      struct epoll_event e;
-      memset(&e, 0, sizeof e);
-      (void)epoll_ctl(io.epfd, EPOLL_CTL_DEL, fd, &e);
-      d->reg = 0;
-    }
     atomic_store_explicit(&d->kind, K_UNKNOWN, memory_order_relaxed);
     atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
     weft__waiter_t *w;

@@ -41,12 +41,4 @@ int weft__io_waiting(void);
  * idle loop then wakes another VP when it leaves, so that one becomes the poller. */
 int weft__io_need_poller(void);
 
-/* For tests only. The hook that weft__io_test_set_after_try sets (NULL: none) is
- * called by a weft thread's read or write (not accept, connect, fd_wait) between its
- * try that would block and its park, with the descriptor: a test makes an edge come
- * in that window. weft__io_test_poll() runs weft__io_poll on the caller's VP (a weft thread):
- * the number of threads it made ready. */
-void weft__io_test_set_after_try(void (*hook)(int fd));
-int weft__io_test_poll(void);
-
 #endif
