@@ -41,11 +41,15 @@
  *
  * The monitor sleeps on its futex while no VP is awake (every VP parked and no spare
  * running); a VP that leaves its idle loop to run a thread kicks it (idle.c). It looks
- * every half bound while some awake VP has threads queued or its kernel thread hardly
- * used its CPU since the last look (it may sleep in a call, and a thread made ready
- * onto it must be seen within the bound); while every awake VP computes with an empty
- * queue, at a period that doubles up to MON_SLOW_NS (a VP that blocks then is seen at
- * the next look, and watched at half the bound from there).
+ * every half bound while some awake VP's kernel thread hardly used its CPU since the
+ * last look (it may sleep in a call: a thread queued on it must be seen within the
+ * bound), or a VP is stalled. While every awake VP runs (threads queued or not), the
+ * period doubles after MON_CALM_LOOKS looks that found nothing, up to MON_SLOW_NS, as
+ * Go's system monitor backs off: a look every half bound costs a wake-up of the
+ * monitor and a read of each busy VP's CPU clock, which took 18% of a CPU while two
+ * threads yielded to each other. A VP that then blocks is seen within two slow
+ * periods (its CPU time over the last period tells), and watched at half the bound
+ * from there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,7 +67,8 @@
 #include "weft/hook.h"
 
 #define MON_DEFAULT_US 20
-#define MON_SLOW_NS 1000000u      /* longest period while VPs run with empty queues */
+#define MON_SLOW_NS 1000000u      /* longest period while every awake VP runs */
+#define MON_CALM_LOOKS 50         /* looks that found nothing before the period doubles */
 #define MON_MAX_SPARES 64
 
 enum { SP_FREE = 0, SP_RUNNING = 1, SP_DONE = 2 };
@@ -381,9 +386,10 @@ static int kthread_sleeps(int tid) {
   return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
 }
 
-/* One look at every VP (now: its time). Returns 1 if some awake VP has threads
- * queued or a kernel thread that hardly ran (the monitor then looks again after half
- * the bound). The CPU time of a VP with an empty queue is read at every eighth look
+/* One look at every VP (now: its time). Returns 2 if some awake VP's kernel thread
+ * hardly ran or some VP is stalled (the monitor then looks again after half the
+ * bound), 1 if some awake VP has threads queued (the period may back off), 0 if
+ * neither. The CPU time of a VP with an empty queue is read at every eighth look
  * only (full), or at every look in the slow mode: one system call per VP and look
  * would cost more than the look. */
 static int look(uint64_t now, int full) {
@@ -406,7 +412,7 @@ static int look(uint64_t now, int full) {
     weft_thread_t *h = atomic_load_explicit(&v->q.head, memory_order_relaxed);
     if (!h && !m->stalled && !full) {
       m->last_head = NULL;
-      if (m->quiet) risk = 1;
+      if (m->quiet) risk = 2;
       continue;
     }
     uint64_t cpu = cpu_ns(atomic_load_explicit(&m->clock, memory_order_relaxed));
@@ -414,7 +420,8 @@ static int look(uint64_t now, int full) {
     m->quiet = idle_cpu;
     /* at risk: threads queued, or an awake VP whose kernel thread hardly ran (it may
      * sleep in a call: a thread made ready onto it now must be seen within the bound) */
-    if (h || idle_cpu) risk = 1;
+    if (idle_cpu || m->stalled) risk = 2;
+    else if (h && risk < 1) risk = 1;
     if (m->stalled) {
       if (!idle_cpu) unstall(i);         /* its kernel thread runs again */
       else if (m->helper < 0) spare_start(i);
@@ -460,7 +467,7 @@ static void *monitor_main(void *unused) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   uint64_t fast = mon.bound_ns / 2 ? mon.bound_ns / 2 : 1, period = fast;
   uint64_t prev = weft__os_now_ns();
-  unsigned nlook = 0;
+  unsigned nlook = 0, calm = 0;
   /* acquire: pairs with weft__monitor_stop's release store */
   while (!atomic_load_explicit(&mon.stop, memory_order_acquire)) {
     weft__os_futex_wait_until(&weft__monitor_deep, 0, prev + period);
@@ -471,10 +478,16 @@ static void *monitor_main(void *unused) {
     if (reap()) weft__wake_one();
     int risk = look(now, period > fast || (++nlook & 7) == 0);
     prev = now;
-    if (risk) {
+    if (risk == 2) {
       period = fast;
+      calm = 0;
       continue;
     }
+    if (risk == 1) {  /* every awake VP runs: back off after a calm stretch */
+      if (++calm > MON_CALM_LOOKS && period < MON_SLOW_NS) period *= 2;
+      continue;
+    }
+    calm = 0;
     if (period < MON_SLOW_NS) period *= 2;
     /* nothing awake: sleep until a VP leaves its idle loop (monitor.h) */
     if (all_asleep()) {
