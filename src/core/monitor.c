@@ -387,7 +387,7 @@ static int kthread_sleeps(int tid) {
 }
 
 /* One look at every VP (now: its time). Returns 2 if some awake VP's kernel thread
- * hardly ran or some VP is stalled (the monitor then looks again after half the
+ * hardly ran and sleeps in the kernel, or some VP is stalled (the monitor then looks again after half the
  * bound), 1 if some awake VP has threads queued (the period may back off), 0 if
  * neither. The CPU time of a VP with an empty queue is read at every eighth look
  * only (full), or at every look in the slow mode: one system call per VP and look
@@ -417,15 +417,18 @@ static int look(uint64_t now, int full) {
     }
     uint64_t cpu = cpu_ns(atomic_load_explicit(&m->clock, memory_order_relaxed));
     int idle_cpu = m->last_cpu && cpu - m->last_cpu < (now - m->last_ns) / 2;
-    m->quiet = idle_cpu;
+    /* a kernel thread that hardly ran but is runnable was only kept off a CPU (a
+     * loaded machine): not a reason to look closely, which would cost the CPU it lacks */
+    int sleeping = idle_cpu && kthread_sleeps(tid);
+    m->quiet = sleeping;
     /* at risk: threads queued, or an awake VP whose kernel thread hardly ran (it may
      * sleep in a call: a thread made ready onto it now must be seen within the bound) */
-    if (idle_cpu || m->stalled) risk = 2;
+    if (sleeping || m->stalled) risk = 2;
     else if (h && risk < 1) risk = 1;
     if (m->stalled) {
       if (!idle_cpu) unstall(i);         /* its kernel thread runs again */
       else if (m->helper < 0) spare_start(i);
-    } else if (h && h == m->last_head && idle_cpu && kthread_sleeps(tid)) {
+    } else if (h && h == m->last_head && sleeping) {
       atomic_fetch_add_explicit(&mon.n_stalls, 1, memory_order_relaxed);
       /* a stalled spare gives its queue to the VP it stands in for when that one
        * is idle (regular VPs do not steal from spares); else it gets a spare */
