@@ -13,6 +13,9 @@
 #        "l2 l3 l4m l4s l5m l5s l6m l6s l7"; X1's WEFT_HOOKS=OFF column needs only "l2 l3")
 # Prints a table and writes OUT_DIR/icount.json.
 set -euo pipefail
+# The system monitor's kernel thread (docs/design.md) would add its own instructions
+# to the collected ones whenever it looks, which depends on timing: counted without it.
+export WEFT_MONITOR=off
 build=${1:-build}
 out=${2:-bench-results}
 n=${ICOUNT_N:-50000}

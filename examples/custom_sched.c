@@ -46,7 +46,10 @@ const weft_sched_ops_t custom_fifo_ops = {
     .thread_created = on_ready,
     .thread_unblocked = on_ready,
     .processor_idle = on_idle,
-    .flags = WEFT_SCHED_DISPATCH_ONLY, /* on_ready always enqueues: no extra wake-ups */
+    /* on_ready always enqueues (no extra wake-ups), and on a VP it is exactly an
+     * enqueue on the caller's VP: the kernel may do that itself, inlined, as it does
+     * for its own scheduler (weft/sched.h, the declared fast path) */
+    .flags = WEFT_SCHED_DISPATCH_ONLY | WEFT_SCHED_LOCAL_CREATE | WEFT_SCHED_LOCAL_READY,
 };
 
 #ifndef WEFT_EXAMPLE_NO_MAIN

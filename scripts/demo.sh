@@ -113,6 +113,9 @@ if [ "$mode" = quick ]; then
   io_args=(--i1-rounds 5000 --i1-warmup 500 --i1-reps 3 --i2-conns 1,100,1000 --i2-duration 3
     --idle 1000 --timeout 60)
   i3_args=(--quick)
+  # M2/M3 under mpiexec -n 2: fewer round trips and repetitions, less compute per run
+  m2_args=(5000 5 1)
+  m3_args=(--reps 3 --work-ms 30 --cases 100:1024)  # the case where messages can be hidden
 else
   lat_args=()
   go_lat=(-count 5 -benchtime 0.2s)
@@ -134,6 +137,8 @@ else
   io_args=(--i1-rounds 20000 --i1-reps 5 --i2-conns 1,100,1000,10000 --i2-duration 10 --i2-reps 3
     --idle 10000)
   i3_args=()
+  m2_args=(20000 7 1)
+  m3_args=(--reps 5 --work-ms 200)
 fi
 
 # ---- the suite: one row per step ----------------------------------------------------------
@@ -161,6 +166,8 @@ io_I1_I2          | weft_io_client weft_io_peer ?weft_example_echo_server ?weft_
 io_I3             | weft_io_i3                                | I3.json             | "$B/io/weft_io_i3" --out "$raw" "${i3_args[@]}"
 simulation_A4     | weft_a4_pdes                              | A4.json             | "$B/apps/weft_a4_pdes" --out "$raw" "${a4_args[@]}"
 scheduler_X2      | weft_x2_t1                                | X2.json             | "$B/weft_x2_t1" --out "$raw" "${x2_args[@]}"
+mpi_M2            | @mpiexec weft_bench_mpi_m2                | M2.json             | timeout 600 mpiexec -n 2 "$B/mpi/weft_bench_mpi_m2" --out "$raw" "${m2_args[@]}"
+mpi_M3            | @mpiexec weft_bench_mpi_m3                | M3.json             | timeout 900 mpiexec -n 2 "$B/mpi/weft_bench_mpi_m3" --out "$raw" "${m3_args[@]}"
 model_inputs_M1   | weft_sweep weft_calibrate weft_m1_linexfer | M1_inputs.json     | "$py" bench/model/measure.py --build "$build" --out "$raw" "${m1_args[@]}"
 TABLE
 
@@ -210,6 +217,10 @@ else
   skip "Go: no go toolchain (PATH or /usr/local/go/bin): Go columns left blank"
 fi
 command -v valgrind >/dev/null || skip "instruction counts: valgrind not installed"
+# M2/M3 need libweft_mpi (built only where CMake finds MPI) and mpiexec
+if ! command -v mpiexec >/dev/null || [ ! -x "$B/mpi/weft_bench_mpi_m2" ]; then
+  skip "MPI: no MPI found (mpich: libmpich-dev and mpiexec): M2/M3 skipped"
+fi
 # X1's middle column (hooks compiled out): a second build with -DWEFT_HOOKS=OFF, the
 # library and weft_icount only (about 10 s on 2 cores), counted on L2 and L3.
 icount_nohooks() {
@@ -225,6 +236,7 @@ missing() {
       \?*) ;;
       @go) [ -n "$go" ] || { echo "no go toolchain"; return; } ;;
       @valgrind) command -v valgrind >/dev/null || { echo "valgrind not installed"; return; } ;;
+      @mpiexec) command -v mpiexec >/dev/null || { echo "no mpiexec (MPI)"; return; } ;;
       *) [ -n "$(find "$B" -maxdepth 2 -type f -name "$t" -perm -u+x 2>/dev/null)" ] ||
         { echo "$t not built"; return; } ;;
     esac
@@ -233,7 +245,7 @@ missing() {
 for i in "${!names[@]}"; do
   why=$(missing "${targets[$i]}")
   if [ -n "$why" ]; then
-    case $why in no\ go*|valgrind*) ;; *) skip "${names[$i]}: $why: skipped" ;; esac
+    case $why in no\ go*|valgrind*|no\ mpiexec*|weft_bench_mpi_*) ;; *) skip "${names[$i]}: $why: skipped" ;; esac
     step_no=$((step_no + 1))
     continue
   fi

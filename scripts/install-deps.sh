@@ -13,6 +13,7 @@ pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev libgtest-dev li
       libboost-fiber-dev libboost-context-dev libtbb-dev valgrind python3 python3-matplotlib
       gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user googletest pkgconf gdb
       mpich libmpich-dev wrk)
+pkgs+=(libunwind-dev)  # weft_dump's backtraces (optional: found by CMake)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -3,7 +3,8 @@
 # test suite (GoogleTest through ctest) in every configuration CI checks:
 #   release   gcc, assembly context switch, checked assertions on
 #   asan      clang, ASan+UBSan
-#   tsan      clang, TSan (fiber annotations on the assembly path)
+#   tsan      clang, TSan (fiber annotations on the assembly path); one ctest test per
+#             test executable rather than per case (WEFT_TEST_PER_CASE=OFF: start-up time)
 #   ucontext  gcc, the portable ucontext fallback
 #   aarch64   cross-built with gcc-aarch64-linux-gnu, run under qemu-aarch64
 # and, after release's tests, the install check (tests/install/run.sh): install to a
@@ -81,7 +82,8 @@ for c in "${configs[@]}"; do
                 -DWEFT_CHECKED=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ ;;
     tsan)     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" WEFT_TEST_SCALE=0.05 \
               run_config tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=thread \
-                -DWEFT_CHECKED=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ ;;
+                -DWEFT_CHECKED=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+                -DWEFT_TEST_PER_CASE=OFF ;;
     ucontext) run_config ucontext -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_CONTEXT=ucontext -DWEFT_CHECKED=ON ;;
     aarch64)  WEFT_TEST_SCALE=0.05 \
               run_config aarch64 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_CHECKED=ON \

@@ -44,10 +44,14 @@ WEFT_API void weft_debug_stats(weft_debug_stats_t *out);
  * on a VP; ready on a VP; blocked on an object, named by kind and address; in
  * weft_join on another thread; sleeping; new; finished and not joined; parked
  * elsewhere: a thread list, weft_thread_block or a custom scheduler), its bundle
- * if not the root, and for each parked thread a backtrace: the frame-pointer chain
- * from its saved context, symbolized with dladdr(3) (exported names only, with the
- * module and offset for addr2line). A chain stops at the first frame built without
- * a frame pointer (WEFT_FRAME_POINTERS, docs/debugging.md). The threads run on
+ * if not the root, and for each parked thread a backtrace from its saved context,
+ * symbolized with dladdr(3) (the module and offset for addr2line, and exported
+ * names). Its first line says how backtraces are taken: "libunwind" (libweft built
+ * with libunwind, x86-64): unwound with the DWARF call-frame information, so frames
+ * without frame pointers are crossed and hidden or static functions are named from
+ * the module's symbol table; "frame pointers": the frame-pointer chain, which stops
+ * at the first frame built without one (WEFT_FRAME_POINTERS, docs/debugging.md);
+ * "none (ucontext build)". The threads run on
  * while it is taken: a thread may be shown in a state it has just left. Callable
  * from any thread while weft runs, not concurrently with weft_shutdown() (which
  * frees what it reads); does not switch. Errors: WEFT_EINVAL (f NULL);
@@ -59,15 +63,21 @@ WEFT_API int weft_dump(FILE *f);
  * weft's locks: the form a signal handler may call. Not strictly
  * async-signal-safe: it reads runtime structures that the interrupted code may be
  * changing (it shows what it finds, and reads stacks with process_vm_readv(2) so
- * that a stack unmapped meanwhile is not a fault). Errors: as weft_dump
- * (WEFT_EINVAL: fd < 0). */
+ * that a stack unmapped meanwhile is not a fault), and with libunwind it finds the
+ * unwind tables through dl_iterate_phdr(3). What libunwind needs allocated is made
+ * by weft_init(), weft_dump() and weft_dump_on_signal(), never here. Errors: as
+ * weft_dump (WEFT_EINVAL: fd < 0). */
 WEFT_API int weft_dump_fd(int fd);
 
 /* weft_dump_on_signal() installs a handler for signal `signo` that calls
  * weft_dump_fd(2) (standard error); 0 puts back what was there before. The
  * environment variable WEFT_DUMP_SIGNAL=<signo> does the same when libweft is
- * loaded (e.g. WEFT_DUMP_SIGNAL=10, then kill -USR1 <pid>). Errors: WEFT_EINVAL
- * (not a signal that can be caught), WEFT_ESYS (sigaction failed). */
+ * loaded (e.g. WEFT_DUMP_SIGNAL=10, then kill -USR1 <pid>), and
+ * weft_config_t.dump_signal while weft runs (weft/runtime.h). One signal at a time:
+ * installing another puts back what the previous one replaced. Errors: WEFT_EINVAL
+ * (not a signal that can be caught, or a synchronous fault signal: SIGSEGV, SIGBUS,
+ * SIGILL, SIGFPE, whose handler returning would re-run the fault), WEFT_ESYS
+ * (sigaction failed). */
 WEFT_API int weft_dump_on_signal(int signo);
 
 /* The kinds of object weft_debug_waiters() can look at. */

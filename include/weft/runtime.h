@@ -68,7 +68,28 @@ typedef struct weft_config {
    * "Limits" below). WEFT_DEADLOCK_IGNORE: the VPs just sleep. The environment
    * variable WEFT_DEADLOCK=0 also turns the report off. Other values: WEFT_EINVAL. */
   int deadlock_report;
+  /* A signal that makes weft print weft_dump_fd(2) (weft/debug.h), e.g. SIGUSR1; 0
+   * (the default): none. weft_init() installs the handler with
+   * weft_dump_on_signal(), in place of a dump signal installed before (by
+   * weft_dump_on_signal() or the environment variable WEFT_DUMP_SIGNAL; only one
+   * signal dumps at a time), and weft_shutdown() puts that one back (if the program
+   * has not installed another meanwhile). Not a signal number, SIGKILL, SIGSTOP, or
+   * a synchronous fault signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE): WEFT_EINVAL. */
+  int dump_signal;
+  /* The system monitor's bound, in microseconds (docs/design.md "The system
+   * monitor"): a VP whose kernel thread has slept in a call weft was not told of (a
+   * plain read(2) on a pipe, sleep(), a blocking library call) for about this long
+   * while ready threads wait in its dispatch queue gets a spare VP, a kernel thread
+   * that runs those threads meanwhile. 0: the default, 20; WEFT_MONITOR_OFF: no
+   * monitor (the blocked VP's queue waits for the call, as without one); at most
+   * 1000000; other values: WEFT_EINVAL. The environment variable WEFT_MONITOR
+   * overrides it at weft_init: "off" or "0" turns the monitor off, a number of
+   * microseconds sets the bound. Calls announced to weft (weft/io.h,
+   * weft_blocking, weft_wire) never need it. */
+  int monitor_us;
 } weft_config_t;
+
+#define WEFT_MONITOR_OFF (-1)
 
 #define WEFT_DEADLOCK_REPORT 0
 #define WEFT_DEADLOCK_IGNORE 1
@@ -153,6 +174,29 @@ WEFT_API long weft_max_threads(void);
  *     does. Wake-ups from signal handlers are not foreseen: programs that rely on
  *     them set WEFT_DEADLOCK_IGNORE.
  * docs/design.md "Limits" has the reasoning. */
+
+/* ---- the system monitor ----------------------------------------------------------
+ * What the monitor has done in this run (weft_config_t.monitor_us). A thread that
+ * blocks in the kernel unannounced is noticed once its VP's kernel thread has slept
+ * for part of the bound with a ready thread queued behind it; a spare VP then takes
+ * the queued threads from the front, one at a time, until the call returns. While a
+ * spare runs, weft_vp_self() on it answers the index of the VP it stands in for, and
+ * up to nvps + spares_running kernel threads may run weft threads at once (the
+ * thread whose call returned goes on running next to the spare until the spare
+ * gives its threads back). Threads of custom schedulers (weft/sched.h) are not
+ * taken. A thread that computes without coming back to the scheduler is not a stall:
+ * weft does not preempt. */
+typedef struct weft_monitor_info {
+  long bound_us;            /* the bound in force; 0: the monitor is off */
+  int spare_slots;          /* spare VPs that may run at once */
+  int spares_running;       /* spare VPs whose kernel thread exists now */
+  unsigned long long stalls;         /* stalls noticed since weft_init */
+  unsigned long long spares_started; /* spare kernel threads started since weft_init */
+} weft_monitor_info_t;
+
+/* weft_monitor_info() fills *out (a snapshot). Never switches; callable from any
+ * thread. Errors: WEFT_EINVAL (out NULL); WEFT_ENOTINIT. */
+WEFT_API int weft_monitor_info(weft_monitor_info_t *out);
 
 /* weft_is_running() returns 1 between a successful weft_init() and weft_shutdown(). */
 WEFT_API int weft_is_running(void);

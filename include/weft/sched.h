@@ -38,8 +38,9 @@
  *   processor_idle(b, vp)    vp's dispatch queue is empty; return a ready thread for
  *                            vp to run (removed from wherever the scheduler kept it),
  *                            or NULL. Also raised on the caller's own bundle when a
- *                            thread of a non-root bundle yields on a VP whose dispatch
- *                            queue is empty (the thread then switches to the result).
+ *                            thread of a non-root bundle that is not DISPATCH_ONLY
+ *                            yields, joins or finishes on a VP whose dispatch queue is
+ *                            empty (the thread then switches to the result).
  *                            Raised repeatedly while vp polls and once more before it
  *                            sleeps; it must be cheap and must not sleep. A VP sleeps
  *                            when every bundle's processor_idle returned NULL; see
@@ -98,6 +99,40 @@ typedef struct weft_sched_ops {
  * caller to the back of its VP's dispatch queue without raising thread_unblocked. */
 #define WEFT_SCHED_DISPATCH_ONLY 1u
 
+/* The declared fast path (Active Threads: a user scheduler should cost little more than
+ * the built-in one). Each flag declares what a handler does when it is raised on a VP;
+ * the kernel then does exactly that itself, inlined, instead of calling the handler, as
+ * it does for the root bundle's default scheduler. Off a VP (a plain OS or wired thread
+ * creating or waking a thread) the handler is still called. A handler that does anything
+ * else on a VP (other placement, bookkeeping) must not declare its flag.
+ *
+ * WEFT_SCHED_LOCAL_CREATE: on a VP, thread_created(b, t) is exactly
+ *   weft_sched_enqueue(weft_sched_vp_self(), t): t goes to the back of the creator's
+ *   VP's dispatch queue.
+ * WEFT_SCHED_LOCAL_READY: on a VP, thread_unblocked(b, t) is exactly
+ *   weft_sched_enqueue(weft_sched_vp_self(), t) (the waker's, or for a yield the
+ *   yielder's, VP). If the bundle also has no thread_started, thread_terminated and
+ *   thread_blocked handlers, its threads take the root bundle's inlined paths for every
+ *   event after their creation: a yield rotates the dispatch queue, a finishing thread
+ *   hands its VP straight to a waiting joiner, a join runs a joinee found at the front
+ *   of the caller's dispatch queue in the caller's place (each of these is an enqueue
+ *   at the back followed at once by the dispatch of that thread, in the order the root
+ *   bundle's threads see).
+ * Either flag implies WEFT_SCHED_DISPATCH_ONLY for the event it covers when it is raised
+ * on a VP (no weft_sched_notify() follows). weft_bundle_create() rejects unknown flags.
+ *
+ * Unless the bundle is DISPATCH_ONLY (it keeps no thread), a thread of a non-root bundle
+ * that yields on a VP whose dispatch queue is empty, or (while no focus is set: see
+ * weft_bundle_set_focus) blocks in weft_join or finishes there, asks its own bundle's
+ * processor_idle
+ * for the thread to run next (under the kernel's bundle lock, not while the bundle is
+ * stopped) before the VP goes idle: a scheduler that keeps threads to itself hands the
+ * next one over directly, without a round through the idle loop. */
+#define WEFT_SCHED_LOCAL_CREATE 2u
+#define WEFT_SCHED_LOCAL_READY 4u
+/* Every flag above (weft_bundle_create rejects others with WEFT_EINVAL). */
+#define WEFT_SCHED_FLAGS_ALL (WEFT_SCHED_DISPATCH_ONLY | WEFT_SCHED_LOCAL_CREATE | WEFT_SCHED_LOCAL_READY)
+
 /* The default scheduler: per-VP dispatch queues; new threads go to the front of the
  * local VP's queue (or the affinity VP's), unblocked ones to the back; idle VPs
  * steal the back half of a random victim's queue (docs/schedulers.md). */
@@ -112,8 +147,8 @@ WEFT_API weft_bundle_t *weft_bundle_root(void);
 /* weft_bundle_create() creates a bundle under `parent` (NULL: the root) scheduled by
  * `ops` (copied: the table need not outlive the call), with scheduler data `data`,
  * and raises bundle_created on the parent. Callable from a weft thread or a plain
- * OS thread; never switches. Errors: WEFT_EINVAL (out or ops NULL, or a required
- * handler NULL); WEFT_ENOMEM; WEFT_ENOTINIT. */
+ * OS thread; never switches. Errors: WEFT_EINVAL (out or ops NULL, a required
+ * handler NULL, or an unknown bit in ops->flags); WEFT_ENOMEM; WEFT_ENOTINIT. */
 WEFT_API int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
                                 const weft_sched_ops_t *ops, void *data);
 
@@ -209,7 +244,10 @@ WEFT_API void weft_sched_steal_note(weft_vp_t *victim, int n, weft_thread_t *fir
  * (weft_sched_steal_half) take from the back. weft_sched_enqueue() adds at the back
  * (a queue only ever fed by it is FIFO), weft_sched_push() at the front (the default
  * scheduler's new threads: the VP runs what it created most recently first, and
- * idle VPs steal the oldest; docs/schedulers.md). */
+ * idle VPs steal the oldest; docs/schedulers.md). A root-bundle thread woken while
+ * its waker's queue is empty may wait in the VP's hand-off slot instead, which acts
+ * as the front of the empty queue: the steal functions below take it too, and an
+ * enqueue or push moves it into the queue first (docs/design.md, hand-off on wake). */
 
 /* weft_sched_enqueue() puts ready thread t at the back of vp's dispatch queue (it
  * runs after every thread queued there now) and, if t may otherwise wait while a VP
@@ -243,7 +281,8 @@ WEFT_API int weft_sched_run_first(weft_thread_t *t);
 WEFT_API void weft_sched_notify(void);
 
 /* weft_sched_steal() removes and returns the thread at the front of vp's dispatch
- * queue (the one vp would run next), or NULL if it is empty. Never switches;
+ * queue (the one vp would run next: its hand-off slot's, if it holds one), or NULL
+ * if it is empty. Never switches;
  * callable from handlers. */
 WEFT_API weft_thread_t *weft_sched_steal(weft_vp_t *vp);
 
@@ -251,7 +290,8 @@ WEFT_API weft_thread_t *weft_sched_steal(weft_vp_t *vp);
  * threads: the ones victim would run last, i.e. the oldest it created and the ones
  * made ready again with weft_sched_enqueue): it removes and returns the very back
  * one for the caller to run, and moves the others, in their order, to the back of
- * to's queue. NULL if victim's queue is empty. With victim == to it is a plain
+ * to's queue. With victim's queue empty it takes victim's hand-off slot's thread,
+ * if any, else returns NULL. With victim == to it is a plain
  * dequeue from the front. Never switches; callable from handlers. */
 WEFT_API weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to);
 

@@ -300,7 +300,7 @@ weft_thread_t *weft__tcb_alloc_slow(weft_vp_t *vp) {
   }
   /* refill up to T from the global pool, then fall back to the system */
   weft__pool_t *p = &weft__rt.pool;
-  int want = vp ? weft__rt.cfg.freelist_local : 1;
+  int want = vp && vp->free_limit ? weft__rt.cfg.freelist_local : 1;
   weft__spin_lock(&p->lock);
   weft_thread_t *got = NULL;
   int n = 0;
@@ -324,7 +324,7 @@ weft_thread_t *weft__tcb_alloc_slow(weft_vp_t *vp) {
 
 void weft__tcb_free_slow(weft_vp_t *vp, weft_thread_t *t) {
   int T = weft__rt.cfg.freelist_local;
-  if (vp && atomic_load_explicit(&vp->ntcb, memory_order_relaxed) < 2 * T) {
+  if (vp && atomic_load_explicit(&vp->ntcb, memory_order_relaxed) < vp->free_limit) {
     t->next = vp->tcb_free;
     vp->tcb_free = t;
     weft__own_add(&vp->ntcb, 1);
@@ -405,7 +405,7 @@ static inline uintptr_t *slot_canary(void *lo) { return (uintptr_t *)lo - 1; }
 static long cached_stacks(void) {
   long n = 0;
   if (weft__rt.vps)
-    for (int i = 0; i < weft__rt.nvps; i++)
+    for (int i = 0; i < weft__rt.nvps_all; i++)
       if (weft__rt.vps[i]) n += atomic_load_explicit(&weft__rt.vps[i]->nstk, memory_order_relaxed);
   weft__spin_lock(&weft__rt.pool.lock);
   n += weft__rt.pool.nstacks;
@@ -715,7 +715,7 @@ int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t) {
       weft__own_add(&vp->nstk, -1);
     } else {
       weft__pool_t *p = &weft__rt.pool;
-      int want = vp ? weft__rt.cfg.freelist_local : 1, n = 0;
+      int want = vp && vp->free_limit ? weft__rt.cfg.freelist_local : 1, n = 0;
       weft__stack_rec_t *got = NULL;
       weft__spin_lock(&p->lock);
       while (p->stacks && n < want) {
@@ -787,7 +787,7 @@ void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t) {
   }
   canary_check(t, r);
   int T = weft__rt.cfg.freelist_local;
-  if (vp && atomic_load_explicit(&vp->nstk, memory_order_relaxed) < 2 * T) {
+  if (vp && atomic_load_explicit(&vp->nstk, memory_order_relaxed) < vp->free_limit) {
     r->next = vp->stk_free;
     vp->stk_free = r;
     weft__own_add(&vp->nstk, 1);
@@ -831,6 +831,45 @@ static void stacks_drop(weft__stack_rec_t *list) {
     weft__os_stack_deregister(list->vg_id);
     list = list->next;
   }
+}
+
+/* Moves every control block and stack vp caches to the global pool (the pool keeps
+ * at most freelist_global of each, as always). Called by vp's own kernel thread when
+ * it stops running vp for a while: a spare VP of the system monitor (monitor.c), so
+ * that the caches stay bounded by the VPs that run. */
+void weft__vp_caches_to_pool(weft_vp_t *vp) {
+  weft_thread_t *t = vp->tcb_free;
+  vp->tcb_free = NULL;
+  atomic_store_explicit(&vp->ntcb, 0, memory_order_relaxed);
+  while (t) {
+    weft_thread_t *next = t->next;
+    weft__tcb_free_slow(NULL, t);  /* NULL: straight to the pool */
+    t = next;
+  }
+  weft__stack_rec_t *batch = vp->stk_free, *last = batch;
+  vp->stk_free = NULL;
+  atomic_store_explicit(&vp->nstk, 0, memory_order_relaxed);
+  if (!batch) return;
+  long n = 1;
+  while (last->next) {
+    last = last->next;
+    n++;
+  }
+  weft__pool_t *p = &weft__rt.pool;
+  weft__stack_rec_t *excess = NULL;
+  weft__spin_lock(&p->lock);
+  last->next = p->stacks;
+  p->stacks = batch;
+  p->nstacks += n;
+  while (p->nstacks > weft__rt.cfg.freelist_global) {
+    weft__stack_rec_t *x = p->stacks;
+    p->stacks = x->next;
+    p->nstacks--;
+    x->next = excess;
+    excess = x;
+  }
+  weft__spin_unlock(&p->lock);
+  slots_give_back(excess);
 }
 
 /* Returns a VP's cached stacks to the system; its control blocks go back with the

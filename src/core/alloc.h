@@ -70,6 +70,7 @@ void weft__tcb_free_slow(weft_vp_t *vp, weft_thread_t *t); /* vp may be NULL */
 int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t);
 void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t);
 void weft__vp_free_caches(weft_vp_t *vp);               /* to the system */
+void weft__vp_caches_to_pool(weft_vp_t *vp);            /* to the pool (owner) */
 void weft__pool_free_all(void);                         /* at shutdown */
 /* A stack mapping of its own (custom sizes, VP 0's idle stack), with a guard region
  * of cfg.stack_guard below it: counted, failure-injectable. */

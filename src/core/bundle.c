@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/monitor.h"
 #include "weft/hook.h"
 
 static __thread int idle_held;   /* this kernel thread holds bundle_lock for idle events */
@@ -39,13 +40,24 @@ weft_bundle_t *weft_bundle_root(void) { return weft_is_running() ? weft__rt.root
 int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
                        const weft_sched_ops_t *ops, void *data) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
-  if (!out || !ops || !ops->thread_created || !ops->thread_unblocked) return WEFT_EINVAL;
+  if (!out || !ops || !ops->thread_created || !ops->thread_unblocked ||
+      (ops->flags & ~WEFT_SCHED_FLAGS_ALL))
+    return WEFT_EINVAL;
   NOT_IN_IDLE_HANDLER("weft_bundle_create");
   weft_bundle_t *b = weft__sys_calloc(1, sizeof *b);
   if (!b) return WEFT_ENOMEM;
   b->ops = *ops;
   b->ops_id = ops == &weft_sched_default ? NULL : ops; /* never the inlined path */
   b->data = data;
+  /* the declared fast path (weft/sched.h): with LOCAL_READY and none of the handlers
+   * the general paths raise (started, terminated, blocked), the threads take the root's
+   * inlined paths after their creation; yields reach thread_unblocked unless it is
+   * known to be a plain enqueue on the caller's VP */
+  unsigned fl = ops->flags;
+  int fast = (fl & WEFT_SCHED_LOCAL_READY) && !ops->thread_started &&
+             !ops->thread_terminated && !ops->thread_blocked;
+  b->tf = WEFT__TF_BUNDLE | (fast ? 0 : WEFT__TF_CUSTOM) |
+          ((fl & (WEFT_SCHED_DISPATCH_ONLY | WEFT_SCHED_LOCAL_READY)) ? 0 : WEFT__TF_SCHED_YIELD);
   b->parent = parent ? parent : weft__rt.root;
   atomic_fetch_add_explicit(&b->parent->nchildren, 1, memory_order_relaxed);
   weft__spin_lock(&weft__rt.bundle_lock);
@@ -222,11 +234,21 @@ weft_thread_t *weft__bundle_idle_sweep(weft_vp_t *vp) {
 }
 
 weft_thread_t *weft__bundle_yield_idle(weft_bundle_t *b, weft_vp_t *vp) {
-  if (!b->ops.processor_idle) return NULL;
+  /* a DISPATCH_ONLY scheduler keeps no thread to itself: its processor_idle could only
+   * take threads from dispatch queues (the idle loop's business), so its threads yield,
+   * join and finish as the root's do (no bundle lock on those paths) */
+  if (!b->ops.processor_idle || (b->ops.flags & WEFT_SCHED_DISPATCH_ONLY)) return NULL;
   idle_lock();
   weft_thread_t *t = ask(b, vp);
   idle_unlock();
   return t;
+}
+
+weft_thread_t *weft__bundle_own_idle(weft_bundle_t *b, weft_vp_t *vp) {
+  /* relaxed: a hint. With a focus set, the VP goes through the idle loop, where the
+   * focus decides who is asked first (a stale read only changes that order once) */
+  if (atomic_load_explicit(&weft__rt.focus, memory_order_relaxed) != weft__rt.root) return NULL;
+  return weft__bundle_yield_idle(b, vp);
 }
 
 weft_thread_t *weft_sched_idle_pass(weft_bundle_t *to, weft_vp_t *vp) {
@@ -255,7 +277,8 @@ weft_vp_t *weft_sched_vp(int i) {
   return weft__rt.vps[i];
 }
 
-int weft_sched_vp_index(const weft_vp_t *vp) { return vp ? vp->index : -1; }
+/* a spare VP of the system monitor answers the index of the VP it stands in for */
+int weft_sched_vp_index(const weft_vp_t *vp) { return vp ? weft__vp_public_index(vp) : -1; }
 
 int weft_sched_thread_affinity(const weft_thread_t *t) { return t ? t->affinity : -1; }
 

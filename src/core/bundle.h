@@ -12,6 +12,10 @@ struct weft_bundle {
   weft_sched_ops_t ops;          /* copied at creation; read-only */
   const weft_sched_ops_t *ops_id;/* &weft_sched_default for the inlined fast path */
   void *data;
+  /* the flags its threads start with (TF_BUNDLE, and TF_CUSTOM / TF_SCHED_YIELD unless
+   * the scheduler declares the fast path: weft/sched.h WEFT_SCHED_LOCAL_READY);
+   * read-only after creation */
+  uint32_t tf;
   weft_bundle_t *parent;
   _Atomic long nthreads;         /* live threads; not counted for the root bundle */
   _Atomic long nchildren;
@@ -30,8 +34,13 @@ weft_thread_t *weft__bundle_idle_focus(weft_vp_t *vp);
 /* processor_idle on every non-root bundle that is not stopped, until one gives a
  * thread: the sweep that guarantees no ready thread is stranded while VPs sleep. */
 weft_thread_t *weft__bundle_idle_sweep(weft_vp_t *vp);
-/* processor_idle on b for a yield of one of its threads (NULL if b is stopped). */
+/* processor_idle on b for a yield of one of its threads, or for one that blocks in a
+ * join or finishes on a VP whose dispatch queue is empty (NULL if b is stopped, or
+ * WEFT_SCHED_DISPATCH_ONLY: it keeps no thread). */
 weft_thread_t *weft__bundle_yield_idle(weft_bundle_t *b, weft_vp_t *vp);
+/* The same for a thread of b that joins or finishes with nothing queued, only while no
+ * focus is set (weft_bundle_set_focus: then the idle loop asks the focus first). */
+weft_thread_t *weft__bundle_own_idle(weft_bundle_t *b, weft_vp_t *vp);
 /* 1 if b or a bundle above it is stopped. */
 int weft__bundle_stopped(const weft_bundle_t *b);
 

@@ -10,7 +10,10 @@
  * for the root bundle, or the bundle's thread_unblocked. vp: the caller's, NULL on a
  * plain OS thread (inside the gate). */
 static inline __attribute__((always_inline)) void ready_on(weft_vp_t *vp, weft_thread_t *t) {
-  if (WEFT__LIKELY(!(weft__tflags(t) & WEFT__TF_CUSTOM))) {
+  uint32_t tf = weft__tflags(t);
+  /* a bundle's declared fast path (WEFT_SCHED_LOCAL_READY) covers VPs only: off a VP
+   * its handler places the thread */
+  if (WEFT__LIKELY(!(tf & WEFT__TF_CUSTOM) && (vp || !(tf & WEFT__TF_BUNDLE)))) {
     weft__enqueue(weft__place(WEFT__PLACE_READY, vp, t), t);
     return;
   }
@@ -69,10 +72,26 @@ void weft__unblock(weft_vp_t *vp, weft_thread_t *t) {
     return;
   }
   if (WEFT__LIKELY(!(weft__tflags(t) & WEFT__TF_SLOW))) {
-    weft__enqueue(weft__place(WEFT__PLACE_READY, vp, t), t);  /* vp itself */
+    /* weft__place(WEFT__PLACE_READY, vp, t) is vp itself: the hand-off slot, or
+     * the back of the queue */
+    weft__ready_here(vp, t);
     return;
   }
   unblock_slow(vp, t);
+}
+
+/* The slot's thread goes to the queue (core/dispatch.h); the caller holds the queue
+ * lock. The slot is filled only under this lock and only while the queue is empty,
+ * so the queue is empty here: the thread becomes its only element. */
+void weft__slot_flush_slow(weft_vp_t *vp) {
+  weft_thread_t *s = weft__slot_take(vp);
+  if (!s) return;  /* taken meanwhile (its owner's dispatch, or a thief) */
+  WEFT__ASSERT(atomic_load_explicit(&vp->q.head, memory_order_relaxed) == NULL,
+               "hand-off slot full beside a non-empty dispatch queue");
+  s->next = NULL;
+  /* relaxed: under the queue lock (the atomic is for the unlocked hint reads) */
+  atomic_store_explicit(&vp->q.head, s, memory_order_relaxed);
+  vp->q.tail = s;
 }
 
 /* Round robin (core/dispatch.h). */
@@ -93,6 +112,7 @@ void weft_sched_push(weft_vp_t *vp, weft_thread_t *t) { weft__push(vp, t); }
  * raises STEAL (cold: one relaxed load when no callback is installed). */
 static void steal_note(weft_vp_t *me, weft_vp_t *victim, int n, weft_thread_t *first) {
   weft__stat_inc(&me->n_steals);
+  weft__stat_add(&me->n_stolen, (uint64_t)n);  /* the idle loop's steal back-off reads it */
 #ifdef WEFT_HOOKS
   if (WEFT__UNLIKELY(atomic_load_explicit(&weft__hooks_on, memory_order_relaxed))) {
     weft_hook_steal_t s = {victim->index, n};
@@ -120,10 +140,24 @@ weft_thread_t *weft_sched_steal(weft_vp_t *vp) {
   return t;
 }
 
+/* A victim with an empty queue may still hold a ready thread in its hand-off slot
+ * (its running thread woke it and has not blocked yet): take it, as Go's stealers
+ * take runnext, so that a waker that keeps running never strands it while this VP
+ * idles. The exchange decides between the thief and the owner's dispatch. */
+static weft_thread_t *steal_slot(weft_vp_t *victim) {
+  weft_thread_t *t = weft__slot_take(victim);
+  if (t) {
+    t->next = NULL;
+    weft_vp_t *me = weft__vp();
+    if (me && me != victim) steal_note(me, victim, 1, t);
+  }
+  return t;
+}
+
 weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to) {
   if (!victim || !to) return NULL;
   if (victim == to) return weft__dequeue(to);
-  if (!atomic_load_explicit(&victim->q.head, memory_order_relaxed)) return NULL;
+  if (!atomic_load_explicit(&victim->q.head, memory_order_relaxed)) return steal_slot(victim);
   /* take the back half (at most WEFT__STEAL_MAX: the walk happens under the
    * victim's lock), back thread first: the work the victim would reach last, i.e.
    * the oldest threads it created (the biggest subtrees of a depth-first unfolding)
@@ -132,7 +166,7 @@ weft_thread_t *weft_sched_steal_half(weft_vp_t *victim, weft_vp_t *to) {
   weft_thread_t *last = victim->q.tail;  /* the back: runs first on the thief */
   if (!last) {
     weft__spin_unlock(&victim->q.lock);
-    return NULL;
+    return steal_slot(victim);
   }
   /* Find the middle without a count: grow the stolen run [first, last] one thread
    * toward the front and the kept run [head, keep] one thread toward the back, in

@@ -53,12 +53,40 @@ static inline void weft__enqueue_wake(uint32_t idle) {
   if (WEFT__UNLIKELY(idle != 0 && (idle & 0xffff) == 0)) weft__wake_one();
 }
 
+/* ---- the hand-off slot (vp->q.next; docs/design.md "Hand-off on wake") ------------- */
+
+/* Moves the slot's thread, if any, into vp's queue (queue lock held): it becomes the
+ * front, which it logically was (the slot is filled only while the queue is empty).
+ * Out of line (dispatch.c): the inlined test is all a push pays. */
+void weft__slot_flush_slow(weft_vp_t *vp);
+static inline void weft__slot_flush_locked(weft_vp_t *vp) {
+  /* relaxed: a hint; the exchange in the slow path decides */
+  if (WEFT__UNLIKELY(atomic_load_explicit(&vp->q.next, memory_order_relaxed) != NULL))
+    weft__slot_flush_slow(vp);
+}
+
+/* Empties vp's slot: its thread, or NULL. Anyone may call it, with or without the
+ * queue lock. acquire: pairs with the filler's release store (the woken thread's
+ * saved context and everything its waker did before the wake). */
+static inline weft_thread_t *weft__slot_take(weft_vp_t *vp) {
+  if (WEFT__LIKELY(!atomic_load_explicit(&vp->q.next, memory_order_relaxed))) return NULL;
+  return atomic_exchange_explicit(&vp->q.next, NULL, memory_order_acquire);
+}
+
+/* Something ready on vp, as a hint: the queue's front or the slot (relaxed: idle
+ * pollers and the shutdown loop re-check through the locked paths). */
+static inline int weft__vp_ready_hint(weft_vp_t *vp) {
+  return atomic_load_explicit(&vp->q.head, memory_order_relaxed) != NULL ||
+         atomic_load_explicit(&vp->q.next, memory_order_relaxed) != NULL;
+}
+
 /* The back append under vp's queue lock (held by the caller): the run first..last,
  * linked through next from first to last and through prev from last to first, goes
  * behind every thread queued on vp, in its order. Returns rt.idle read inside the
  * lock (see weft__enqueue). */
 static inline uint32_t weft__append_locked(weft_vp_t *vp, weft_thread_t *first,
                                            weft_thread_t *last) {
+  weft__slot_flush_locked(vp);  /* the slot's thread is older: it stays in front */
   weft_thread_t *back = vp->q.tail;
   last->next = NULL;
   first->prev = back;
@@ -83,7 +111,9 @@ static inline void weft__enqueue(weft_vp_t *vp, weft_thread_t *t) {
 
 /* The front push under vp's queue lock (held by the caller): t runs next on vp and
  * is the last a thief takes. Returns rt.idle read inside the lock (see above). */
-static inline uint32_t weft__push_locked(weft_vp_t *vp, weft_thread_t *t) {
+/* weft__push_locked without the slot's flush, for a caller that found vp's slot
+ * empty (only vp's own running thread fills it). */
+static inline uint32_t weft__push_locked_noslot(weft_vp_t *vp, weft_thread_t *t) {
   /* relaxed (load and store): q.head is ordered by the queue lock; the atomic is
    * only for the unlocked hint reads of idle pollers */
   weft_thread_t *front = atomic_load_explicit(&vp->q.head, memory_order_relaxed);
@@ -93,6 +123,12 @@ static inline uint32_t weft__push_locked(weft_vp_t *vp, weft_thread_t *t) {
   atomic_store_explicit(&vp->q.head, t, memory_order_relaxed);
   /* relaxed: ordered after the sleeper's seq_cst update by the queue lock */
   return atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+}
+static inline uint32_t weft__push_locked(weft_vp_t *vp, weft_thread_t *t) {
+  /* keep "slot full => queue empty": the slot's thread goes to the queue first, so
+   * that a rotation yield, which looks only at the queue, cannot pass it over */
+  weft__slot_flush_locked(vp);
+  return weft__push_locked_noslot(vp, t);
 }
 
 /* Puts t at the front of vp's dispatch queue (a new thread: the VP runs the threads
@@ -104,8 +140,37 @@ static inline void weft__push(weft_vp_t *vp, weft_thread_t *t) {
   weft__enqueue_wake(idle);
 }
 
-/* Removes the front of vp's dispatch queue, or returns NULL. */
+/* Makes t, just woken by vp's running thread, ready on vp (the root bundle's
+ * wake-up: weft__unblock): into the hand-off slot if the queue and the slot are
+ * empty, where the next dispatch on vp takes it without the queue lock; else at the
+ * back of the queue, as weft__enqueue (FIFO: with other threads ready, the woken one
+ * waits its turn). The fill is under the queue lock, so that a push by another VP
+ * cannot slip a thread into the queue beside a full slot, and rt.idle is read
+ * inside the lock as weft__enqueue does (a VP going to sleep looks at every slot
+ * under the same locks). */
+static inline void weft__ready_here(weft_vp_t *vp, weft_thread_t *t) {
+  weft__spin_lock(&vp->q.lock);
+  uint32_t idle;
+  /* relaxed: q.head and the slot are written under this lock (a take only empties
+   * the slot, which at worst sends t to the queue) */
+  if (WEFT__LIKELY(!atomic_load_explicit(&vp->q.head, memory_order_relaxed) &&
+                   !atomic_load_explicit(&vp->q.next, memory_order_relaxed))) {
+    /* release: pairs with weft__slot_take's acquire exchange */
+    atomic_store_explicit(&vp->q.next, t, memory_order_release);
+    /* relaxed: ordered after a sleeper's seq_cst update by the queue lock */
+    idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+  } else {
+    idle = weft__append_locked(vp, t, t);
+  }
+  weft__spin_unlock(&vp->q.lock);
+  weft__enqueue_wake(idle);
+}
+
+/* Removes the next thread to run on vp: the slot's, else the front of the dispatch
+ * queue; NULL if neither. */
 static inline weft_thread_t *weft__dequeue(weft_vp_t *vp) {
+  weft_thread_t *s = weft__slot_take(vp);
+  if (s) return s;
   if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) return NULL;
   weft__spin_lock(&vp->q.lock);
   weft_thread_t *t = atomic_load_explicit(&vp->q.head, memory_order_relaxed);

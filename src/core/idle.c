@@ -6,11 +6,13 @@
  *     +--> local dispatch queue --found--> run it (switch idle_ctx -> thread) --+
  *     |        | empty                                                         |
  *     |    processor_idle: focus, root (steal), others --found--> run it ------+
- *     |        (stopped bundles are skipped)
+ *     |        (stopped bundles are skipped; no steal while the VP backs off
+ *     |        after steals that did not pay: "steal back-off" below)
  *     |        | nothing
  *     |    retry the oldest thread waiting for a stack --bound--> run it ------+
  *     |        | none, or still no stack
- *     |    spin (lock-free polls of every queue head) for cfg.spin_us
+ *     |    spin (lock-free polls of every queue head) for cfg.spin_us, and on
+ *     |        while backing off with a thread queued on another VP
  *     |        | nothing
  *     +--- sleep on vp->park (futex) until an enqueuer wakes us (the last VP to
  *          sleep first checks that some thread can still run: check_stuck, with
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/monitor.h"
 #include "io/io.h"
 #include "weft/hook.h"
 
@@ -81,7 +84,8 @@ int weft__any_queued_locked(void) {
   for (int i = 0; i < weft__rt.nvps; i++) {
     weft_vp_t *v = weft__rt.vps[i];
     weft__spin_lock(&v->q.lock);
-    int busy = atomic_load_explicit(&v->q.head, memory_order_relaxed) != NULL;
+    /* the queue or its hand-off slot (filled under this lock) */
+    int busy = weft__vp_ready_hint(v);
     weft__spin_unlock(&v->q.lock);
     if (busy) return 1;
   }
@@ -90,7 +94,7 @@ int weft__any_queued_locked(void) {
 
 static int any_queued_hint(void) {
   for (int i = 0; i < weft__rt.nvps; i++)
-    if (atomic_load_explicit(&weft__rt.vps[i]->q.head, memory_order_relaxed)) return 1;
+    if (weft__vp_ready_hint(weft__rt.vps[i])) return 1;
   return 0;
 }
 
@@ -101,12 +105,45 @@ static weft_thread_t *custom_idle(weft_vp_t *vp) { return weft__bundle_idle_swee
 /* processor_idle: the focus bundle first (when it is not the root; its handler may
  * pass the event up or down the tree), then the root bundle (the default scheduler:
  * steal), then every other bundle (docs/schedulers.md, "idle events"). */
-static weft_thread_t *raise_idle(weft_vp_t *vp) {
+static weft_thread_t *raise_idle(weft_vp_t *vp, int steal) {
   weft_thread_t *t = weft__bundle_idle_focus(vp);
   if (t) return t;
   weft_bundle_t *root = weft__rt.root;
-  t = root->ops.processor_idle ? root->ops.processor_idle(root, vp) : NULL;
+  t = steal && root->ops.processor_idle ? root->ops.processor_idle(root, vp) : NULL;
   return t ? t : custom_idle(vp);
+}
+
+/* ---- steal back-off ---------------------------------------------------------------
+ * A steal moves threads to another processor: their control blocks and the queue's
+ * lock come over, and a joiner later reads the join word back (each a cache-line
+ * transfer, bench/model/M1_linexfer.c measures one).
+ * For threads that do almost nothing (a fork-join of null threads, T5) that costs
+ * more than running them where they are, and the owner, still creating, pays for it
+ * too: an idle VP that steals them slows the program down. So the idle loop times
+ * the busy period that follows each of its steals (until its own queue is empty
+ * again): if it kept the VP busy for less than WEFT__STEAL_PAYS_NS per thread taken,
+ * the VP steals no more for a back-off that starts at WEFT__STEAL_WAIT_MIN_NS and
+ * doubles with every steal that does not pay, up to WEFT__STEAL_WAIT_MAX_NS; a steal
+ * that pays ends it. While it backs off the VP still takes its own queue's threads,
+ * bundles' threads and timers at once; it only leaves other VPs' queues alone, and
+ * it keeps polling (it does not sleep while another queue holds a thread), so a
+ * queued thread waits at most WEFT__STEAL_WAIT_MAX_NS for it (docs/memory-ordering.md
+ * §3). Only the idle loop's own steals (the root scheduler's processor_idle) back
+ * off: a scheduler that steals elsewhere is not limited. The constants are in
+ * core/idle.h. */
+
+int weft__steal_allowed(const weft__steal_bo_t *bo, uint64_t now) {
+  return bo->wait == 0 || now >= bo->ok;
+}
+
+void weft__steal_judge(weft__steal_bo_t *bo, uint64_t taken, uint64_t busy_ns, uint64_t now) {
+  if (busy_ns >= taken * WEFT__STEAL_PAYS_NS) {
+    bo->wait = 0;
+    return;
+  }
+  uint32_t w = bo->wait ? bo->wait * 2 : WEFT__STEAL_WAIT_MIN_NS;
+  bo->wait = w < WEFT__STEAL_WAIT_MAX_NS ? w : WEFT__STEAL_WAIT_MAX_NS;
+  bo->ok = now + bo->wait;
 }
 
 /* ---- threads waiting for a stack ------------------------------------------------
@@ -158,7 +195,9 @@ weft_thread_t *weft__nostack_retry(weft_vp_t *vp) {
 static weft_thread_t *find_work(weft_vp_t *vp) {
   weft__timers_poll_all();  /* expired timers of every VP: their threads come here */
   weft_thread_t *t = weft__dequeue(vp);
-  if (!t) t = raise_idle(vp);
+  /* the clock is read only while the VP backs off from steals */
+  if (!t)
+    t = raise_idle(vp, !vp->steal_bo.wait || weft__steal_allowed(&vp->steal_bo, weft__os_now_ns()));
   return t ? t : weft__nostack_retry(vp);
 }
 
@@ -258,7 +297,9 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
  * dispatch queue, or the VP slept and was woken). */
 static weft_thread_t *idle_wait(weft_vp_t *vp) {
   weft__rt_t *rt = &weft__rt;
-  uint64_t until = weft__os_now_ns() + (uint64_t)rt->cfg.spin_us * 1000u;
+  uint64_t now = weft__os_now_ns();
+  uint64_t until = now + (uint64_t)rt->cfg.spin_us * 1000u;
+  int others;
   do {
     idle_event(WEFT_HOOK_IDLE_SPIN, NULL);
     weft__idle_funcs_run();  /* do-when-idle functions (weft/vp.h) */
@@ -266,12 +307,19 @@ static weft_thread_t *idle_wait(weft_vp_t *vp) {
     /* let a ready kernel thread on this CPU run first: plain OS threads woken by a
      * sync object would otherwise wait for a CPU until every VP stops polling */
     sched_yield();
-    if (any_queued_hint() || atomic_load_explicit(&rt->stopping, memory_order_relaxed) ||
+    /* backing off from steals (above), only the VP's own queue counts as work until
+     * the back-off ends; it does not sleep while another queue holds a thread */
+    now = weft__os_now_ns();
+    others = any_queued_hint();
+    int work = weft__steal_allowed(&vp->steal_bo, now)
+                   ? others
+                   : atomic_load_explicit(&vp->q.head, memory_order_relaxed) != NULL;
+    if (work || atomic_load_explicit(&rt->stopping, memory_order_relaxed) ||
         weft__timers_poll_all() || weft__io_poll(vp))
       return NULL;
     weft_thread_t *t = custom_idle(vp);
     if (t) return t;
-  } while (weft__os_now_ns() < until);
+  } while (now < until || others);  /* others: backing off with work queued */
   return vp_sleep(vp);
 }
 
@@ -306,6 +354,8 @@ void weft__idle_loop(weft_vp_t *vp) {
       idle_add(-(int32_t)WEFT__IDLE_SPIN);
       return;
     }
+    uint64_t steals = atomic_load_explicit(&vp->n_steals, memory_order_relaxed);
+    uint64_t taken = atomic_load_explicit(&vp->n_stolen, memory_order_relaxed);
     weft_thread_t *t = find_work(vp);
     if (!t) {
       if (!idle) idle_event(WEFT_HOOK_IDLE_BEGIN, NULL);
@@ -318,10 +368,17 @@ void weft__idle_loop(weft_vp_t *vp) {
     /* leaving the spinning state; the last spinner to find work wakes another VP
      * so that work left behind is never stranded while a VP sleeps */
     uint32_t old = atomic_fetch_sub_explicit(&rt->idle, WEFT__IDLE_SPIN, memory_order_seq_cst);
+    weft__monitor_kick();  /* the system monitor sleeps while every VP does */
     if ((old & 0xffff) == 1 && (old >> 16) != 0 &&
         (any_queued_hint() || atomic_load_explicit(&rt->nbundles, memory_order_relaxed) ||
          weft__io_need_poller()))
       weft__wake_one();
+    /* a steal (counted by steal_note, dispatch.c, on this VP) starts a busy period
+     * that steal_judge rates; relaxed: owner-only counters */
+    uint64_t stole = atomic_load_explicit(&vp->n_steals, memory_order_relaxed) != steals
+                         ? atomic_load_explicit(&vp->n_stolen, memory_order_relaxed) - taken
+                         : 0;
+    uint64_t busy_from = stole ? weft__os_now_ns() : 0;
     do {
       run_from_idle(vp, t);
       /* this VP's due timers (relaxed hint, re-checked under the heap lock): the
@@ -329,6 +386,10 @@ void weft__idle_loop(weft_vp_t *vp) {
       if (atomic_load_explicit(&vp->tm.n, memory_order_relaxed)) weft__timers_check(vp);
       t = weft__dequeue(vp);
     } while (t);
+    if (stole) {
+      uint64_t now = weft__os_now_ns();
+      weft__steal_judge(&vp->steal_bo, stole, now - busy_from, now);
+    }
     idle_add((int32_t)WEFT__IDLE_SPIN);
   }
 }

@@ -4,6 +4,9 @@
 #ifndef WEFT_CORE_IDLE_H
 #define WEFT_CORE_IDLE_H
 
+#include <stdint.h>
+
+#include "core/vp.h"
 #include "weft/sched.h"
 
 /* ---- the idle loop and parking (idle.c) ------------------------------------------- */
@@ -15,6 +18,19 @@ void weft__idle_entry(void *vp);
 void weft__wake_one(void);
 /* Wakes every sleeping VP (shutdown, a failed init). */
 void weft__wake_all(void);
+
+/* The steal back-off (idle.c has the reasoning): a steal whose busy period gave the
+ * thief less than WEFT__STEAL_PAYS_NS per thread taken did not pay; then the VP steals
+ * no more for a back-off that starts at WEFT__STEAL_WAIT_MIN_NS and doubles with each
+ * steal that does not pay, up to WEFT__STEAL_WAIT_MAX_NS; a steal that pays ends it. */
+#define WEFT__STEAL_PAYS_NS 500u
+#define WEFT__STEAL_WAIT_MIN_NS 4000u
+#define WEFT__STEAL_WAIT_MAX_NS 256000u
+/* 1 if a VP with back-off state *bo may steal at time now (ns, weft__os_now_ns). */
+int weft__steal_allowed(const weft__steal_bo_t *bo, uint64_t now);
+/* Rates a steal of `taken` threads (>= 1) whose busy period lasted busy_ns and ended
+ * at now: ends the back-off if it paid, else starts or doubles it. */
+void weft__steal_judge(weft__steal_bo_t *bo, uint64_t taken, uint64_t busy_ns, uint64_t now);
 /* 1 if some dispatch queue holds a thread; takes each queue's lock in turn. */
 int weft__any_queued_locked(void);
 /* A thread whose stack could not be bound at its first dispatch: it waits on the

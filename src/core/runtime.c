@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "diag/diag.h"
+#include "core/monitor.h"
 #include "io/io.h"
 #include "weft/trace.h"
 #include "weft/wire.h"
@@ -76,6 +78,7 @@ static void *vp_main(void *p) {
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
   weft__san_init_self(&vp->idle_ctx);
 #endif
+  weft__monitor_vp_start(vp);
   weft__idle_loop(vp);
   weft__altstack_leave();
   weft__tls_vp = NULL;
@@ -88,7 +91,9 @@ static weft_vp_t *vp_new(int index) {
   weft_vp_t *vp = weft__sys_calloc_aligned(sizeof *vp, WEFT__CACHELINE);
   if (!vp) return NULL;
   vp->index = index;
-  vp->free_limit = 2 * weft__rt.cfg.freelist_local;
+  /* 2T; none on the system monitor's spare VPs (their frees and allocations go to
+   * the pool: the caches stay bounded by nvps * 2T + G) */
+  vp->free_limit = index < weft__rt.nvps ? 2 * weft__rt.cfg.freelist_local : 0;
   vp->def_stack = weft__rt.cfg.stack_size;
   atomic_store_explicit(&vp->tm.earliest, UINT64_MAX, memory_order_relaxed); /* no timer */
   return vp;
@@ -117,6 +122,8 @@ void weft_config_init(weft_config_t *cfg) {
   cfg->stack_arg = NULL;
   cfg->max_threads = 0;  /* derived from the machine at weft_init (weft_max_threads) */
   cfg->deadlock_report = WEFT_DEADLOCK_REPORT;
+  cfg->dump_signal = 0;
+  cfg->monitor_us = 0;  /* the default bound (monitor.c) */
 }
 
 /* The default max_threads (weft/runtime.h, weft_max_threads). */
@@ -150,6 +157,9 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
   if (in->max_threads < 0) return WEFT_EINVAL;
   if (in->deadlock_report != WEFT_DEADLOCK_REPORT && in->deadlock_report != WEFT_DEADLOCK_IGNORE)
     return WEFT_EINVAL;
+  if (in->dump_signal && !weft__dump_signal_ok(in->dump_signal)) return WEFT_EINVAL;
+  if (in->monitor_us != WEFT_MONITOR_OFF && (in->monitor_us < 0 || in->monitor_us > 1000000))
+    return WEFT_EINVAL;
   if (in->nvps) out->nvps = in->nvps;
   out->pin = in->pin;
   if (in->stack_size) out->stack_size = in->stack_size;
@@ -162,6 +172,8 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
   out->stack_arg = in->stack_arg;
   out->max_threads = in->max_threads;
   out->deadlock_report = in->deadlock_report;
+  out->dump_signal = in->dump_signal;
+  out->monitor_us = in->monitor_us;
   size_t page = weft__os_page_size();
   out->stack_size = (out->stack_size + page - 1) & ~(page - 1);
   out->stack_guard = (out->stack_guard + page - 1) & ~(page - 1);
@@ -186,14 +198,16 @@ static weft_thread_t *main_new(void) {
 static void teardown(void) {
   weft__rt_t *rt = &weft__rt;
   if (rt->vps) {
-    for (int i = 0; i < rt->nvps; i++) vp_destroy(rt->vps[i]);
+    for (int i = 0; i < rt->nvps_all; i++) vp_destroy(rt->vps[i]);
     weft__sys_free(rt->vps);
   }
+  weft__monitor_free();
   weft__pool_free_all();
   weft__io_fini();
   weft__sys_free(rt->sleepers);
   if (rt->root) weft__bundle_free_root(rt->root);
   weft__sys_free(rt->main);
+  weft__dump_fini();
   memset(rt, 0, sizeof *rt);
 }
 
@@ -220,20 +234,26 @@ int weft_init(const weft_config_t *cfg) {
   weft__ctx_tstate_init();  /* before the first context: picks the switch (C++ or not) */
   rt->cfg = c;
   rt->nvps = c.nvps;
+  rt->nvps_all = c.nvps + weft__monitor_spares(&c);
   rt->page = weft__os_page_size();
   rc = weft__stacks_init();  /* guard mechanism, chunk geometry, RLIMIT_AS */
+  if (rc) goto fail;
+  rc = weft__dump_init(c.dump_signal);  /* weft_dump's unwinder; the dump signal */
   if (rc) goto fail;
   rt->deadlock_report = c.deadlock_report == WEFT_DEADLOCK_REPORT;
   long kthreads_before = weft__count_kthreads();
   rc = WEFT_ENOMEM;
-  rt->vps = weft__sys_calloc((size_t)c.nvps, sizeof *rt->vps);
+  rt->vps = weft__sys_calloc((size_t)rt->nvps_all, sizeof *rt->vps);
   rt->sleepers = weft__sys_calloc((size_t)c.nvps, sizeof *rt->sleepers);
   if (!rt->vps || !rt->sleepers) goto fail;
   rt->root = weft__bundle_new_root();
   if (!rt->root) goto fail;
   atomic_store_explicit(&rt->focus, rt->root, memory_order_relaxed);
-  for (int i = 0; i < c.nvps; i++)
+  for (int i = 0; i < rt->nvps_all; i++)  /* the monitor's spares too */
     if (!(rt->vps[i] = vp_new(i))) goto fail;
+  rc = weft__monitor_init(rt->nvps_all - c.nvps);
+  if (rc) goto fail;
+  rc = WEFT_ENOMEM;
   for (int i = 0; i < c.nvps; i++)
     if (weft__altstack_alloc(rt->vps[i])) goto fail;
   rt->main = main_new();
@@ -268,7 +288,17 @@ int weft_init(const weft_config_t *cfg) {
     }
     started++;
   }
-  if (started < c.nvps) {
+  int failed = started < c.nvps;
+  if (!failed) {
+    weft__monitor_vp_start(vp0);  /* the caller's kernel thread runs VP 0 */
+    /* the monitor's kernel thread is started before the count below: it is weft's */
+    int mrc = weft__monitor_start();
+    if (mrc) {
+      rc = mrc;
+      failed = 1;
+    }
+  }
+  if (failed) {
     atomic_store(&rt->stopping, 1);
     weft__wake_all();
     for (int i = 1; i < started; i++) pthread_join(rt->vps[i]->kthread, NULL);
@@ -305,7 +335,7 @@ int weft_vp_count(void) { return weft_is_running() ? weft__rt.nvps : 0; }
 
 int weft_vp_self(void) {
   weft_vp_t *vp = weft__vp();
-  return vp ? vp->index : -1;
+  return vp ? weft__vp_public_index(vp) : -1;
 }
 
 long weft_max_threads(void) { return weft_is_running() ? weft__rt.cfg.max_threads : 0; }
@@ -335,7 +365,7 @@ int weft_shutdown(void) {
   int quiet_rounds = 0;
   while (weft__live_threads() > 0) {
     vp = weft__vp();  /* a yield may have moved us to another VP */
-    if (atomic_load_explicit(&vp->q.head, memory_order_relaxed)) {
+    if (weft__vp_ready_hint(vp)) {  /* the queue, or the hand-off slot */
       weft_yield();
       quiet_rounds = 0;
       continue;
@@ -355,7 +385,7 @@ int weft_shutdown(void) {
     int idle_vps = (int)(idle & 0xffff) + (int)(idle >> 16);
     if (idle_vps == rt->nvps - 1 && !weft__any_queued_locked() &&
         weft__timers_earliest() == UINT64_MAX && weft_wired_count() == 0 &&
-        weft__wire_returning() == 0) {
+        weft__wire_returning() == 0 && !weft__monitor_busy()) {
       if (++quiet_rounds >= 3) {
         gate_set(2);
         return WEFT_EBUSY;
@@ -394,6 +424,8 @@ int weft_shutdown(void) {
     weft__block(vp, self, to_vp0_cont, self);
     vp = weft__vp();
   }
+  /* the system monitor and its spares (nothing is left for a spare to run) */
+  weft__monitor_stop();
   for (int i = 1; i < rt->nvps; i++) pthread_join(rt->vps[i]->kthread, NULL);
   /* 3. free everything; we are back on our own OS thread and stack */
   atomic_store(&rt->state, 0);

@@ -20,6 +20,9 @@
 typedef struct weft__rt {
   _Atomic int state;             /* 0 off, 1 running (release at init end) */
   int nvps;
+  int nvps_all;                  /* nvps + the system monitor's spare VP slots
+                                    (monitor.c): rt.vps holds this many; loops over
+                                    every VP's counters and timers go this far */
   weft_config_t cfg;
   size_t page;
   weft_vp_t **vps;

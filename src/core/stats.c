@@ -16,11 +16,11 @@
 long weft__live_threads(void) {
   weft__rt_t *rt = &weft__rt;
   uint64_t c = 0, f = 0;
-  for (int i = 0; i < rt->nvps; i++)
+  for (int i = 0; i < rt->nvps_all; i++)  /* the monitor's spares count too */
     f += atomic_load_explicit(&rt->vps[i]->n_finished, memory_order_acquire);
   /* seq_cst (RMW-written): also ordered after the loads above */
   c += atomic_load_explicit(&rt->os_created, memory_order_seq_cst);
-  for (int i = 0; i < rt->nvps; i++)
+  for (int i = 0; i < rt->nvps_all; i++)
     c += atomic_load_explicit(&rt->vps[i]->n_created, memory_order_relaxed);
   return (long)(c - f);
 }
@@ -40,7 +40,7 @@ long weft__create_limit(weft_vp_t *vp) {
 void weft_debug_stats(weft_debug_stats_t *out) {
   memset(out, 0, sizeof *out);
   if (!weft_is_running()) return;
-  for (int i = 0; i < weft__rt.nvps; i++) {
+  for (int i = 0; i < weft__rt.nvps_all; i++) {
     weft_vp_t *v = weft__rt.vps[i];
     out->created += atomic_load_explicit(&v->n_created, memory_order_relaxed);
     out->finished += atomic_load_explicit(&v->n_finished, memory_order_relaxed);

@@ -68,6 +68,11 @@ enum {
                              the slow masks, so that every switch away runs a
                              continuation that tests it: no test on the default paths.
                              Set at create, or by the thread itself (atomic OR) */
+  WEFT__TF_BUNDLE = 32,   /* its bundle is not the root: counted in the bundle's
+                             nthreads (the finish paths test it with TF_SLOW), and
+                             its bundle's processor_idle is asked when it joins,
+                             finishes or yields on an empty dispatch queue. Without
+                             TF_CUSTOM: a declared fast path (WEFT_SCHED_LOCAL_READY) */
 };
 /* The bits that send a thread down the general (non-inlined) paths: one test covers
  * custom schedulers and installed callbacks. */
@@ -78,6 +83,9 @@ enum {
 #define WEFT__TF_SLOW (WEFT__TF_CUSTOM | WEFT__TF_FPALL)
 #define WEFT__TF_YIELD_SLOW (WEFT__TF_SCHED_YIELD | WEFT__TF_FPALL)
 #endif
+/* The finish paths' mask: the general paths plus the bundle count (a constant in
+ * the same test: no instruction on the root's path). */
+#define WEFT__TF_FINISH_SLOW (WEFT__TF_SLOW | WEFT__TF_BUNDLE)
 
 /* Where a bound stack came from (t->stack_kind; meaningful only while t->stack is
  * set and t->stack_size != 0: a stack_size of 0 is always a runtime stack of the

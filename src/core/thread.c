@@ -147,15 +147,19 @@ static inline int create_attrs(weft_thread_t *t, const weft_attr_t *attr, weft_b
     if (fp) weft__tflags_init(t, fp | weft__tf_start());
     return 0;
   }
-  uint32_t y = (b->ops.flags & WEFT_SCHED_DISPATCH_ONLY) ? 0 : WEFT__TF_SCHED_YIELD;
-  weft__tflags_init(t, WEFT__TF_CUSTOM | y | fp | weft__tf_start());
+  weft__tflags_init(t, b->tf | fp | weft__tf_start()); /* bundle.c: TF_BUNDLE, ... */
   return 1;
 }
 
-/* A thread of a non-root bundle goes to its scheduler. */
-static void raise_created(weft_bundle_t *b, weft_thread_t *t) {
+/* A thread of a non-root bundle goes to its scheduler: raised on vp (NULL: a plain OS
+ * thread), or done here if the scheduler declared what its handler does there. */
+static void raise_created(weft_vp_t *vp, weft_bundle_t *b, weft_thread_t *t) {
   atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
   unsigned f = b->ops.flags;  /* before the handler: t may run and b be destroyed */
+  if (vp && (f & WEFT_SCHED_LOCAL_CREATE)) {  /* weft/sched.h: the handler's own enqueue */
+    weft__enqueue(vp, t);
+    return;
+  }
   b->ops.thread_created(b, t);
   /* the scheduler may have kept t to itself, unless it says it never does */
   if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
@@ -268,10 +272,11 @@ static __attribute__((noinline)) int create_wf(weft_vp_t *vp, weft_thread_t **ou
   return 0;
 }
 
-/* weft_create in general (out of line); weft_create below is its common case. */
-static __attribute__((noinline)) int create_general(weft_thread_t **out,
-                                                    const weft_attr_t *attr,
-                                                    weft_thread_fn fn, void *arg) {
+/* weft_create in general (out of line); weft_create below is its common case, and
+ * create_attr_fast the common case with an attribute. */
+static __attribute__((noinline)) int create_general_full(weft_thread_t **out,
+                                                         const weft_attr_t *attr,
+                                                         weft_thread_fn fn, void *arg) {
   weft_vp_t *vp = weft__vp();
   if (WEFT__UNLIKELY(!vp)) return create_os(out, attr, fn, arg);
   weft_bundle_t *b;
@@ -284,7 +289,7 @@ static __attribute__((noinline)) int create_general(weft_thread_t **out,
   weft_thread_t *t = create_tcb(vp, out, attr, fn, arg, b, &custom);
   if (WEFT__UNLIKELY(!t)) return custom;
   if (WEFT__LIKELY(!custom)) weft__push(weft__place(WEFT__PLACE_CREATED, vp, t), t);
-  else raise_created(b, t);
+  else raise_created(vp, b, t);
   return 0;
 }
 
@@ -292,6 +297,59 @@ static __attribute__((noinline)) int create_general(weft_thread_t **out,
 static __attribute__((noinline)) int create_wake(void) {
   weft__wake_one();
   return 0;
+}
+
+/* The end of create_attr_fast for a thread of a non-root bundle (a tail call). */
+static __attribute__((noinline)) int create_in_bundle(weft_vp_t *vp, weft_bundle_t *b,
+                                                      weft_thread_t *t) {
+  raise_created(vp, b, t);
+  return 0;
+}
+
+/* 1 if attr sets nothing but the bundle and detached (then attr_check passes and
+ * create_attrs has nothing to apply beyond the bundle's flags). */
+static inline int attr_plain(const weft_attr_t *attr) {
+  return attr->stack_size == 0 && attr->stack_addr == NULL && attr->vproc == 0 &&
+         attr->switch_mode == WEFT_SWITCH_INTEGER && !attr->work_first;
+}
+
+/* weft_create on a VP with a plain attribute (attr_plain: how every thread of a bundle
+ * is created, and detached threads), an id left in its batch and a control block on
+ * the VP's free list: the steps of create_general_full (create_args, create_tcb,
+ * create_attrs, then the push or the bundle's scheduler), written as a leaf whose other
+ * exits are tail calls, as weft_create is. */
+static __attribute__((noinline)) int create_attr_fast(weft_vp_t *vp, weft_thread_t **out,
+                                                      const weft_attr_t *attr,
+                                                      weft_thread_fn fn, void *arg) {
+  uint64_t id = vp->id_next;
+  weft_thread_t *t = vp->tcb_free;
+  if (WEFT__UNLIKELY(id == vp->id_end || !t)) return create_general_full(out, attr, fn, arg);
+  weft_bundle_t *b = attr->bundle ? attr->bundle : weft__rt.root;
+  vp->id_next = id + 1;
+  vp->tcb_free = t->next;
+  weft__own_add(&vp->ntcb, -1);
+  tcb_init(t, b, fn, arg, attr);
+  int root = weft__is_default(b);
+  if (!root) weft__tflags_init(t, b->tf | weft__tf_start()); /* as create_attrs */
+  t->id = id;
+  weft__stat_inc(&vp->n_created);
+  if (out) *out = t;  /* before the thread can run and be reaped elsewhere */
+  if (!root) return create_in_bundle(vp, b, t);
+  weft__spin_lock(&vp->q.lock);
+  uint32_t idle = weft__push_locked(vp, t);  /* weft__place(CREATED): no affinity */
+  weft__spin_unlock(&vp->q.lock);
+  if (WEFT__UNLIKELY(idle != 0 && (idle & 0xffff) == 0)) return create_wake();
+  return 0;
+}
+
+/* weft_create's general entry: the plain-attribute case, else everything else. */
+static __attribute__((noinline)) int create_general(weft_thread_t **out,
+                                                    const weft_attr_t *attr,
+                                                    weft_thread_fn fn, void *arg) {
+  weft_vp_t *vp = weft__vp();
+  if (WEFT__LIKELY(vp && attr && fn && (out || attr->detached) && attr_plain(attr)))
+    return create_attr_fast(vp, out, attr, fn, arg);
+  return create_general_full(out, attr, fn, arg);
 }
 
 /* The common case (a weft thread creates with no attributes, an id left in its
@@ -304,7 +362,10 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   if (WEFT__UNLIKELY(!vp || attr || !fn || !out)) return create_general(out, attr, fn, arg);
   uint64_t id = vp->id_next;
   weft_thread_t *t = vp->tcb_free;
-  if (WEFT__UNLIKELY(id == vp->id_end || !t)) return create_general(out, attr, fn, arg);
+  /* a full hand-off slot goes to the queue before the push: the general path */
+  if (WEFT__UNLIKELY(id == vp->id_end || !t ||
+                     atomic_load_explicit(&vp->q.next, memory_order_relaxed)))
+    return create_general(out, attr, fn, arg);
   vp->id_next = id + 1;
   vp->tcb_free = t->next;
   weft__own_add(&vp->ntcb, -1);
@@ -313,7 +374,8 @@ int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn,
   weft__stat_inc(&vp->n_created);
   *out = t;  /* before the thread can run and be reaped elsewhere */
   weft__spin_lock(&vp->q.lock);
-  uint32_t idle = weft__push_locked(vp, t);
+  /* the slot was empty above, and only this VP's running thread (we) fills it */
+  uint32_t idle = weft__push_locked_noslot(vp, t);
   weft__spin_unlock(&vp->q.lock);
   if (WEFT__UNLIKELY(idle != 0 && (idle & 0xffff) == 0)) return create_wake();
   return 0;
@@ -347,7 +409,7 @@ static int create_os_gated(weft_thread_t **out, const weft_attr_t *attr, weft_th
   atomic_fetch_add_explicit(&weft__rt.os_created, 1, memory_order_relaxed);
   if (out) *out = t;
   if (!custom) weft__push(weft__place(WEFT__PLACE_CREATED, NULL, t), t);
-  else raise_created(b, t);
+  else raise_created(NULL, b, t);
   return 0;
 }
 
@@ -393,7 +455,7 @@ WEFT__COLD void weft__blocked_slow(weft_thread_t *self, uint32_t f, void *obj) {
 }
 
 static WEFT__COLD void finished_slow(weft_vp_t *vp, weft_thread_t *t, uint32_t f) {
-  if (f & WEFT__TF_CUSTOM)  /* the root bundle keeps no count */
+  if (f & WEFT__TF_BUNDLE)  /* the root bundle keeps no count */
     atomic_fetch_sub_explicit(&t->bundle->nthreads, 1, memory_order_release);
 #ifdef WEFT_HOOKS
   if ((f & WEFT__TF_HOOK) && vp->current) {
@@ -430,7 +492,7 @@ static inline __attribute__((always_inline)) void finish_release(weft_vp_t *vp, 
 #endif
   weft__stack_release(vp, t);
   uint32_t f = weft__tflags(t);
-  if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) finished_slow(vp, t, f);
+  if (WEFT__UNLIKELY(f & WEFT__TF_FINISH_SLOW)) finished_slow(vp, t, f);
   weft__stat_inc_release(&vp->n_finished);  /* release: the exact live count */
 }
 
@@ -488,7 +550,8 @@ static __attribute__((noinline)) void finish_handoff_slow(weft_thread_t *t) {
 static void finish_handoff_cont(void *p) {
   weft_thread_t *t = p;
   weft_vp_t *vp = weft__vp();
-  if (WEFT__UNLIKELY((weft__tflags(t) & WEFT__TF_SLOW) || !weft__stack_release_can_fast(vp, t))) {
+  if (WEFT__UNLIKELY((weft__tflags(t) & WEFT__TF_FINISH_SLOW) ||
+                     !weft__stack_release_can_fast(vp, t))) {
     finish_handoff_slow(t);
     return;
   }
@@ -502,6 +565,9 @@ static void finish_handoff_cont(void *p) {
  * the idle loop); finish_cont runs there. */
 static __attribute__((noinline)) _Noreturn void finish_switch(weft_vp_t *vp, weft_thread_t *t,
                                                               weft_thread_t *next) {
+  /* nothing queued: a thread of a non-root bundle asks its own scheduler (weft/sched.h);
+   * t still counts in its bundle, which therefore stays */
+  if (!next && (weft__tflags(t) & WEFT__TF_BUNDLE)) next = weft__bundle_own_idle(t->bundle, vp);
   if (next) weft__prepare(vp, &next);
   vp->current = next;
   weft__switch_dying(&t->ctx, next ? &next->ctx : &vp->idle_ctx, finish_cont, t);
@@ -616,8 +682,22 @@ static int join_reap(weft_vp_t *vp, weft_thread_t *t, uintptr_t w, void **result
   return 0;
 }
 
-/* The general blocking join (out of line, as join_front_failed). */
+/* The general blocking join (out of line, as join_front_failed). A thread of a
+ * non-root bundle whose VP has nothing queued (and no timers) asks its own scheduler
+ * for the next thread (weft/sched.h) instead of going through the idle loop. */
 static __attribute__((noinline)) void join_block(weft_vp_t *vp, weft_thread_t *self) {
+  /* relaxed: hints (as in weft__block and weft__dequeue) */
+  if (WEFT__UNLIKELY((weft__tflags(self) & WEFT__TF_BUNDLE) &&
+                     !atomic_load_explicit(&vp->q.head, memory_order_relaxed) &&
+                     !atomic_load_explicit(&vp->tm.n, memory_order_relaxed))) {
+    weft_thread_t *next = weft__bundle_own_idle(self->bundle, vp);
+    if (next) {
+      weft__prepare(vp, &next);
+      vp->current = next;
+      weft__switch(&self->ctx, next ? &next->ctx : &vp->idle_ctx, join_cont, self);
+      return;
+    }
+  }
   weft__block(vp, self, join_cont, self);
 }
 
@@ -904,7 +984,12 @@ static __attribute__((noinline, cold)) void yield_slow(weft_vp_t *vp, weft_threa
 static inline void yield_on(weft_vp_t *vp) {
   weft_thread_t *self = vp->current;
   if (!atomic_load_explicit(&vp->q.head, memory_order_relaxed)) {
-    if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_CUSTOM)) yield_to_scheduler(vp, self);
+    /* an empty queue, but maybe a thread in the hand-off slot (its front: the slot
+     * is full only while the queue is empty): the general yield takes it */
+    if (WEFT__UNLIKELY(atomic_load_explicit(&vp->q.next, memory_order_relaxed) != NULL))
+      yield_generic(vp, self);
+    else if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_BUNDLE))
+      yield_to_scheduler(vp, self);
     return;
   }
   if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_YIELD_SLOW)) {

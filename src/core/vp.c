@@ -19,7 +19,7 @@ int weft_set_affinity(int vproc) {
   if (!vp) return WEFT_EPERM;
   weft_thread_t *self = vp->current;
   self->affinity = vproc;  /* the thread's own field: only it writes it */
-  if (vproc < 0 || (weft__tflags(self) & WEFT__TF_CUSTOM)) return 0;
+  if (vproc < 0 || (weft__tflags(self) & WEFT__TF_BUNDLE)) return 0; /* a hint for its scheduler */
   int target = (int)((unsigned)vproc % (unsigned)weft__rt.nvps);
   /* One move: queued on the target VP, the caller may still be taken by an idle VP
    * before the target runs it (stealing is what keeps idle VPs busy). Retrying until

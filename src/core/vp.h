@@ -19,6 +19,14 @@ typedef struct weft__stack_rec weft__stack_rec_t;  /* core/alloc.h */
 enum { WEFT__ST_MISSED, WEFT__ST_SPIN, WEFT__ST_POLL, WEFT__ST_BLOCKED, WEFT__ST_IDLED,
        WEFT__ST_TIMEOUT, WEFT__ST_N };
 
+/* The steal back-off of a VP's idle loop (idle.c, core/idle.h): after a steal that did
+ * not pay, no steal before `ok` (weft__os_now_ns); `wait` is the current back-off in
+ * ns, 0 when the last steal paid (or none was made). */
+typedef struct {
+  uint64_t ok;
+  uint32_t wait;
+} weft__steal_bo_t;
+
 /* ---- virtual processor ------------------------------------------------------------ */
 struct weft_vp {
   /* owner-only, hot */
@@ -33,12 +41,15 @@ struct weft_vp {
                                    takes its slow path (end of the block, or of the
                                    batch allowed by cfg.max_threads) */
   uint64_t id_block_end;        /* end of the block of ids (owner) */
-  int free_limit;               /* 2T: most free blocks (and stacks) kept locally */
+  int free_limit;               /* 2T: most free blocks (and stacks) kept locally;
+                                   0 on a spare VP (core/monitor.h) */
   size_t def_stack;             /* cfg.stack_size */
   /* statistics: written by the owner only (relaxed stores; n_finished: release),
    * read by anyone. n_created and n_finished also make the exact live count. */
   _Atomic uint64_t n_created, n_finished, n_steals, n_sleeps;
+  _Atomic uint64_t n_stolen;    /* threads the steals counted in n_steals took */
   _Atomic uint64_t sync_st[WEFT__ST_N];
+  weft__steal_bo_t steal_bo;     /* the idle loop's steal back-off (owner only) */
 
   weft__tmheap_t tm WEFT__ALIGNED;
 
@@ -55,6 +66,14 @@ struct weft_vp {
                                       instruction less on every queue operation):
                                       a thief finds the middle by walking from
                                       both ends */
+    /* The hand-off slot (docs/design.md "Hand-off on wake"): a thread this VP's
+     * running thread made ready while the queue was empty, run next without a trip
+     * through the queue. Filled only by the owner, under lock, and only while head
+     * is NULL (release store); emptied by an exchange (acquire) by anyone: the
+     * owner's dispatch without the lock, a thief, or a push/append under lock that
+     * first moves it to the queue. So while it holds a thread the queue is empty,
+     * as seen under lock: it is the queue's front, and FIFO order is kept. */
+    _Atomic(weft_thread_t *) next;
   } q WEFT__ALIGNED;
 
   /* parking: 1 = asleep (or going to sleep), 0 = awake. The waker stores 0
@@ -80,6 +99,12 @@ static inline void weft__own_add(_Atomic int *c, int d) {
 static inline void weft__stat_inc(_Atomic uint64_t *c) {
   /* owner-only counter: relaxed load + store, no read-modify-write needed */
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+static inline void weft__stat_add(_Atomic uint64_t *c, uint64_t n) {
+  /* owner-only counter, as weft__stat_inc */
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
                         memory_order_relaxed);
 }
 

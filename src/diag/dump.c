@@ -13,10 +13,21 @@
  * has just left. Stack memory is read through process_vm_readv(2) on the process
  * itself, so that a stack unmapped under the walk gives an error, not a fault.
  *
+ * Backtraces of parked threads start from the saved context (the switch frame of
+ * src/arch/frame.h). With libunwind (WEFT_HAVE_LIBUNWIND: found at configure time,
+ * x86-64 with the assembly switch) they are unwound with the DWARF call-frame
+ * information, through libunwind's remote interface pointed at this process: the
+ * initial registers come from the saved frame (access_reg below), and every word of
+ * memory libunwind reads goes through read_word (process_vm_readv), so a stack that
+ * changes or goes away under the walk ends it instead of faulting. The unwind tables
+ * are found with libunwind's own local lookup (dl_iterate_phdr). Without libunwind,
+ * the frame-pointer chain is walked. The dump's header line says which.
+ *
  * Everything is formatted by hand into a fixed buffer and written with write(2) or
- * fwrite: the fd form (weft_dump_fd, and the signal handler) uses no malloc, no
- * stdio, no dladdr, and only tries locks (bounded), so that it is usable from a
- * signal handler: see weft/debug.h for what remains unsafe.
+ * fwrite: the fd form (weft_dump_fd, and the signal handler) uses no malloc (the
+ * libunwind address space is made beforehand: weft_dump_on_signal, weft_init, or
+ * the first dump), no stdio, no dladdr, and only tries locks (bounded), so that it
+ * is usable from a signal handler: see weft/debug.h for what remains unsafe.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -30,6 +41,11 @@
 #include "core/internal.h"
 #include "diag/diag.h"
 #include "weft/debug.h"
+
+#if defined(WEFT_HAVE_LIBUNWIND) && defined(__x86_64__) && !defined(WEFT_CONTEXT_UCONTEXT)
+#define WEFT_DUMP_LIBUNWIND 1
+#include <libunwind.h>
+#endif
 
 #if defined(WEFT_TSAN)
 void AnnotateIgnoreReadsBegin(const char *file, int line);
@@ -122,24 +138,42 @@ __attribute__((no_sanitize("address"))) static int read_word(uintptr_t p, uintpt
 }
 
 /* ---- the saved context: where a parked thread resumes ---------------------------
- * The frame layouts are those of src/arch/context.h. Returns 1 and the resume pc
- * and frame pointer of a saved context. */
-static int saved_regs(const weft_ctx_t *ctx, uintptr_t *pc, uintptr_t *fp) {
+ * The frame layouts are those of src/arch/frame.h. A frame of switch mode ALL
+ * (weft__ctx_fp_save) resumes at weft__ctx_fp_resume, with the real resume address
+ * in the extension above the frame: the context proper is the caller's, so the
+ * resume address and the stack pointer are taken from there. */
+typedef struct saved {
+  uintptr_t pc;  /* the resume address */
+  uintptr_t sp;  /* the stack pointer once the switch has returned */
+  uintptr_t fp;  /* the frame pointer (rbp, x29) */
+#if defined(__x86_64__)
+  uintptr_t rbx, r12, r13, r14, r15;
+#endif
+} saved_t;
+
+/* Reads the registers of a saved context: 1 on success. */
+static int saved_regs(const weft_ctx_t *ctx, saved_t *r) {
   uintptr_t sp = (uintptr_t)ctx->sp;
   if (!sp) return 0;
 #if defined(WEFT_CONTEXT_UCONTEXT)
-  (void)pc;
-  (void)fp;
+  (void)r;
   return 0;  /* the ucontext frame is the C library's: not walked */
-#elif defined(__x86_64__)
-  /* +48 rbp, +56 resume address */
-  return read_word(sp + 56, pc) && read_word(sp + 48, fp);
-#elif defined(__aarch64__)
-  /* +80 x29 (frame pointer), +88 x30 (resume address) */
-  return read_word(sp + 88, pc) && read_word(sp + 80, fp);
+#elif defined(__x86_64__) || defined(__aarch64__)
+  if (!read_word(sp + WEFT__FRAME_RESUME, &r->pc)) return 0;
+  r->sp = sp + WEFT__FRAME_SIZE;
+  if (r->pc == (uintptr_t)weft__ctx_fp_resume) {
+    if (!read_word(r->sp + WEFT__FPEXT_RESUME, &r->pc)) return 0;
+    r->sp += WEFT__FPEXT_SIZE;
+  }
+#if defined(__x86_64__)
+  return read_word(sp + WEFT__FRAME_RBP, &r->fp) && read_word(sp + WEFT__FRAME_RBX, &r->rbx) &&
+         read_word(sp + WEFT__FRAME_R12, &r->r12) && read_word(sp + WEFT__FRAME_R13, &r->r13) &&
+         read_word(sp + WEFT__FRAME_R14, &r->r14) && read_word(sp + WEFT__FRAME_R15, &r->r15);
 #else
-  (void)pc;
-  (void)fp;
+  return read_word(sp + WEFT__FRAME_X29, &r->fp);
+#endif
+#else
+  (void)r;
   return 0;
 #endif
 }
@@ -157,7 +191,10 @@ static void stack_bounds(const weft_thread_t *t, uintptr_t *lo, uintptr_t *hi) {
   }
 }
 
-static void put_symbol(sink_t *o, uintptr_t pc, int symbols) {
+/* " name+off (module+off)" for pc: the name from dladdr (exported symbols), else
+ * from `name` (libunwind's, which reads the module's symbol table and so names
+ * hidden and static functions too) when given; the module from dladdr. */
+static void put_symbol(sink_t *o, uintptr_t pc, int symbols, const char *name, uintptr_t off) {
   if (!symbols) return;
   Dl_info di;
   /* pc - 1: a return address may be the first byte of the next function */
@@ -167,6 +204,11 @@ static void put_symbol(sink_t *o, uintptr_t pc, int symbols) {
     puts_(o, di.dli_sname);
     puts_(o, "+");
     puthex(o, pc - (uintptr_t)di.dli_saddr);
+  } else if (name && name[0]) {
+    puts_(o, " ");
+    puts_(o, name);
+    puts_(o, "+");
+    puthex(o, off);
   }
   const char *base = strrchr(di.dli_fname, '/');
   puts_(o, " (");
@@ -178,21 +220,24 @@ static void put_symbol(sink_t *o, uintptr_t pc, int symbols) {
 
 #define MAX_FRAMES 32
 
-/* The frame chain from t's saved context: the resume address, then each frame's
+static void put_frame(sink_t *o, int i, uintptr_t pc, int symbols, const char *name,
+                      uintptr_t off) {
+  puts_(o, "    #");
+  putu(o, (unsigned long long)i);
+  puts_(o, " ");
+  putp(o, (void *)pc);
+  put_symbol(o, pc, symbols, name, off);
+  puts_(o, "\n");
+}
+
+/* The frame chain from a saved context: the resume address, then each frame's
  * return address while the frame pointers stay inside t's stack and increase. */
-static void backtrace_of(sink_t *o, const weft_thread_t *t, int symbols) {
-  uintptr_t pc, fp;
-  if (!saved_regs(&t->ctx, &pc, &fp)) return;
+static void frame_chain(sink_t *o, const weft_thread_t *t, const saved_t *r, int symbols) {
   uintptr_t lo, hi;
   stack_bounds(t, &lo, &hi);
-  uintptr_t prev = (uintptr_t)t->ctx.sp;
+  uintptr_t pc = r->pc, fp = r->fp, prev = (uintptr_t)t->ctx.sp;
   for (int i = 0; i < MAX_FRAMES && pc; i++) {
-    puts_(o, "    #");
-    putu(o, (unsigned long long)i);
-    puts_(o, " ");
-    putp(o, (void *)pc);
-    put_symbol(o, pc, symbols);
-    puts_(o, "\n");
+    put_frame(o, i, pc, symbols, NULL, 0);
     if (fp <= prev || fp < lo || fp + 2 * sizeof(uintptr_t) > hi) break;
     uintptr_t next_fp, ret;
     if (!read_word(fp, &next_fp) || !read_word(fp + sizeof(uintptr_t), &ret)) break;
@@ -200,6 +245,144 @@ static void backtrace_of(sink_t *o, const weft_thread_t *t, int symbols) {
     fp = next_fp;
     pc = ret;
   }
+}
+
+#if defined(WEFT_DUMP_LIBUNWIND)
+/* libunwind's remote interface on this process: its local accessors (the unwind
+ * tables of the loaded modules, found through dl_iterate_phdr), with memory read
+ * through read_word and the initial registers taken from the saved context (the
+ * `arg` of unw_init_remote: a saved_t). Made once and never freed: the address
+ * space holds no per-dump state (caching off, so no lock either). */
+static _Atomic(unw_addr_space_t) uw_as;
+
+static int uw_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write,
+                         void *arg) {
+  (void)as;
+  (void)arg;
+  uintptr_t w;
+  if (write || !read_word((uintptr_t)addr, &w)) return -UNW_EINVAL;
+  *val = (unw_word_t)w;
+  return 0;
+}
+
+static int uw_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write,
+                         void *arg) {
+  (void)as;
+  const saved_t *r = arg;
+  if (write) return -UNW_EREADONLYREG;
+  switch (reg) {
+    case UNW_X86_64_RIP: *val = r->pc; return 0;
+    case UNW_X86_64_RSP: *val = r->sp; return 0;
+    case UNW_X86_64_RBP: *val = r->fp; return 0;
+    case UNW_X86_64_RBX: *val = r->rbx; return 0;
+    case UNW_X86_64_R12: *val = r->r12; return 0;
+    case UNW_X86_64_R13: *val = r->r13; return 0;
+    case UNW_X86_64_R14: *val = r->r14; return 0;
+    case UNW_X86_64_R15: *val = r->r15; return 0;
+    default: *val = 0; return 0;  /* caller-saved: dead across the switch's call */
+  }
+}
+
+static int uw_access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write,
+                           void *arg) {
+  (void)as;
+  (void)reg;
+  (void)val;
+  (void)write;
+  (void)arg;
+  return -UNW_EBADREG;
+}
+
+static int uw_resume(unw_addr_space_t as, unw_cursor_t *c, void *arg) {
+  (void)as;
+  (void)c;
+  (void)arg;
+  return -UNW_EINVAL;  /* the dump never resumes a context */
+}
+
+/* The address space, made on first use (not in a signal handler: see the top). */
+static unw_addr_space_t uw_space(void) {
+  /* acquire: pairs with the release CAS below (another thread's) */
+  unw_addr_space_t as = atomic_load_explicit(&uw_as, memory_order_acquire);
+  if (as) return as;
+  unw_accessors_t acc = *unw_get_accessors(unw_local_addr_space);
+  acc.access_mem = uw_access_mem;
+  acc.access_reg = uw_access_reg;
+  acc.access_fpreg = uw_access_fpreg;
+  acc.resume = uw_resume;
+  unw_addr_space_t made = unw_create_addr_space(&acc, 0);
+  if (!made) return NULL;
+  unw_set_caching_policy(made, UNW_CACHE_NONE);
+  unw_addr_space_t expect = NULL;
+  /* acq_rel: the release publishes the made space to the acquire load above; the
+   * acquire on failure reads the one another thread made */
+  if (!atomic_compare_exchange_strong_explicit(&uw_as, &expect, made, memory_order_acq_rel,
+                                               memory_order_acquire)) {
+    unw_destroy_addr_space(made);
+    return expect;
+  }
+  return made;
+}
+
+/* Unwinds with libunwind: 1 if at least the first frame was printed. */
+static int unwind_of(sink_t *o, const weft_thread_t *t, saved_t *r, int symbols) {
+  /* acquire: pairs with uw_space's release CAS (the space is fully made) */
+  unw_addr_space_t as = atomic_load_explicit(&uw_as, memory_order_acquire);
+  if (!as) return 0;
+  unw_cursor_t c;
+  if (unw_init_remote(&c, as, r) < 0) return 0;
+  uintptr_t lo, hi;
+  stack_bounds(t, &lo, &hi);
+  uintptr_t prev_sp = 0;
+  int i = 0;
+  for (; i < MAX_FRAMES; i++) {
+    unw_word_t ip = 0, sp = 0;
+    if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+    if (unw_get_reg(&c, UNW_REG_SP, &sp) < 0) break;
+    /* every frame inside the thread's stack, each above the last */
+    if (sp < lo || sp > hi || (i > 0 && sp <= prev_sp)) break;
+    prev_sp = sp;
+    char name[128];
+    unw_word_t off = 0;
+    name[0] = 0;
+    /* the fd form prints raw addresses: no name lookup, which opens the module */
+    if (symbols && unw_get_proc_name(&c, name, sizeof name, &off) < 0) name[0] = 0;
+    put_frame(o, i, (uintptr_t)ip, symbols, name, (uintptr_t)off);
+    if (unw_step(&c) <= 0) {
+      i++;
+      break;
+    }
+  }
+  return i > 0;
+}
+#endif
+
+/* The backtrace of a parked thread from its saved context. */
+static void backtrace_of(sink_t *o, const weft_thread_t *t, int symbols) {
+  saved_t r;
+  if (!saved_regs(&t->ctx, &r)) return;
+#if defined(WEFT_DUMP_LIBUNWIND)
+  if (unwind_of(o, t, &r, symbols)) return;
+#endif
+  frame_chain(o, t, &r, symbols);
+}
+
+/* The unwinder the dump uses, for its header line. */
+static const char *unwinder(void) {
+#if defined(WEFT_CONTEXT_UCONTEXT)
+  return "none (ucontext build)";
+#elif defined(WEFT_DUMP_LIBUNWIND)
+  /* relaxed: only whether it was made; unwind_of's acquire load reads it for use */
+  return atomic_load_explicit(&uw_as, memory_order_relaxed) ? "libunwind" : "frame pointers";
+#else
+  return "frame pointers";
+#endif
+}
+
+void weft__dump_prepare(void) {
+#if defined(WEFT_DUMP_LIBUNWIND)
+  uw_space();
+#endif
 }
 
 /* ---- states ---------------------------------------------------------------------- */
@@ -234,8 +417,9 @@ static int queued_on(const weft_thread_t *t) {
       busy = 1;
       continue;
     }
-    int found = 0;
-    for (weft_thread_t *q = atomic_load_explicit(&v->q.head, memory_order_relaxed); q; q = q->next)
+    /* relaxed: a snapshot under the queue lock (the slot is filled under it) */
+    int found = atomic_load_explicit(&v->q.next, memory_order_relaxed) == t;
+    for (weft_thread_t *q = atomic_load_explicit(&v->q.head, memory_order_relaxed); !found && q; q = q->next)
       if (q == t) {
         found = 1;
         break;
@@ -345,7 +529,9 @@ static int dump(sink_t *o, int symbols) {
   IGNORE_READS_BEGIN();
   puts_(o, "weft: dump: ");
   putu(o, (unsigned long long)rt->nvps);
-  puts_(o, " VPs\n");
+  puts_(o, " VPs, backtraces: ");
+  puts_(o, unwinder());
+  puts_(o, "\n");
   for (int i = 0; i < rt->nvps; i++) {
     weft_vp_t *v = rt->vps[i];
     weft_thread_t *cur = __atomic_load_n(&v->current, __ATOMIC_RELAXED);
@@ -379,6 +565,7 @@ static int dump(sink_t *o, int symbols) {
 
 int weft_dump(FILE *f) {
   if (!f) return WEFT_EINVAL;
+  weft__dump_prepare();
   sink_t o = {.f = f, .fd = -1, .n = 0};
   int rc = dump(&o, 1);
   fflush(f);
@@ -392,11 +579,20 @@ int weft_dump_fd(int fd) {
 }
 
 void weft__dump_deadlock(void) {
+  weft__dump_prepare();
   sink_t o = {.f = NULL, .fd = 2, .n = 0};
   dump(&o, 0);
 }
 
 /* ---- dump on a signal ------------------------------------------------------------ */
+int weft__dump_signal_ok(int signo) {
+  /* not SIGKILL/SIGSTOP (cannot be caught), nor the synchronous fault signals: a
+   * handler that returns re-executes the faulting instruction, and SIGSEGV/SIGBUS
+   * report stack overflows (src/core/overflow.c) */
+  return signo >= 1 && signo < NSIG && signo != SIGKILL && signo != SIGSTOP &&
+         signo != SIGSEGV && signo != SIGBUS && signo != SIGILL && signo != SIGFPE;
+}
+
 static _Atomic int dump_signo;    /* the installed signal, 0 none */
 static struct sigaction dump_old; /* what it replaced */
 
@@ -414,7 +610,8 @@ int weft_dump_on_signal(int signo) {
     atomic_store(&dump_signo, 0);
     return 0;
   }
-  if (signo < 1 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP) return WEFT_EINVAL;
+  if (!weft__dump_signal_ok(signo)) return WEFT_EINVAL;
+  weft__dump_prepare();  /* the handler must not allocate */
   if (old == signo) return 0;
   if (old) weft_dump_on_signal(0);
   struct sigaction sa;
@@ -438,4 +635,28 @@ __attribute__((constructor)) static void dump_from_env(void) {
     ssize_t w = write(2, msg, sizeof msg - 1);
     (void)w;
   }
+}
+
+/* weft_config_t.dump_signal: installed by weft_init in place of whatever dump
+ * signal was installed (weft_dump_on_signal, WEFT_DUMP_SIGNAL), which weft_shutdown
+ * puts back. Called under weft_init's and weft_shutdown's exclusion (init_lock). */
+static int cfg_signo;   /* the signal weft_init installed, 0 none */
+static int cfg_before;  /* the dump signal installed before it */
+
+int weft__dump_init(int signo) {
+  weft__dump_prepare();
+  cfg_signo = 0;
+  if (!signo) return 0;
+  int before = atomic_load(&dump_signo);
+  int rc = weft_dump_on_signal(signo);
+  if (rc) return rc;
+  cfg_before = before;
+  cfg_signo = signo;
+  return 0;
+}
+
+void weft__dump_fini(void) {
+  /* only if it is still ours: the program may have changed it since */
+  if (cfg_signo && atomic_load(&dump_signo) == cfg_signo) weft_dump_on_signal(cfg_before);
+  cfg_signo = 0;
 }

@@ -187,6 +187,22 @@ const weft_sched_ops_t weft__sched_queue_ops = {
     .processor_idle = on_idle,
 };
 
+/* The same handlers for the variants without AFFINITY, whose thread_unblocked on a VP is
+ * an enqueue on that VP (home() is the caller's VP): declared, so that the kernel does it
+ * inlined and a woken or yielding thread takes the root bundle's paths (weft/sched.h,
+ * WEFT_SCHED_LOCAL_READY). New threads still wait in the run lists. */
+const weft_sched_ops_t weft__sched_queue_local_ops = {
+    .thread_created = on_created,
+    .thread_started = NULL,
+    .thread_terminated = NULL,
+    .thread_blocked = NULL,
+    .thread_unblocked = on_unblocked,
+    .bundle_created = NULL,
+    .bundle_terminated = NULL,
+    .processor_idle = on_idle,
+    .flags = WEFT_SCHED_LOCAL_READY,
+};
+
 int weft__queue_data_create(unsigned kind, void **out) {
   int n = weft_vp_count();
   if (n < 1) return WEFT_ENOTINIT;

@@ -24,7 +24,8 @@ const char *weft_schedlib_kind_name(unsigned kind) {
 const weft_sched_ops_t *weft_schedlib_ops(unsigned kind) {
   if (!weft_schedlib_kind_valid(kind)) return NULL;
   if (kind == WEFT_SCHED_WORK_FIRST) return &weft__sched_workfirst_ops;
-  return kind == WEFT_SCHED_PRIORITY ? &weft__sched_priority_ops : &weft__sched_queue_ops;
+  if (kind == WEFT_SCHED_PRIORITY) return &weft__sched_priority_ops;
+  return (kind & WEFT_SCHED_AFFINITY) ? &weft__sched_queue_ops : &weft__sched_queue_local_ops;
 }
 
 int weft_schedlib_data_create(unsigned kind, void **out) {

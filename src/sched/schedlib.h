@@ -11,7 +11,8 @@ typedef struct weft__schedlib_head {
 } weft__schedlib_head_t;
 
 /* queue.c: FIFO/LIFO x lazy/eager x affinity */
-extern const weft_sched_ops_t weft__sched_queue_ops;
+extern const weft_sched_ops_t weft__sched_queue_ops;       /* with AFFINITY */
+extern const weft_sched_ops_t weft__sched_queue_local_ops; /* without: LOCAL_READY */
 int weft__queue_data_create(unsigned kind, void **out);
 void weft__queue_data_destroy(void *data);
 

@@ -164,9 +164,14 @@ int weft__mutex_lock_woken(weft__mutex_t *m, weft__waiter_t *w) {
 
 static inline int lock_common(weft__mutex_t *m, uint64_t deadline, int hybrid) {
   if (WEFT__UNLIKELY(!m)) return WEFT_EINVAL;
-  if (WEFT__LIKELY(cas_word(m, 0, 1))) {
+  uint32_t seen = 0;
+  /* acquire on success: pairs with the release exchange of the previous unlock.
+   * Returns `seen`, which a successful CAS leaves 0: the compiler then returns the
+   * register the CAS already cleared (one instruction less than a literal 0) */
+  if (WEFT__LIKELY(atomic_compare_exchange_strong_explicit(&m->word, &seen, 1, memory_order_acquire,
+                                                           memory_order_relaxed))) {
     OWNER_SET(m);
-    return 0;
+    return (int)seen;
   }
   int rc = lock_slow(m, deadline, hybrid);
   if (rc == 0) OWNER_SET(m);

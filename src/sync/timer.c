@@ -145,7 +145,8 @@ void weft__timers_check(weft_vp_t *vp) {
 int weft__timers_poll_all(void) {
   uint64_t now = 0;
   int total = 0;
-  for (int i = 0; i < weft__rt.nvps; i++) {
+  /* the monitor's spare VPs too: their timers outlive their kernel threads */
+  for (int i = 0; i < weft__rt.nvps_all; i++) {
     weft__tmheap_t *h = &weft__rt.vps[i]->tm;
     uint64_t e = atomic_load_explicit(&h->earliest, memory_order_relaxed);
     if (e == WEFT_FOREVER) continue;
@@ -157,7 +158,7 @@ int weft__timers_poll_all(void) {
 
 uint64_t weft__timers_earliest(void) {
   uint64_t m = WEFT_FOREVER;
-  for (int i = 0; i < weft__rt.nvps; i++) {
+  for (int i = 0; i < weft__rt.nvps_all; i++) {
     uint64_t e = atomic_load_explicit(&weft__rt.vps[i]->tm.earliest, memory_order_relaxed);
     if (e < m) m = e;
   }

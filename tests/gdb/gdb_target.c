@@ -1,6 +1,7 @@
 /* tests/gdb/gdb_target.c - the program the gdb extension's test debugs: weft threads
  * parked on a mutex, a condition, and a join (of a thread parked on a semaphore),
- * then a call of weft_gdb_test_ready(), where the test's breakpoint stops it. It
+ * and one in switch mode ALL (whose saved frame resumes through weft__ctx_fp_resume)
+ * parked on the mutex too, then a call of weft_gdb_test_ready(), where the test's breakpoint stops it. It
  * finds out that every thread is parked from weft_dump's own report. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,15 @@ __attribute__((noinline)) void weft_gdb_test_ready(void) { __asm__ volatile("" :
 static void *mutex_waiter(void *a) {
   (void)a;
   weft_set_name(NULL, "on-mutex");
+  weft_mutex_lock(&m);
+  weft_mutex_unlock(&m);
+  return NULL;
+}
+
+static void *fp_all_waiter(void *a) {
+  (void)a;
+  weft_set_name(NULL, "fp-all");
+  if (weft_switch_mode_set(WEFT_SWITCH_ALL) != 0) return &m;
   weft_mutex_lock(&m);
   weft_mutex_unlock(&m);
   return NULL;
@@ -61,7 +71,8 @@ static int all_parked(void) {
   weft_dump(f);
   fclose(f);
   int ok = strstr(buf, "\"on-mutex\": blocked on mutex") && strstr(buf, "\"on-cond\": blocked on condition") &&
-           strstr(buf, "\"on-sem\": blocked on semaphore") && strstr(buf, "\"joiner\": blocked in weft_join");
+           strstr(buf, "\"on-sem\": blocked on semaphore") && strstr(buf, "\"joiner\": blocked in weft_join") &&
+           strstr(buf, "\"fp-all\": blocked on mutex");
   free(buf);
   return ok;
 }
@@ -77,9 +88,11 @@ int main(void) {
   cfg.nvps = 1;
   if (weft_init(&cfg) != 0) return 2;
   weft_thread_t *t[4];
+  void *r = NULL;
   weft_mutex_lock(&m);
   if (weft_create(&t[0], NULL, mutex_waiter, NULL) || weft_create(&t[1], NULL, cond_waiter, NULL) ||
-      weft_create(&sem_thread, NULL, sem_waiter, NULL) || weft_create(&t[2], NULL, joiner, NULL))
+      weft_create(&sem_thread, NULL, sem_waiter, NULL) || weft_create(&t[2], NULL, joiner, NULL) ||
+      weft_create(&t[3], NULL, fp_all_waiter, NULL))
     return 3;
   while (!all_parked()) weft_yield();
   weft_gdb_test_ready();
@@ -92,5 +105,7 @@ int main(void) {
   weft_join(t[0], NULL);
   weft_join(t[1], NULL);
   weft_join(t[2], NULL);
+  weft_join(t[3], &r);
+  if (r) return 5;
   return weft_shutdown() == 0 ? 0 : 4;
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/gdb/run.sh TARGET SCRIPT - runs gdb -batch on TARGET (tests/gdb/gdb_target.c)
 # with the extension SCRIPT loaded by hand, stops where every thread is parked, and
-# checks `info weft-threads` and `weft-thread NAME bt`; then writes a core of it there
+# checks `info weft-threads` and `weft-thread NAME bt` (a thread in switch mode ALL
+# too, whose frame resumes through weft__ctx_fp_resume); then writes a core of it there
 # (gcore; WEFT_STACK_GUARD=mprotect, since gcore cannot read stack mappings holding
 # MADV_GUARD_INSTALL guard regions) and checks the listing, backtraces (the frame
 # unwinder) and `weft-thread NAME select` with `frame` and `info locals` on the core
@@ -14,7 +15,7 @@ command -v gdb >/dev/null 2>&1 || { echo "skipped: no gdb"; exit 77; }
 out=$(gdb -batch -nx -ex "set debuginfod enabled off" -ex "source $script" \
   -ex "break weft_gdb_test_ready" -ex run -ex "info weft-threads" \
   -ex "weft-thread on-mutex bt" -ex "weft-thread on-cond bt" -ex "weft-thread joiner bt" \
-  -ex "bt 1" -ex kill "$target" 2>&1)
+  -ex "weft-thread fp-all bt" -ex "bt 1" -ex kill "$target" 2>&1)
 echo "$out"
 case $out in
   *"ptrace: Operation not permitted"*|*"Could not trace the inferior"*|*"not allowed"*)
@@ -36,6 +37,8 @@ check '#[0-9]+ .*weft_cond_(timed)?wait'
 check '#[0-9]+ .*cond_waiter'
 check '#[0-9]+ .*weft_join'
 check '#[0-9]+ .*joiner'
+check '"fp-all" +blocked on mutex 0x[0-9a-f]+'
+check '#[0-9]+ .*fp_all_waiter'
 # the registers were put back: the stopped thread's own frame is still there
 check '#0 +weft_gdb_test_ready'
 
@@ -53,7 +56,7 @@ if [ ! -s "$tmp/core" ]; then
 fi
 out=$(gdb -batch -nx -ex "set debuginfod enabled off" -ex "source $script" \
   -ex "info weft-threads" -ex "weft-thread on-mutex bt" -ex "weft-thread joiner bt" \
-  -ex "weft-thread on-cond select" -ex "bt" -ex "frame function cond_waiter" \
+  -ex "weft-thread fp-all bt" -ex "weft-thread on-cond select" -ex "bt" -ex "frame function cond_waiter" \
   -ex "info locals" -ex "weft-thread none" -ex "bt" "$target" "$tmp/core" 2>&1)
 echo "--- core file"
 echo "$out"
@@ -65,6 +68,7 @@ check '^#[0-9]+ .*(weft_mutex_lock|lock_common|lock_slow|lock_queue)'
 check '^#[0-9]+ .*mutex_waiter'
 check '^#[0-9]+ .*weft_join'
 check '^#[0-9]+ .*joiner'
+check '^#[0-9]+ .*fp_all_waiter'
 # select: #0 stays the kernel thread's, the thread's frames follow; frame and locals
 check '^#1 +0x[0-9a-f]+ in .*weft__'
 check '^#[0-9]+ .*cond_waiter'

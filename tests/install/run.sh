@@ -5,8 +5,10 @@
 # through pkg-config, shared and static, runs each and checks what it prints. It also
 # checks what a program from a non-system prefix relies on: versioned SONAMEs, and
 # libweft_cthreads.so finding libweft.so.0 next to itself ($ORIGIN); and, after moving
-# the install elsewhere, that pkg-config still finds it. Exits non-zero if any check
-# fails. Where libweft_mpi was built, an MPI client (one process) too.
+# the install elsewhere, that pkg-config still finds it; that the gdb extension is
+# installed where gdb auto-loads it for libweft.so and that gdb loads it from there
+# (skipped without gdb or ptrace). Exits non-zero if any check fails. Where
+# libweft_mpi was built, an MPI client (one process) too.
 # scripts/test.sh runs it on the release configuration's build.
 #
 # Environment: CC, CXX (default cc, c++) for the pkg-config builds and the client project.
@@ -181,6 +183,41 @@ if [ -e "$libdir/libweft_mpi.so" ]; then
   else
     fail "pkg-config module weft-mpi: $(cat "$work/pc.log")"
   fi
+fi
+
+# ---- the gdb extension: installed where gdb auto-loads it for libweft.so
+# (<prefix>/share/gdb/auto-load/<real libdir>/<real library name>-gdb.py), and loaded
+# from there by a gdb told about the prefix's auto-load directory ----
+autoload=$prefix/share/gdb/auto-load
+real_so=$(realpath "$libdir/libweft.so")
+gdbpy=$autoload$(dirname "$real_so")/$(basename "$real_so")-gdb.py
+if [ -f "$gdbpy" ]; then
+  ok "gdb extension installed as ${gdbpy#"$prefix"/}"
+else
+  fail "gdb extension: no $gdbpy (installed: $(find "$prefix" -name '*-gdb.py' | tr '\n' ' '))"
+fi
+if ! command -v gdb >/dev/null 2>&1; then
+  echo "  skip  gdb auto-load: no gdb"
+elif [ ! -x "$work/pc/c_shared" ]; then
+  fail "gdb auto-load: no shared client to debug"
+else
+  gout=$(env -u LD_LIBRARY_PATH timeout 120 gdb -batch -nx -iex "set debuginfod enabled off" \
+    -iex "add-auto-load-safe-path $autoload" -iex "add-auto-load-scripts-directory $autoload" \
+    -ex "break main" -ex run -ex "info auto-load python-scripts" -ex "help info weft-threads" \
+    -ex "help weft-thread" -ex kill "$work/pc/c_shared" 2>&1) || true
+  case $gout in
+    *"ptrace: Operation not permitted"*|*"Could not trace the inferior"*|*"not allowed"*)
+      echo "  skip  gdb auto-load: ptrace not permitted" ;;
+    *)
+      if printf '%s\n' "$gout" | awk -v p="$gdbpy" '$1 == "Yes" && $2 == p { f = 1 } END { exit !f }' &&
+         printf '%s\n' "$gout" | grep -q "^List weft's user-level threads" &&
+         printf '%s\n' "$gout" | grep -q "^weft-thread ID|NAME"; then
+        ok "gdb auto-loads the extension with libweft.so from the prefix; its commands are there"
+      else
+        printf '%s\n' "$gout" | tail -n 20
+        fail "gdb auto-load: the extension was not loaded from $autoload (output above)"
+      fi ;;
+  esac
 fi
 
 # ---- a moved install: weft.pc finds its prefix from where it lies, and libweft_cthreads.so

@@ -202,7 +202,15 @@ TEST_P(DebugTest, DumpShowsEveryThreadAndWhatItWaitsOn) {
   weft_set_name(nullptr, "test-main");
   StartScene(s);
   std::string out = DumpWhenParked(s);
-  EXPECT_NE(out.find("weft: dump: " + std::to_string(nvps()) + " VPs\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("weft: dump: " + std::to_string(nvps()) + " VPs, backtraces: "),
+            std::string::npos) << out;
+#if defined(WEFT_CONTEXT_UCONTEXT)
+  EXPECT_NE(out.find(" VPs, backtraces: none (ucontext build)\n"), std::string::npos) << out;
+#elif defined(WEFT_TEST_LIBUNWIND)
+  EXPECT_NE(out.find(" VPs, backtraces: libunwind\n"), std::string::npos) << out;
+#else
+  EXPECT_NE(out.find(" VPs, backtraces: frame pointers\n"), std::string::npos) << out;
+#endif
   EXPECT_NE(out.find("thread " + std::to_string(weft_thread_id(weft_self())) +
                      " \"test-main\" (main): running on VP "), std::string::npos) << out;
   EXPECT_NE(out.find("weft: dump: 6 threads\n"), std::string::npos) << out;
@@ -214,9 +222,16 @@ TEST_P(DebugTest, DumpShowsEveryThreadAndWhatItWaitsOn) {
   // are hidden, so they have no name for dladdr)
   std::regex sym("\n    #0 0x[0-9a-f]+( [A-Za-z_][A-Za-z0-9_]*\\+0x[0-9a-f]+)? \\([^+]+\\+0x[0-9a-f]+\\)\n");
   EXPECT_TRUE(std::regex_search(out, sym)) << out;
-#ifdef WEFT_TEST_FRAME_POINTERS
-  // with frame pointers in weft as well, the chain reaches the thread's function
-  // (exported by -rdynamic)
+#ifdef WEFT_TEST_LIBUNWIND
+  // libunwind unwinds weft's frames without frame pointers (a release build of weft
+  // has none) from the saved context, and names weft's hidden functions from the
+  // symbol table: the backtraces reach the threads' functions through them
+  EXPECT_NE(out.find(" weft__wait_on+0x"), std::string::npos) << out;
+  EXPECT_NE(out.find(" weft_join+0x"), std::string::npos) << out;
+#endif
+#if defined(WEFT_TEST_FRAME_POINTERS) || defined(WEFT_TEST_LIBUNWIND)
+  // with frame pointers in weft as well, or with libunwind, the backtrace reaches
+  // the thread's function (exported by -rdynamic)
   EXPECT_NE(out.find(" OnMutex+0x"), std::string::npos) << out;
   EXPECT_NE(out.find(" OnCond+0x"), std::string::npos) << out;
   EXPECT_NE(out.find(" OnJoin+0x"), std::string::npos) << out;
@@ -308,10 +323,55 @@ TEST_P(DebugTest, DumpStates) {
   }
 }
 
+// A thread in switch mode ALL parks with a rewritten frame (weft__ctx_fp_save) that
+// resumes through weft__ctx_fp_resume: its backtrace starts at the real resume
+// address, not at that stub, and (libunwind or frame pointers) reaches its function.
+extern "C" void weft__ctx_fp_resume(void);
+extern "C" void *FpAllWaiter(void *a) {
+  auto *s = static_cast<Scene *>(a);
+  weft_set_name(nullptr, "fp-all");
+  if (weft_switch_mode_set(WEFT_SWITCH_ALL) != 0) return P(1);
+  s->in.fetch_add(1);
+  weft_mutex_lock(&s->m);
+  weft_mutex_unlock(&s->m);
+  return nullptr;
+}
+
+TEST_P(DebugTest, DumpOfSwitchModeAllThread) {
+#ifdef WEFT_CONTEXT_UCONTEXT
+  GTEST_SKIP() << "the ucontext build prints no backtraces";
+#else
+  Scene s;
+  weft_mutex_lock(&s.m);
+  weft_thread_t *t = Spawn(FpAllWaiter, &s);
+  std::string out;
+  ASSERT_TRUE(YieldUntil([&] {
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return false;
+    weft_dump(f);
+    fclose(f);
+    out.assign(buf, len);
+    free(buf);
+    return out.find("\"fp-all\": blocked on mutex " + Hex(&s.m) + "\n    #0 ") != std::string::npos;
+  }, 60.0)) << out;
+  weft_mutex_unlock(&s.m);
+  EXPECT_EQ(Join(t), nullptr);
+  size_t at = out.find("\"fp-all\"");
+  std::string mine = out.substr(at, out.find("\nthread ", at) - at);
+  EXPECT_EQ(mine.find("#0 " + Hex((void *)weft__ctx_fp_resume) + " "), std::string::npos) << mine;
+#if defined(WEFT_TEST_FRAME_POINTERS) || defined(WEFT_TEST_LIBUNWIND)
+  EXPECT_NE(mine.find(" FpAllWaiter+0x"), std::string::npos) << mine;
+#endif
+#endif
+}
+
 // weft_dump_on_signal: the handler writes the dump to standard error.
 TEST_P(DebugTest, DumpOnSignal) {
   EXPECT_EQ(weft_dump_on_signal(SIGKILL), WEFT_EINVAL);
   EXPECT_EQ(weft_dump_on_signal(-3), WEFT_EINVAL);
+  EXPECT_EQ(weft_dump_on_signal(SIGSEGV), WEFT_EINVAL) << "a fault signal would loop";
   ASSERT_EQ(weft_dump_on_signal(SIGUSR2), 0);
   weft_set_name(nullptr, "signalled");
   char path[] = "/tmp/weft_dump_test_XXXXXX";
@@ -333,6 +393,71 @@ TEST_P(DebugTest, DumpOnSignal) {
   close(fd);
   EXPECT_NE(out.find("\"signalled\" (main): running on VP"), std::string::npos) << out;
   weft_set_name(nullptr, nullptr);
+}
+
+// Raises sig with standard error sent to a file; returns what was written.
+std::string RaiseCapturingStderr(int sig) {
+  char path[] = "/tmp/weft_dump_test_XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return "mkstemp failed";
+  unlink(path);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fd, 2);
+  raise(sig);
+  dup2(saved, 2);
+  close(saved);
+  std::string out;
+  char b[4096];
+  ssize_t n;
+  lseek(fd, 0, SEEK_SET);
+  while ((n = read(fd, b, sizeof b)) > 0) out.append(b, (size_t)n);
+  close(fd);
+  return out;
+}
+
+bool HandlerIsDefault(int sig) {
+  struct sigaction sa;
+  sigaction(sig, nullptr, &sa);
+  return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL;
+}
+
+// weft_config_t.dump_signal: bad values are refused by weft_init; a good one is
+// installed by weft_init in place of the dump signal installed before, and
+// weft_shutdown puts that one back.
+TEST(DebugConfigTest, DumpSignalField) {
+  alarm(60);
+  weft_config_t c;
+  weft_config_init(&c);
+  EXPECT_EQ(c.dump_signal, 0) << "off by default";
+  c.nvps = 2;
+  for (int bad : {-1, SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, NSIG, 1 << 20}) {
+    c.dump_signal = bad;
+    EXPECT_EQ(weft_init(&c), WEFT_EINVAL) << "dump_signal " << bad;
+    EXPECT_FALSE(weft_is_running());
+  }
+  // a dump signal installed before (as WEFT_DUMP_SIGNAL would)
+  ASSERT_EQ(weft_dump_on_signal(SIGUSR1), 0);
+  ASSERT_TRUE(HandlerIsDefault(SIGUSR2));
+  c.dump_signal = SIGUSR2;
+  ASSERT_EQ(weft_init(&c), 0);
+  weft_set_name(nullptr, "config-signalled");
+  std::string out = RaiseCapturingStderr(SIGUSR2);
+  EXPECT_NE(out.find("weft: dump: 2 VPs, backtraces: "), std::string::npos) << out;
+  EXPECT_NE(out.find("\"config-signalled\" (main): running on VP"), std::string::npos) << out;
+  EXPECT_TRUE(HandlerIsDefault(SIGUSR1)) << "one dump signal at a time";
+  weft_set_name(nullptr, nullptr);
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_TRUE(HandlerIsDefault(SIGUSR2)) << "weft_shutdown removes it";
+  EXPECT_FALSE(HandlerIsDefault(SIGUSR1)) << "and puts back the one before";
+  EXPECT_EQ(weft_dump_on_signal(0), 0);
+  EXPECT_TRUE(HandlerIsDefault(SIGUSR1));
+  // with none installed before, shutdown leaves none
+  ASSERT_EQ(weft_init(&c), 0);
+  EXPECT_FALSE(HandlerIsDefault(SIGUSR2));
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_TRUE(HandlerIsDefault(SIGUSR2));
+  alarm(0);
 }
 
 // The deadlock report lists the threads through the dump: kinds, names, addresses.

@@ -21,9 +21,12 @@
 #                              locals` work on them
 #   weft-thread none           turns it off again
 #
-# Installed next to libweft as share/gdb/auto-load/<libdir>/libweft.so.<version>-gdb.py,
-# which gdb loads with the library (if that directory is in its auto-load safe-path);
-# or load it by hand: (gdb) source tools/gdb/weft-gdb.py
+# Installed as <prefix>/share/gdb/auto-load/<real libdir>/libweft.so.<version>-gdb.py,
+# which gdb loads with the library when that auto-load directory is gdb's own (a /usr
+# install) or added with add-auto-load-scripts-directory, and trusted
+# (add-auto-load-safe-path): docs/debugging.md. Self-contained: it imports nothing but
+# gdb's modules, so the installed copy works wherever it lies. Or load it by hand:
+# (gdb) source tools/gdb/weft-gdb.py
 #
 # It reads the runtime's structures through the debug information of libweft (or
 # of a program linked with weft statically): weft__rt, its VPs, the main thread and
@@ -162,13 +165,22 @@ def _read(addr):
     return int(gdb.parse_and_eval("*(unsigned long *)0x%x" % addr))
 
 
-# Saved frames (src/arch/context.h): register -> offset from the saved sp, the
-# resume address, and the frame size (the stack pointer after the switch returns).
+# Saved frames (src/arch/frame.h): register -> offset from the saved sp, the
+# resume address, the frame size (the stack pointer after the switch returns), and
+# the offset of the real resume address in the extension above a frame of switch
+# mode ALL (weft__ctx_fp_save: the frame resumes at weft__ctx_fp_resume, which pops
+# WEFT__FPEXT_SIZE = 16 more bytes).
+# AArch64: x19-x28 in pairs from +0, x29 at +80, x30 (the link register, which the
+# switch's ret resumes at and leaves in x30) at +88, d8-d15 at +96..+152 (not given to
+# gdb: they are the low halves of v8-v15, which gdb has only as 128-bit registers),
+# errno at +160, 176 bytes. Checked by reading against src/arch/frame.h and
+# src/arch/aarch64/switch_arm64_aapcs_elf_gas.S, not run (no AArch64 gdb here).
 X86_64 = ({"r15": 8, "r14": 16, "r13": 24, "r12": 32, "rbx": 40, "rbp": 48},
-          "rip", 56, "rsp", 64)
+          "rip", 56, "rsp", 64, 8)
 AARCH64 = ({"x19": 0, "x20": 8, "x21": 16, "x22": 24, "x23": 32, "x24": 40, "x25": 48,
-            "x26": 56, "x27": 64, "x28": 72, "x29": 80},
-           "pc", 88, "sp", 176)
+            "x26": 56, "x27": 64, "x28": 72, "x29": 80, "x30": 88},
+           "pc", 88, "sp", 176, 0)
+FPEXT_SIZE = 16
 
 
 try:
@@ -231,17 +243,27 @@ def _context_regs(t):
         layout = AARCH64
     else:
         raise gdb.GdbError("weft: no frame layout for %s" % arch)
-    regs, pcname, pcoff, spname, framesize = layout
+    regs, pcname, pcoff, spname, framesize, fpext_resume = layout
     sp = _u(t["ctx"]["sp"])
     vals = {r: _read(sp + off) for r, off in regs.items()}
     pc = _read(sp + pcoff)
+    after = sp + framesize
+    try:
+        fp_resume = _u(gdb.parse_and_eval("&weft__ctx_fp_resume"))
+    except gdb.error:
+        fp_resume = None
+    if fp_resume is not None and pc == fp_resume:  # switch mode ALL: the real resume
+        pc = _read(after + fpext_resume)
+        after += FPEXT_SIZE
+        if "x30" in vals:
+            vals["x30"] = pc
     if pc == 0 and _is_core():
         raise gdb.GdbError(
             "weft: thread %d's saved context reads as zeros: its stack is not in this core. "
             "gdb's gcore cannot read stack mappings that hold guard regions (MADV_GUARD_INSTALL, "
             "Linux 6.13+): use a kernel core dump, or run with WEFT_STACK_GUARD=mprotect "
             "(docs/debugging.md)" % int(t["id"]))
-    return vals, pcname, pc, spname, sp + framesize
+    return vals, pcname, pc, spname, after
 
 
 def _select(regs):

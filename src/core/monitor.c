@@ -1,0 +1,558 @@
+/* src/core/monitor.c - the system monitor: unannounced blocking calls degrade, they
+ * do not stall (docs/design.md "The system monitor").
+ *
+ * A weft thread that makes a blocking kernel call weft was not told of (a plain
+ * read(2), sleep(), a blocking library call) keeps its VP's kernel thread asleep in
+ * the kernel, and every ready thread in that VP's dispatch queue waits. The monitor
+ * is a kernel thread that looks at the VPs every half bound while some VP has ready
+ * threads queued. A VP is stalled when, between two looks,
+ *   - it is not parked in its idle loop (vp->park 0),
+ *   - its dispatch queue kept the same front thread (none ran from it),
+ *   - its kernel thread used less than half the time in CPU (clock of the thread),
+ *   - and its kernel thread sleeps in the kernel now (state S or D in
+ *     /proc/self/task/TID/stat): a kernel thread the OS merely preempted is runnable.
+ * The hot paths pay nothing: the front of the queue is already an atomic (idle
+ * pollers read it), the rest comes from the kernel. A thread that computes for long
+ * without coming back to the scheduler keeps its CPU busy and is not a stall: weft
+ * does not preempt, and a spare then would run more kernel threads than VPs.
+ *
+ * A stalled VP gets a spare VP: one of the slots weft_init reserved behind the VPs
+ * (rt.vps[nvps + k]), with its own caches, timer heap, counters and idle context,
+ * run by a kernel thread the monitor starts for it. The spare takes ready threads
+ * from the front of the stalled VP's queue (under its lock, as a thief) one at a
+ * time and runs them; threads they create or wake go to the spare's own queue, as on
+ * any VP. When the stalled VP's kernel thread uses its CPU again (the call returned)
+ * or parks, the monitor ends the stall: it stops the spare's taking, moves whatever
+ * the spare has queued back to the VP, and the spare's kernel thread exits once its
+ * running thread comes back to it. A spare is watched like any VP; when its own
+ * thread blocks, the threads queued behind it go back to the VP it stands in for if
+ * that one is idle (regular VPs do not steal from spares), else another spare
+ * stands in for the spare. Meanwhile the kernel thread that returned from
+ * its call runs its thread on, next to the spare: for that moment up to nvps plus
+ * the running spares run weft threads (docs/design.md says why no hand-back is
+ * possible without telling weft of the call).
+ *
+ * Nothing else ever puts a thread on a spare's queue: placement (affinity, round
+ * robin for plain OS threads) names VPs below nvps, timers and I/O completions make
+ * threads ready on the VP that fires or reaps them. Timers armed on a spare stay in
+ * its heap after its kernel thread has gone; every VP polls the spares' heaps too
+ * (timer.c loops over rt.nvps_all). The live count and the statistics count the
+ * spares' counters (stats.c).
+ *
+ * The monitor sleeps on its futex while no VP is awake (every VP parked and no spare
+ * running); a VP that leaves its idle loop to run a thread kicks it (idle.c). It looks
+ * every half bound while some awake VP's kernel thread hardly used its CPU since the
+ * last look (it may sleep in a call: a thread queued on it must be seen within the
+ * bound), or a VP is stalled. While every awake VP runs (threads queued or not), the
+ * period doubles after MON_CALM_LOOKS looks that found nothing, up to MON_SLOW_NS, as
+ * Go's system monitor backs off: a look every half bound costs a wake-up of the
+ * monitor and a read of each busy VP's CPU clock, which took 18% of a CPU while two
+ * threads yielded to each other. A VP that then blocks is seen within two slow
+ * periods (its CPU time over the last period tells), and watched at half the bound
+ * from there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "core/monitor.h"
+#include "weft/hook.h"
+
+#define MON_DEFAULT_US 20
+#define MON_SLOW_NS 1000000u      /* longest period while every awake VP runs */
+#define MON_CALM_LOOKS 50         /* looks that found nothing before the period doubles */
+#define MON_MAX_SPARES 64
+
+enum { SP_FREE = 0, SP_RUNNING = 1, SP_DONE = 2 };
+
+/* What the monitor knows of one VP slot (regular or spare). tid and clock are
+ * written by the VP's kernel thread (clock first, tid released); the rest is the
+ * monitor's own. */
+typedef struct mon_vp {
+  _Atomic int tid;              /* kernel thread id; 0: none (yet) */
+  _Atomic clockid_t clock;      /* its CPU-time clock */
+  weft_thread_t *last_head;     /* the front of its queue at the last look */
+  uint64_t last_cpu;            /* its CPU time at the last read; 0: not read */
+  uint64_t last_ns;             /* when that was read */
+  int quiet;                    /* its CPU time hardly moved over the last read */
+  int stalled;                  /* from detection until its kernel thread runs again */
+  int helper;                   /* the spare slot helping it, or -1 */
+} mon_vp_t;
+
+/* A spare slot. state: the monitor sets RUNNING before it starts the kernel thread,
+ * which stores DONE (release) as its last act; the monitor loads DONE (acquire),
+ * joins, and sets FREE. target: the VP it stands in for, written before the start.
+ * take: 1 while the target is stalled (monitor writes, the spare reads; its futex:
+ * the monitor wakes the spare when it clears it). */
+typedef struct spare {
+  _Atomic int state;
+  _Atomic int target;
+  _Atomic uint32_t take;
+  /* 1 once the spare has found its queue empty for the last time: set and read
+   * under the spare's queue lock (relaxed: the lock orders it), so that no thread
+   * is moved onto the queue of a spare that will not run it */
+  _Atomic int closed;
+  pthread_t kt;
+} spare_t;
+
+static struct {
+  int on;
+  uint64_t bound_ns;
+  int nvps, nspares;
+  mon_vp_t *vps;                /* nvps + nspares */
+  spare_t *spares;              /* nspares */
+  int started;
+  pthread_t kt;
+  _Atomic int stop;
+  _Atomic uint64_t n_stalls, n_started;
+} mon;
+
+_Atomic uint32_t weft__monitor_deep;
+
+/* ---- configuration ------------------------------------------------------------------ */
+
+/* The bound in microseconds for cfg and the environment (WEFT_MONITOR=off or 0: no
+ * monitor; WEFT_MONITOR=<us>: the bound), or 0 for none. */
+static long bound_us(const weft_config_t *cfg) {
+  long us = cfg->monitor_us == WEFT_MONITOR_OFF ? 0
+            : cfg->monitor_us > 0              ? cfg->monitor_us
+                                               : MON_DEFAULT_US;
+  const char *e = getenv("WEFT_MONITOR");
+  if (e && *e) {
+    if (!strcmp(e, "off")) return 0;
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (*end == '\0' && v >= 0 && v <= 1000000) us = v;
+  }
+  return us;
+}
+
+int weft__monitor_spares(const weft_config_t *cfg) {
+  if (!bound_us(cfg)) return 0;
+  /* one per VP, and a few for spares whose own thread blocks too */
+  int n = cfg->nvps + 3;
+  return n < MON_MAX_SPARES ? n : MON_MAX_SPARES;
+}
+
+int weft__monitor_init(int nspares) {
+  memset(&mon, 0, sizeof mon);
+  atomic_store_explicit(&weft__monitor_deep, 0, memory_order_relaxed);
+  long us = bound_us(&weft__rt.cfg);
+  if (!us || !nspares) return 0;
+  mon.bound_ns = (uint64_t)us * 1000u;
+  mon.nvps = weft__rt.nvps;
+  mon.nspares = nspares;
+  mon.vps = weft__sys_calloc((size_t)(mon.nvps + nspares), sizeof *mon.vps);
+  mon.spares = weft__sys_calloc((size_t)nspares, sizeof *mon.spares);
+  if (!mon.vps || !mon.spares) {
+    weft__monitor_free();
+    return WEFT_ENOMEM;
+  }
+  for (int i = 0; i < mon.nvps + nspares; i++) mon.vps[i].helper = -1;
+  mon.on = 1;
+  return 0;
+}
+
+void weft__monitor_free(void) {
+  weft__sys_free(mon.vps);
+  weft__sys_free(mon.spares);
+  memset(&mon, 0, sizeof mon);
+}
+
+void weft__monitor_vp_start(weft_vp_t *vp) {
+  if (!mon.on) return;
+  mon_vp_t *m = &mon.vps[vp->index];
+  clockid_t c;
+  if (pthread_getcpuclockid(pthread_self(), &c) != 0) return;  /* never watched */
+  atomic_store_explicit(&m->clock, c, memory_order_relaxed);
+  /* release: pairs with the monitor's acquire load of tid; clock is read after it */
+  atomic_store_explicit(&m->tid, (int)syscall(SYS_gettid), memory_order_release);
+}
+
+int weft__vp_public_index(const weft_vp_t *vp) {
+  int i = vp->index;
+  /* relaxed: a spare's target is written before its kernel thread is started
+   * (pthread_create orders it), and only that thread runs threads on the spare; a
+   * spare may stand in for a spare: follow the chain (at most nspares long) */
+  for (int n = 0; i >= weft__rt.nvps && n <= mon.nspares; n++)
+    i = atomic_load_explicit(&mon.spares[i - weft__rt.nvps].target, memory_order_relaxed);
+  return i < weft__rt.nvps ? i : 0;
+}
+
+int weft__monitor_busy(void) {
+  for (int k = 0; k < mon.nspares; k++)
+    if (atomic_load_explicit(&mon.spares[k].state, memory_order_acquire) != SP_FREE) return 1;
+  return 0;
+}
+
+/* ---- the spare VP ------------------------------------------------------------------- */
+
+/* The front of v's queue if it is a root-bundle thread (a custom scheduler's thread
+ * keeps to its VPs: its scheduler indexes its state by VP), else NULL. */
+static weft_thread_t *take_front(weft_vp_t *v) {
+  if (!atomic_load_explicit(&v->q.head, memory_order_relaxed)) return NULL;
+  weft__spin_lock(&v->q.lock);
+  /* relaxed: ordered by the queue lock (the atomic serves unlocked hint reads) */
+  weft_thread_t *t = atomic_load_explicit(&v->q.head, memory_order_relaxed);
+  if (t && !(weft__tflags(t) & WEFT__TF_CUSTOM)) {
+    weft_thread_t *n = t->next;
+    atomic_store_explicit(&v->q.head, n, memory_order_relaxed);
+    if (!n) v->q.tail = NULL;
+  } else {
+    t = NULL;
+  }
+  weft__spin_unlock(&v->q.lock);
+  return t;
+}
+
+static void *spare_main(void *p) {
+  int k = (int)(intptr_t)p;
+  pthread_setname_np(pthread_self(), "weft-spare");
+  spare_t *sp = &mon.spares[k];
+  weft_vp_t *s = weft__rt.vps[mon.nvps + k];
+  weft_vp_t *target = weft__rt.vps[atomic_load_explicit(&sp->target, memory_order_relaxed)];
+  weft__tls_vp = s;
+  /* the overflow report's signal stack: allocated at the slot's first use, kept
+   * with the slot (freed at teardown with the VP) */
+  int alt = s->altstack != NULL || weft__altstack_alloc(s) == 0;
+  if (alt) weft__altstack_enter(s);
+  weft__ctx_init_self(&s->idle_ctx, s->ctx_storage);
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+  weft__san_init_self(&s->idle_ctx);
+#endif
+  weft__monitor_vp_start(s);
+  for (;;) {
+    weft_thread_t *t = weft__dequeue(s);
+    /* acquire: pairs with the monitor's release store of 0 (the threads it moved
+     * back to the target are then off our queue) */
+    uint32_t take = atomic_load_explicit(&sp->take, memory_order_acquire);
+    if (!t && take) {
+      t = take_front(target);
+      if (t) weft_sched_steal_note(target, 1, t);
+    }
+    if (!t) {
+      if (!take || atomic_load_explicit(&weft__rt.stopping, memory_order_acquire)) {
+        /* close, if the queue is still empty: the monitor may have moved threads
+         * here meanwhile (move_queue looks at closed under the same lock) */
+        weft__spin_lock(&s->q.lock);
+        int empty = atomic_load_explicit(&s->q.head, memory_order_relaxed) == NULL;
+        if (empty) atomic_store_explicit(&sp->closed, 1, memory_order_relaxed);
+        weft__spin_unlock(&s->q.lock);
+        if (empty) break;
+        continue;
+      }
+      /* the target is still stalled, with nothing queued: wait for it to get work
+       * or for the monitor to end the stall; meanwhile what this spare cached is
+       * the pool's (the caches stay bounded by the VPs that run) */
+      if (s->tcb_free || s->stk_free) weft__vp_caches_to_pool(s);
+      weft__os_futex_wait_until(&sp->take, 1, weft__os_now_ns() + mon.bound_ns / 2);
+      continue;
+    }
+    weft__prepare(s, &t);
+    if (!t) continue;  /* no stack: it waits on rt.nostack */
+    s->current = t;
+#ifdef WEFT_HOOKS
+    if (WEFT__UNLIKELY(weft__tflags(t) & WEFT__TF_HOOK)) weft__hook_raise(WEFT_HOOK_RESTORE, t, NULL);
+#endif
+    weft__switch(&s->idle_ctx, &t->ctx, NULL, NULL);
+    s->current = NULL;
+    if (atomic_load_explicit(&s->tm.n, memory_order_relaxed)) weft__timers_check(s);
+  }
+  /* what this spare cached goes to the pool: the caches stay bounded by the VPs
+   * that run (nvps * 2T + G) */
+  weft__vp_caches_to_pool(s);
+  if (alt) weft__altstack_leave();
+  weft__tls_vp = NULL;
+  atomic_store_explicit(&mon.vps[mon.nvps + k].tid, 0, memory_order_relaxed);
+  /* release: the monitor's acquire load of DONE sees all the spare did */
+  atomic_store_explicit(&sp->state, SP_DONE, memory_order_release);
+  return NULL;
+}
+
+/* Starts a spare for the stalled VP i; 0 if none is free or it cannot start (the
+ * next look tries again). */
+static int spare_start(int i) {
+  for (int k = 0; k < mon.nspares; k++) {
+    spare_t *sp = &mon.spares[k];
+    if (atomic_load_explicit(&sp->state, memory_order_relaxed) != SP_FREE) continue;
+    atomic_store_explicit(&sp->target, i, memory_order_relaxed);
+    atomic_store_explicit(&sp->take, 1, memory_order_relaxed);
+    atomic_store_explicit(&sp->closed, 0, memory_order_relaxed);
+    atomic_store_explicit(&sp->state, SP_RUNNING, memory_order_relaxed);
+    /* everything above happens-before the spare (pthread_create) */
+    if (pthread_create(&sp->kt, NULL, spare_main, (void *)(intptr_t)k) != 0) {
+      atomic_store_explicit(&sp->state, SP_FREE, memory_order_relaxed);
+      return 0;
+    }
+    mon.vps[i].helper = k;
+    atomic_fetch_add_explicit(&mon.n_started, 1, memory_order_relaxed);
+    return 1;
+  }
+  return 0;
+}
+
+/* Moves every thread queued on s to the back of v's queue (of the VP a closed
+ * spare v stood in for), in order, holding both queue locks (s's, then v's: only the monitor nests them, so the order cannot
+ * deadlock). Atomic to anyone who looks at v's queue under its lock: the deadlock
+ * check (deadlock.c) looks at the regular VPs' queues and counts kernel threads; a
+ * spare's kernel thread exits only with its queue empty, so a thread is always in
+ * a queue that check sees, or in the queue of a spare that still runs. */
+static void move_queue(weft_vp_t *s, weft_vp_t *v) {
+  if (!atomic_load_explicit(&s->q.head, memory_order_relaxed)) return;
+  weft__spin_lock(&s->q.lock);
+  weft_thread_t *first = atomic_load_explicit(&s->q.head, memory_order_relaxed);
+  if (!first) {
+    weft__spin_unlock(&s->q.lock);
+    return;
+  }
+  weft_thread_t *last = s->q.tail;
+  atomic_store_explicit(&s->q.head, NULL, memory_order_relaxed);
+  s->q.tail = NULL;
+  for (;;) {
+    weft__spin_lock(&v->q.lock);
+    /* a closed spare runs nothing more: give to the VP it stood in for */
+    if (v->index < mon.nvps ||
+        !atomic_load_explicit(&mon.spares[v->index - mon.nvps].closed, memory_order_relaxed))
+      break;
+    weft__spin_unlock(&v->q.lock);
+    v = weft__rt.vps[weft__vp_public_index(v)];
+  }
+  uint32_t idle = weft__append_locked(v, first, last);
+  weft__spin_unlock(&v->q.lock);
+  weft__spin_unlock(&s->q.lock);
+  weft__enqueue_wake(idle);
+}
+
+/* The stall of VP i is over: its spare takes no more, and gives back what it holds
+ * (move_queue gives to the VP a closed spare stood in for). */
+static void unstall(int i) {
+  mon_vp_t *m = &mon.vps[i];
+  m->stalled = 0;
+  int k = m->helper;
+  if (k < 0) return;
+  m->helper = -1;
+  spare_t *sp = &mon.spares[k];
+  /* release: pairs with the spare's acquire load of take */
+  atomic_store_explicit(&sp->take, 0, memory_order_release);
+  weft__os_futex_wake(&sp->take, 1);
+  move_queue(weft__rt.vps[mon.nvps + k], weft__rt.vps[i]);
+}
+
+/* Joins spares that have exited; returns 1 if any did. */
+static int reap(void) {
+  int any = 0;
+  for (int k = 0; k < mon.nspares; k++) {
+    spare_t *sp = &mon.spares[k];
+    /* acquire: pairs with the spare's release store of DONE */
+    if (atomic_load_explicit(&sp->state, memory_order_acquire) != SP_DONE) continue;
+    pthread_join(sp->kt, NULL);
+    mon_vp_t *ms = &mon.vps[mon.nvps + k];
+    if (ms->stalled) unstall(mon.nvps + k);
+    ms->last_head = NULL;
+    ms->last_cpu = 0;
+    for (int i = 0; i < mon.nvps + mon.nspares; i++)
+      if (mon.vps[i].helper == k) mon.vps[i].helper = -1;
+    atomic_store_explicit(&sp->state, SP_FREE, memory_order_relaxed);
+    any = 1;
+  }
+  return any;
+}
+
+static uint64_t cpu_ns(clockid_t c) {
+  struct timespec ts;
+  if (clock_gettime(c, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* 1 if kernel thread tid sleeps in the kernel (state S or D). */
+static int kthread_sleeps(int tid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');  /* the name may hold spaces and parentheses */
+  return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
+}
+
+/* One look at every VP (now: its time). Returns 2 if some awake VP's kernel thread
+ * hardly ran and sleeps in the kernel, or some VP is stalled (the monitor then looks again after half the
+ * bound), 1 if some awake VP has threads queued (the period may back off), 0 if
+ * neither. The CPU time of a VP with an empty queue is read at every eighth look
+ * only (full), or at every look in the slow mode: one system call per VP and look
+ * would cost more than the look. */
+static int look(uint64_t now, int full) {
+  int risk = 0;
+  for (int i = 0; i < mon.nvps + mon.nspares; i++) {
+    mon_vp_t *m = &mon.vps[i];
+    /* acquire: pairs with weft__monitor_vp_start's release store */
+    int tid = atomic_load_explicit(&m->tid, memory_order_acquire);
+    if (!tid) continue;
+    weft_vp_t *v = weft__rt.vps[i];
+    /* relaxed: a hint; parked means asleep in its idle loop (or about to be) */
+    if (atomic_load_explicit(&v->park, memory_order_relaxed)) {
+      if (m->stalled) unstall(i);
+      m->last_head = NULL;
+      m->last_cpu = 0;
+      m->quiet = 0;
+      continue;
+    }
+    /* relaxed: the front of the queue, as idle pollers read it: only compared */
+    weft_thread_t *h = atomic_load_explicit(&v->q.head, memory_order_relaxed);
+    if (!h && !m->stalled && !full) {
+      m->last_head = NULL;
+      if (m->quiet) risk = 2;
+      continue;
+    }
+    uint64_t cpu = cpu_ns(atomic_load_explicit(&m->clock, memory_order_relaxed));
+    int idle_cpu = m->last_cpu && cpu - m->last_cpu < (now - m->last_ns) / 2;
+    /* a kernel thread that hardly ran but is runnable was only kept off a CPU (a
+     * loaded machine): not a reason to look closely, which would cost the CPU it lacks */
+    int sleeping = idle_cpu && kthread_sleeps(tid);
+    m->quiet = sleeping;
+    /* at risk: threads queued, or an awake VP whose kernel thread hardly ran (it may
+     * sleep in a call: a thread made ready onto it now must be seen within the bound) */
+    if (sleeping || m->stalled) risk = 2;
+    else if (h && risk < 1) risk = 1;
+    if (m->stalled) {
+      if (!idle_cpu) unstall(i);         /* its kernel thread runs again */
+      else if (m->helper < 0) spare_start(i);
+    } else if (h && h == m->last_head && sleeping) {
+      atomic_fetch_add_explicit(&mon.n_stalls, 1, memory_order_relaxed);
+      /* a stalled spare gives its queue to the VP it stands in for when that one
+       * is idle (regular VPs do not steal from spares); else it gets a spare */
+      int home = weft__vp_public_index(v);
+      /* relaxed: a hint; a VP parked in its idle loop is woken by the enqueue */
+      if (i >= mon.nvps && atomic_load_explicit(&weft__rt.vps[home]->park, memory_order_relaxed)) {
+        move_queue(v, weft__rt.vps[home]);
+        h = NULL;
+      } else {
+        m->stalled = 1;
+        spare_start(i);
+      }
+    }
+    m->last_head = h;
+    m->last_cpu = cpu;
+    m->last_ns = now;
+  }
+  return risk;
+}
+
+/* 1 if every VP sleeps and no spare runs: nothing to watch until a VP wakes. */
+static int all_asleep(void) {
+  /* seq_cst: the monitor's half of the store-buffering pair of monitor.h */
+  uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_seq_cst);
+  return (int)(idle >> 16) == mon.nvps && !weft__monitor_busy();
+}
+
+void weft__monitor_wake_deep(void) {
+  uint32_t one = 1;
+  if (atomic_compare_exchange_strong_explicit(&weft__monitor_deep, &one, 0, memory_order_seq_cst,
+                                              memory_order_relaxed))
+    weft__os_futex_wake(&weft__monitor_deep, 1);
+}
+
+static void *monitor_main(void *unused) {
+  (void)unused;
+  pthread_setname_np(pthread_self(), "weft-monitor");
+  /* wake-ups at the requested time, not up to the default 50 us of slack later */
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  uint64_t fast = mon.bound_ns / 2 ? mon.bound_ns / 2 : 1, period = fast;
+  uint64_t prev = weft__os_now_ns();
+  unsigned nlook = 0, calm = 0;
+  /* acquire: pairs with weft__monitor_stop's release store */
+  while (!atomic_load_explicit(&mon.stop, memory_order_acquire)) {
+    weft__os_futex_wait_until(&weft__monitor_deep, 0, prev + period);
+    if (atomic_load_explicit(&mon.stop, memory_order_acquire)) break;
+    uint64_t now = weft__os_now_ns();
+    /* a spare's kernel thread has gone: the deadlock check of a VP that went to
+     * sleep while it existed did not count it out; let one look again */
+    if (reap()) weft__wake_one();
+    int risk = look(now, period > fast || (++nlook & 7) == 0);
+    prev = now;
+    if (risk == 2) {
+      period = fast;
+      calm = 0;
+      continue;
+    }
+    if (risk == 1) {  /* every awake VP runs: back off after a calm stretch */
+      if (++calm > MON_CALM_LOOKS && period < MON_SLOW_NS) period *= 2;
+      continue;
+    }
+    calm = 0;
+    if (period < MON_SLOW_NS) period *= 2;
+    /* nothing awake: sleep until a VP leaves its idle loop (monitor.h) */
+    if (all_asleep()) {
+      atomic_store_explicit(&weft__monitor_deep, 1, memory_order_seq_cst);
+      /* seq_cst: see weft__monitor_stop */
+      if (all_asleep() && !atomic_load_explicit(&mon.stop, memory_order_seq_cst))
+        weft__os_futex_wait(&weft__monitor_deep, 1);
+      atomic_store_explicit(&weft__monitor_deep, 0, memory_order_relaxed);
+      prev = weft__os_now_ns();
+      period = fast;
+      for (int i = 0; i < mon.nvps + mon.nspares; i++) {
+        mon.vps[i].last_cpu = 0;
+        mon.vps[i].quiet = 0;
+      }
+    }
+  }
+  return NULL;
+}
+
+int weft__monitor_start(void) {
+  if (!mon.on) return 0;
+  void *probe = weft__sys_malloc(1);  /* failure injection covers the start too */
+  if (!probe) return WEFT_ENOMEM;
+  weft__sys_free(probe);
+  if (pthread_create(&mon.kt, NULL, monitor_main, NULL) != 0) return WEFT_ESYS;
+  mon.started = 1;
+  return 0;
+}
+
+void weft__monitor_stop(void) {
+  if (!mon.started) return;
+  /* seq_cst: before the store of the futex word below, in the single order the
+   * monitor's seq_cst store of 1 and load of stop before it sleeps also take part
+   * in: either it sees stop, or its futex wait sees 0 */
+  atomic_store_explicit(&mon.stop, 1, memory_order_seq_cst);
+  atomic_store_explicit(&weft__monitor_deep, 0, memory_order_seq_cst);
+  weft__os_futex_wake(&weft__monitor_deep, 1);
+  pthread_join(mon.kt, NULL);
+  mon.started = 0;
+  /* the spares: every weft thread has finished (or none ever ran on them), so each
+   * finds nothing and exits once told to take no more */
+  for (int k = 0; k < mon.nspares; k++) {
+    spare_t *sp = &mon.spares[k];
+    if (atomic_load_explicit(&sp->state, memory_order_acquire) == SP_FREE) continue;
+    atomic_store_explicit(&sp->take, 0, memory_order_release);
+    weft__os_futex_wake(&sp->take, 1);
+    pthread_join(sp->kt, NULL);
+    atomic_store_explicit(&sp->state, SP_FREE, memory_order_relaxed);
+  }
+}
+
+int weft_monitor_info(weft_monitor_info_t *out) {
+  if (!out) return WEFT_EINVAL;
+  if (!weft_is_running()) return WEFT_ENOTINIT;
+  memset(out, 0, sizeof *out);
+  if (!mon.on) return 0;
+  out->bound_us = (long)(mon.bound_ns / 1000u);
+  out->spare_slots = mon.nspares;
+  for (int k = 0; k < mon.nspares; k++)
+    if (atomic_load_explicit(&mon.spares[k].state, memory_order_acquire) != SP_FREE)
+      out->spares_running++;
+  out->stalls = atomic_load_explicit(&mon.n_stalls, memory_order_relaxed);
+  out->spares_started = atomic_load_explicit(&mon.n_started, memory_order_relaxed);
+  return 0;
+}

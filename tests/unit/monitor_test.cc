@@ -1,0 +1,249 @@
+// tests/unit/monitor_test.cc - the system monitor (weft_config_t.monitor_us,
+// weft_monitor_info): a thread that blocks in the kernel without telling weft (a
+// plain read(2), usleep) does not keep the ready threads of its VP waiting.
+//
+// Every test runs under a watchdog (alarm): without the monitor the blocked VP's
+// queue would wait for a call that only a queued thread can end, and the test would
+// hang. No test asserts a time; examples/monitor_delay.c measures the delays.
+#include "weft_test.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+
+using namespace weft_test;
+
+namespace {
+
+struct Watchdog {
+  explicit Watchdog(unsigned seconds) { alarm(seconds); }
+  ~Watchdog() { alarm(0); }
+};
+
+int InitMonitor(int nvps, int monitor_us) {
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  cfg.nvps = nvps;
+  cfg.monitor_us = monitor_us;
+  return weft_init(&cfg);
+}
+
+class MonitorTest : public WeftTest {
+ protected:
+  void SetUp() override { unsetenv("WEFT_MONITOR"); }
+  void TearDown() override {
+    WeftTest::TearDown();
+    unsetenv("WEFT_MONITOR");
+  }
+};
+
+struct Pipe {
+  int fd[2] = {-1, -1};
+  Pipe() { EXPECT_EQ(pipe(fd), 0); }
+  ~Pipe() {
+    close(fd[0]);
+    close(fd[1]);
+  }
+};
+
+// A plain read(2) of one byte: blocks the kernel thread, weft does not know.
+void *Reader(void *p) {
+  char c = 0;
+  ssize_t n = read(static_cast<Pipe *>(p)->fd[0], &c, 1);
+  return reinterpret_cast<void *>(static_cast<intptr_t>(n == 1 ? c : -1));
+}
+
+void *Writer(void *p) {
+  char c = 'x';
+  ssize_t n = write(static_cast<Pipe *>(p)->fd[1], &c, 1);
+  return reinterpret_cast<void *>(static_cast<intptr_t>(n));
+}
+
+// The only VP's thread blocks in read() on a pipe; the main thread, ready behind
+// it, must still run, and a thread it creates writes the byte that ends the read.
+TEST_F(MonitorTest, OneVpBlockedReadLetsReadyThreadsRun) {
+  Watchdog wd(60);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  Pipe p;
+  weft_thread_t *r = Spawn(Reader, &p);
+  ASSERT_NE(r, nullptr);
+  weft_yield();  // the reader runs and blocks the VP; we are queued behind it
+  int vp = weft_vp_self();  // wherever we run now, it is VP 0 to the program
+  EXPECT_EQ(vp, 0);
+  weft_thread_t *w = Spawn(Writer, &p);
+  ASSERT_NE(w, nullptr);
+  void *res = nullptr;
+  ASSERT_EQ(weft_join(w, &res), 0);
+  EXPECT_EQ(reinterpret_cast<intptr_t>(res), 1);
+  ASSERT_EQ(weft_join(r, &res), 0);
+  EXPECT_EQ(reinterpret_cast<intptr_t>(res), 'x');
+  weft_monitor_info_t mi;
+  ASSERT_EQ(weft_monitor_info(&mi), 0);
+  EXPECT_EQ(mi.bound_us, 20);
+  EXPECT_GE(mi.stalls, 1u);
+  EXPECT_GE(mi.spares_started, 1u);
+  EXPECT_GE(mi.spare_slots, 1);
+}
+
+// The same with the main thread itself writing: it is the ready thread.
+TEST_F(MonitorTest, OneVpMainWritesTheByte) {
+  Watchdog wd(60);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  Pipe p;
+  weft_thread_t *r = Spawn(Reader, &p);
+  ASSERT_NE(r, nullptr);
+  weft_yield();  // the reader blocks the VP; we run again only on a spare
+  char c = 'y';
+  ASSERT_EQ(write(p.fd[1], &c, 1), 1);
+  void *res = nullptr;
+  ASSERT_EQ(weft_join(r, &res), 0);
+  EXPECT_EQ(reinterpret_cast<intptr_t>(res), 'y');
+}
+
+struct Sleepers {
+  std::atomic<int> done{0};
+  int us;
+};
+
+// Threads that sleep in the kernel (usleep) on every VP, with many more threads
+// than VPs; some of them also sleep with weft (timers that may be armed on a spare
+// VP, which may have gone by the time they are due).
+void *SleepyWorker(void *p) {
+  auto *s = static_cast<Sleepers *>(p);
+  for (int i = 0; i < 3; i++) {
+    usleep(static_cast<useconds_t>(s->us));
+    weft_sleep_ns(200000);
+    weft_yield();
+  }
+  s->done.fetch_add(1);
+  return nullptr;
+}
+
+TEST_F(MonitorTest, KernelSleepersOnEveryVpAllFinish) {
+  Watchdog wd(120);
+  for (int nvps : {1, 2}) {
+    ASSERT_EQ(InitMonitor(nvps, 0), 0);
+    Sleepers s;
+    s.us = 2000;
+    const int n = 16;
+    std::vector<weft_thread_t *> ts;
+    for (int i = 0; i < n; i++) ts.push_back(Spawn(SleepyWorker, &s));
+    for (auto *t : ts) ASSERT_EQ(weft_join(t, nullptr), 0);
+    EXPECT_EQ(s.done.load(), n);
+    ASSERT_EQ(weft_shutdown(), 0) << nvps;
+    EXPECT_EQ(weft_debug_live_blocks(), 0) << nvps;
+  }
+}
+
+// Shutdown while a spare VP runs: the last thread's read ends just before the
+// main thread shuts down; shutdown waits for it and stops the spare cleanly.
+void *ReadThenSpin(void *p) {
+  Reader(p);
+  for (int i = 0; i < 100; i++) weft_yield();
+  return nullptr;
+}
+
+TEST_F(MonitorTest, ShutdownWithSpareActive) {
+  Watchdog wd(60);
+  for (int round = 0; round < 5; round++) {
+    ASSERT_EQ(InitMonitor(1, 0), 0);
+    Pipe p;
+    weft_thread_t *r = nullptr;
+    ASSERT_EQ(weft_create(&r, nullptr, ReadThenSpin, &p), 0);
+    ASSERT_EQ(weft_detach(r), 0);
+    weft_yield();
+    char c = 'z';
+    ASSERT_EQ(write(p.fd[1], &c, 1), 1);
+    ASSERT_EQ(weft_shutdown(), 0) << round;
+    EXPECT_EQ(weft_debug_live_blocks(), 0) << round;
+  }
+}
+
+TEST_F(MonitorTest, ConfigAndEnvironment) {
+  EXPECT_EQ(InitMonitor(1, -2), WEFT_EINVAL);
+  EXPECT_EQ(InitMonitor(1, 1000001), WEFT_EINVAL);
+  weft_monitor_info_t mi;
+  EXPECT_EQ(weft_monitor_info(&mi), WEFT_ENOTINIT);
+  ASSERT_EQ(InitMonitor(1, WEFT_MONITOR_OFF), 0);
+  EXPECT_EQ(weft_monitor_info(nullptr), WEFT_EINVAL);
+  ASSERT_EQ(weft_monitor_info(&mi), 0);
+  EXPECT_EQ(mi.bound_us, 0);
+  EXPECT_EQ(mi.spare_slots, 0);
+  ASSERT_EQ(weft_shutdown(), 0);
+  ASSERT_EQ(InitMonitor(2, 500), 0);
+  ASSERT_EQ(weft_monitor_info(&mi), 0);
+  EXPECT_EQ(mi.bound_us, 500);
+  EXPECT_EQ(mi.spare_slots, 5);
+  ASSERT_EQ(weft_shutdown(), 0);
+  setenv("WEFT_MONITOR", "off", 1);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  ASSERT_EQ(weft_monitor_info(&mi), 0);
+  EXPECT_EQ(mi.bound_us, 0);
+  ASSERT_EQ(weft_shutdown(), 0);
+  setenv("WEFT_MONITOR", "100", 1);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  ASSERT_EQ(weft_monitor_info(&mi), 0);
+  EXPECT_EQ(mi.bound_us, 100);
+}
+
+// Rounds in which the thread that runs on a spare blocks in the kernel too (a spare
+// for the spare), and the VP it stood in for runs again meanwhile: every thread
+// made ready on a spare comes back to a VP that runs it (a lost one would leave
+// the main thread blocked: the deadlock report aborts, or the watchdog fires).
+void *Nap(void *p) {
+  usleep(static_cast<useconds_t>(*static_cast<int *>(p)));
+  return nullptr;
+}
+
+struct Late {
+  weft_sem_t sem;
+  std::atomic<int> in{0};
+};
+
+void *SemWaiter(void *p) {
+  weft_sem_wait(&static_cast<Late *>(p)->sem);
+  return nullptr;
+}
+
+void *NapFlag(void *p) {
+  static_cast<Late *>(p)->in = 1;
+  usleep(500);
+  return nullptr;
+}
+
+void *Signal(void *p) {
+  auto *l = static_cast<Late *>(p);
+  while (!l->in) usleep(20);
+  usleep(150);
+  weft_sem_signal(&l->sem);
+  return nullptr;
+}
+
+TEST_F(MonitorTest, BlockedThreadsOnSparesAreNeverLost) {
+  Watchdog wd(120);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  int us = 500;
+  const int rounds = static_cast<int>(60 * Scale()) + 10;
+  for (int i = 0; i < rounds; i++) {
+    weft_thread_t *b = Spawn(Nap, &us);
+    weft_yield();  // b blocks whatever VP we are on; we go on on a spare
+    ASSERT_EQ(weft_join(b, nullptr), 0) << i;
+  }
+  Late l;
+  ASSERT_EQ(weft_sem_init(&l.sem, 0), 0);
+  for (int i = 0; i < rounds; i++) {
+    l.in = 0;
+    weft_thread_t *b = Spawn(NapFlag, &l);
+    weft_thread_t *w = Spawn(SemWaiter, &l);  // runs first, waits on the semaphore
+    pthread_t os;
+    ASSERT_EQ(pthread_create(&os, nullptr, Signal, &l), 0);
+    ASSERT_EQ(weft_join(b, nullptr), 0) << i;
+    ASSERT_EQ(weft_join(w, nullptr), 0) << i;
+    pthread_join(os, nullptr);
+  }
+  EXPECT_EQ(weft_sem_destroy(&l.sem), 0);
+}
+
+}  // namespace
