@@ -80,8 +80,11 @@ void weft__wake_all(void) {
 }
 
 /* Returns 1 if some dispatch queue holds a thread; takes each lock (see above). */
+/* Over every slot, the monitor's spares too (their queues hold threads a regular VP
+ * may steal: raise_idle), so that a VP's last look before it sleeps, the deadlock
+ * check and weft_shutdown see a thread queued on a spare. */
 int weft__any_queued_locked(void) {
-  for (int i = 0; i < weft__rt.nvps; i++) {
+  for (int i = 0; i < weft__rt.nvps_all; i++) {
     weft_vp_t *v = weft__rt.vps[i];
     weft__spin_lock(&v->q.lock);
     /* the queue or its hand-off slot (filled under this lock) */
@@ -93,7 +96,7 @@ int weft__any_queued_locked(void) {
 }
 
 static int any_queued_hint(void) {
-  for (int i = 0; i < weft__rt.nvps; i++)
+  for (int i = 0; i < weft__rt.nvps_all; i++)
     if (weft__vp_ready_hint(weft__rt.vps[i])) return 1;
   return 0;
 }
@@ -101,6 +104,22 @@ static int any_queued_hint(void) {
 /* processor_idle on every non-root bundle that is not stopped, until one gives a
  * thread (bundle.c). */
 static weft_thread_t *custom_idle(weft_vp_t *vp) { return weft__bundle_idle_sweep(vp); }
+
+/* The monitor's spares (src/core/monitor.c): a thread queued on a spare, made ready
+ * by the threads the spare runs, is taken by an idle VP as from any VP's queue. A
+ * spare runs one thread at a time, and a thread it runs that never comes back to it
+ * (one that waits, spinning, for a thread it created) would otherwise strand every
+ * thread queued behind it while the regular VPs sleep. Nothing is queued on a free
+ * slot, so only its queue's front is read. */
+static weft_thread_t *steal_from_spares(weft_vp_t *vp) {
+  for (int i = weft__rt.nvps; i < weft__rt.nvps_all; i++) {
+    weft_vp_t *s = weft__rt.vps[i];
+    if (s == vp || !weft__vp_ready_hint(s)) continue;
+    weft_thread_t *t = weft_sched_steal_half(s, vp);
+    if (t) return t;
+  }
+  return NULL;
+}
 
 /* processor_idle: the focus bundle first (when it is not the root; its handler may
  * pass the event up or down the tree), then the root bundle (the default scheduler:
@@ -110,6 +129,7 @@ static weft_thread_t *raise_idle(weft_vp_t *vp, int steal) {
   if (t) return t;
   weft_bundle_t *root = weft__rt.root;
   t = steal && root->ops.processor_idle ? root->ops.processor_idle(root, vp) : NULL;
+  if (!t && steal) t = steal_from_spares(vp);
   return t ? t : custom_idle(vp);
 }
 

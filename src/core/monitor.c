@@ -24,10 +24,13 @@
  * any VP. When the stalled VP's kernel thread uses its CPU again (the call returned)
  * or parks, the monitor ends the stall: it stops the spare's taking, moves whatever
  * the spare has queued back to the VP, and the spare's kernel thread exits once its
- * running thread comes back to it. A spare is watched like any VP; when its own
- * thread blocks, the threads queued behind it go back to the VP it stands in for if
- * that one is idle (regular VPs do not steal from spares), else another spare
- * stands in for the spare. Meanwhile the kernel thread that returned from
+ * running thread comes back to it. An idle regular VP steals from a spare's queue
+ * as from any VP's (idle.c, steal_from_spares): a thread queued on a spare after the
+ * stall ended, behind a running thread that does not come back soon, is not
+ * stranded. A spare is watched like any VP; when its own thread blocks, the
+ * threads queued behind it go back to the VP it stands in for if that one is idle
+ * (parked: its steals would find them only once woken), else another spare stands
+ * in for the spare. Meanwhile the kernel thread that returned from
  * its call runs its thread on, next to the spare: for that moment up to nvps plus
  * the running spares run weft threads (docs/design.md says why no hand-back is
  * possible without telling weft of the call).
@@ -431,7 +434,7 @@ static int look(uint64_t now, int full) {
     } else if (h && h == m->last_head && sleeping) {
       atomic_fetch_add_explicit(&mon.n_stalls, 1, memory_order_relaxed);
       /* a stalled spare gives its queue to the VP it stands in for when that one
-       * is idle (regular VPs do not steal from spares); else it gets a spare */
+       * is parked (the enqueue wakes it); else it gets a spare */
       int home = weft__vp_public_index(v);
       /* relaxed: a hint; a VP parked in its idle loop is woken by the enqueue */
       if (i >= mon.nvps && atomic_load_explicit(&weft__rt.vps[home]->park, memory_order_relaxed)) {

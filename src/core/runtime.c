@@ -381,9 +381,13 @@ int weft_shutdown(void) {
     }
     weft__timers_poll_all();  /* our own VP's timers fire only if someone polls */
     weft__io_poll(vp);        /* and I/O, with one VP */
+    /* every other VP asleep, not only idle: a VP still polling may hold a thread it
+     * has just taken from a queue (the queue is empty, and it counts as idle until it
+     * leaves the idle loop), and a loaded machine can keep it off its CPU for longer
+     * than the rounds below last. A sleeping VP holds none. seq_cst: pairs with the
+     * VPs' seq_cst updates of rt.idle (idle.c). */
     uint32_t idle = atomic_load(&rt->idle);
-    int idle_vps = (int)(idle & 0xffff) + (int)(idle >> 16);
-    if (idle_vps == rt->nvps - 1 && !weft__any_queued_locked() &&
+    if ((idle & 0xffff) == 0 && (int)(idle >> 16) == rt->nvps - 1 && !weft__any_queued_locked() &&
         weft__timers_earliest() == UINT64_MAX && weft_wired_count() == 0 &&
         weft__wire_returning() == 0 && !weft__monitor_busy()) {
       if (++quiet_rounds >= 3) {

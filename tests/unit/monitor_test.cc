@@ -102,6 +102,52 @@ TEST_F(MonitorTest, OneVpMainWritesTheByte) {
   EXPECT_EQ(reinterpret_cast<intptr_t>(res), 'y');
 }
 
+// A thread left on a spare after the stall ended: the reader blocks the only VP,
+// the main thread goes on on a spare (the only place left to it) and ends the read; once the VP has had time to
+// run again and park (the stall is over, the spare takes no more), the main thread,
+// still on the spare, creates a thread and spins until it has run, never coming back
+// to the spare. The new thread is queued on the spare: the VP, idle again, must take
+// it from there (a spare's queue is not a dead end), or the watchdog fires.
+std::atomic<int> g_read_done{0}, g_marker_ran{0};
+
+void *ReaderFlag(void *p) {
+  void *r = Reader(p);
+  g_read_done = 1;
+  return r;
+}
+
+void *Marker(void *) {
+  g_marker_ran = 1;
+  return nullptr;
+}
+
+TEST_F(MonitorTest, ThreadQueuedOnASpareAfterTheStallRuns) {
+  Watchdog wd(60);
+  const int rounds = static_cast<int>(20 * Scale()) + 3;
+  for (int i = 0; i < rounds; i++) {
+    // a fresh start each round: the main thread begins on the VP, so the reader's
+    // read leaves it only the spare to run on
+    ASSERT_EQ(InitMonitor(1, 0), 0);
+    g_read_done = 0;
+    g_marker_ran = 0;
+    Pipe p;
+    weft_thread_t *r = Spawn(ReaderFlag, &p);
+    ASSERT_NE(r, nullptr);
+    weft_yield();  // the reader blocks the VP; we go on on a spare
+    char c = 'z';
+    ASSERT_EQ(write(p.fd[1], &c, 1), 1);
+    while (!g_read_done) usleep(50);
+    usleep(5000);  // the VP finishes the reader and parks; the monitor sees it
+    weft_thread_t *m = Spawn(Marker, nullptr);
+    ASSERT_NE(m, nullptr);
+    while (!g_marker_ran) {
+    }
+    ASSERT_EQ(weft_join(m, nullptr), 0) << i;
+    ASSERT_EQ(weft_join(r, nullptr), 0) << i;
+    ASSERT_EQ(weft_shutdown(), 0) << i;
+  }
+}
+
 struct Sleepers {
   std::atomic<int> done{0};
   int us;
