@@ -63,6 +63,29 @@ static void *joiner(void *a) {
   return NULL;
 }
 
+/* joins on_mutex's thread once every other thread is parked: that thread is blocked,
+ * not queued, so weft_join parks through its general path (join_block), whose resume
+ * point is weft_join's own code rather than an inlined switch */
+static weft_thread_t *mutex_thread;
+static void *late_joiner(void *a) {
+  (void)a;
+  weft_set_name(NULL, "late-joiner");
+  weft_join(mutex_thread, NULL);
+  return NULL;
+}
+
+static int dump_has(const char *what) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return 0;
+  weft_dump(f);
+  fclose(f);
+  int ok = strstr(buf, what) != NULL;
+  free(buf);
+  return ok;
+}
+
 static int all_parked(void) {
   char *buf = NULL;
   size_t len = 0;
@@ -80,9 +103,8 @@ static int all_parked(void) {
 int main(void) {
   alarm(60);  /* a watchdog: the test fails rather than hangs */
   /* One VP: the joiner (created last, run first) joins sem_waiter while it is still
-   * queued behind it, so weft_join runs it first and parks on that path every time.
-   * The other path (a target already running elsewhere) parks at a point where gdb's
-   * backtrace stops at weft_join (docs/debugging.md, "Known limits"). */
+   * queued behind it, so weft_join runs it first and parks on that path every time;
+   * the late joiner parks on the general path (above). Both must unwind in gdb. */
   weft_config_t cfg;
   weft_config_init(&cfg);
   cfg.nvps = 1;
@@ -95,6 +117,10 @@ int main(void) {
       weft_create(&t[3], NULL, fp_all_waiter, NULL))
     return 3;
   while (!all_parked()) weft_yield();
+  mutex_thread = t[0];
+  weft_thread_t *late;
+  if (weft_create(&late, NULL, late_joiner, NULL)) return 3;
+  while (!dump_has("\"late-joiner\": blocked in weft_join")) weft_yield();
   weft_gdb_test_ready();
   weft_mutex_unlock(&m);
   weft_mutex_lock(&cm);
@@ -102,7 +128,7 @@ int main(void) {
   weft_cond_broadcast(&c);
   weft_mutex_unlock(&cm);
   weft_sem_signal(&s);
-  weft_join(t[0], NULL);
+  weft_join(late, NULL);  /* which joined t[0] */
   weft_join(t[1], NULL);
   weft_join(t[2], NULL);
   weft_join(t[3], &r);

@@ -15,7 +15,7 @@ command -v gdb >/dev/null 2>&1 || { echo "skipped: no gdb"; exit 77; }
 out=$(gdb -batch -nx -ex "set debuginfod enabled off" -ex "source $script" \
   -ex "break weft_gdb_test_ready" -ex run -ex "info weft-threads" \
   -ex "weft-thread on-mutex bt" -ex "weft-thread on-cond bt" -ex "weft-thread joiner bt" \
-  -ex "weft-thread fp-all bt" -ex "bt 1" -ex kill "$target" 2>&1)
+  -ex "weft-thread fp-all bt" -ex "weft-thread late-joiner bt" -ex "bt 1" -ex kill "$target" 2>&1)
 echo "$out"
 case $out in
   *"ptrace: Operation not permitted"*|*"Could not trace the inferior"*|*"not allowed"*)
@@ -39,6 +39,11 @@ check '#[0-9]+ .*weft_join'
 check '#[0-9]+ .*joiner'
 check '"fp-all" +blocked on mutex 0x[0-9a-f]+'
 check '#[0-9]+ .*fp_all_waiter'
+# weft_join's general path: the backtrace goes on past weft_join
+check '"late-joiner" +blocked in weft_join on thread [0-9]+'
+check '#[0-9]+ .*late_joiner'
+# no backtrace stopped early (gdb: "previous frame inner to this frame")
+if printf '%s\n' "$out" | grep -q "previous frame inner"; then echo "MISSING: whole backtraces"; fail=1; fi
 # the registers were put back: the stopped thread's own frame is still there
 check '#0 +weft_gdb_test_ready'
 
@@ -56,7 +61,7 @@ if [ ! -s "$tmp/core" ]; then
 fi
 out=$(gdb -batch -nx -ex "set debuginfod enabled off" -ex "source $script" \
   -ex "info weft-threads" -ex "weft-thread on-mutex bt" -ex "weft-thread joiner bt" \
-  -ex "weft-thread fp-all bt" -ex "weft-thread on-cond select" -ex "bt" -ex "frame function cond_waiter" \
+  -ex "weft-thread fp-all bt" -ex "weft-thread late-joiner bt" -ex "weft-thread on-cond select" -ex "bt" -ex "frame function cond_waiter" \
   -ex "info locals" -ex "weft-thread none" -ex "bt" "$target" "$tmp/core" 2>&1)
 echo "--- core file"
 echo "$out"
@@ -69,6 +74,8 @@ check '^#[0-9]+ .*mutex_waiter'
 check '^#[0-9]+ .*weft_join'
 check '^#[0-9]+ .*joiner'
 check '^#[0-9]+ .*fp_all_waiter'
+check '^#[0-9]+ .*late_joiner'
+if printf '%s\n' "$out" | grep -q "previous frame inner"; then echo "MISSING: whole backtraces"; fail=1; fi
 # select: #0 stays the kernel thread's, the thread's frames follow; frame and locals
 check '^#1 +0x[0-9a-f]+ in .*weft__'
 check '^#[0-9]+ .*cond_waiter'

@@ -196,9 +196,10 @@ class _FrameId(object):
 
 
 # The caller registers the unwinder gives frame #0 while a context is selected
-# (name -> value), the selected weft thread's id, and the gdb thread (ptid) whose
-# frame #0 gets them; None when off.
-_selected = {"regs": None, "id": None, "ptid": None}
+# (name -> value), the selected weft thread's id, the gdb thread (ptid) whose
+# frame #0 gets them, and the stack address frame #0's id is given (below the parked
+# thread's frames; see the unwinder); None when off.
+_selected = {"regs": None, "id": None, "ptid": None, "id_sp": None}
 
 if Unwinder is not None:
     class _ParkedContextUnwinder(Unwinder):
@@ -216,9 +217,19 @@ if Unwinder is not None:
                 return None
             arch = pending.architecture().name()
             spname, pcname = ("rsp", "rip") if "x86-64" in arch else ("sp", "pc")
-            fid = _FrameId(pending.read_register(spname), pending.read_register(pcname))
-            info = pending.create_unwind_info(fid)
+            # Frame #0's id names a stack address just below the parked context, not
+            # the kernel thread's own stack pointer: the parked thread's stack may lie
+            # below the kernel thread's (a mapped stack under the main thread's), and
+            # gdb stops a backtrace whose caller frame is inner to its callee ("previous
+            # frame inner to this frame") when both are normal frames, as they are when
+            # the context resumes in a function's own code (weft_join after its call of
+            # join_block), not inside an inlined switch.
+            id_sp = _selected["id_sp"]
             ul = gdb.lookup_type("unsigned long")
+            fid = _FrameId(gdb.Value(id_sp).cast(ul) if id_sp is not None
+                           else pending.read_register(spname),
+                           pending.read_register(pcname))
+            info = pending.create_unwind_info(fid)
             for r, v in regs.items():
                 info.add_saved_register(r, gdb.Value(v).cast(ul))
             return info
@@ -266,10 +277,11 @@ def _context_regs(t):
     return vals, pcname, pc, spname, after
 
 
-def _select(regs):
+def _select(regs, id_sp=None):
     th = gdb.selected_thread()
     _selected["regs"] = regs
     _selected["ptid"] = th.ptid if (regs is not None and th is not None) else None
+    _selected["id_sp"] = id_sp if regs is not None else None
     gdb.invalidate_cached_frames()
 
 
@@ -330,22 +342,23 @@ and on become that thread's, for `frame N` and `info locals`; weft-thread none: 
         regs, pcname, pc, spname, sp = _context_regs(t)
         regs[pcname] = pc
         regs[spname] = sp
+        id_sp = _u(t["ctx"]["sp"])  # the saved frame's base: below every frame it resumes
         if argv[1] == "select":
             if Unwinder is None:
                 raise gdb.GdbError("weft: this gdb has no Python frame unwinders")
-            _select(regs)
+            _select(regs, id_sp)
             _selected["id"] = int(t["id"])
             print("frames #1 and on are thread %d's (frame #0 is the kernel thread's own); "
                   "`weft-thread none` ends this" % int(t["id"]))
             return
         full = "full" in argv[2:]
         if Unwinder is not None:  # live process or core: nothing is written
-            prev = _selected["regs"]
-            _select(regs)
+            prev, prev_sp = _selected["regs"], _selected["id_sp"]
+            _select(regs, id_sp)
             try:
                 _bt_unwound(full)
             finally:
-                _select(prev)
+                _select(prev, prev_sp)
             return
         if _is_core():
             raise gdb.GdbError("weft: this gdb has no Python frame unwinders, which a "
