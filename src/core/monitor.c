@@ -223,6 +223,9 @@ static void *spare_main(void *p) {
   weft_vp_t *s = weft__rt.vps[mon.nvps + k];
   weft_vp_t *target = weft__rt.vps[atomic_load_explicit(&sp->target, memory_order_relaxed)];
   weft__tls_vp = s;
+  /* with cfg.pin, VP i runs on CPU i mod ncpus (weft/runtime.h): so does a spare
+   * standing in for it, whose threads see weft_vp_self() == i */
+  if (weft__rt.cfg.pin) weft__os_pin(weft__vp_public_index(s) % weft__os_ncpus());
   /* the overflow report's signal stack: allocated at the slot's first use, kept
    * with the slot (freed at teardown with the VP) */
   int alt = s->altstack != NULL || weft__altstack_alloc(s) == 0;

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "core/monitor.h"
 #include "diag/diag.h"
 #include "weft/debug.h"
 
@@ -400,9 +401,22 @@ static int is_block(const void *p) {
   return p == weft__rt.main || weft__tcb_contains(p);
 }
 
-/* The VP running t, or -1. */
+/* A VP slot as the program knows it: "2", or for a monitor's spare standing in for
+ * VP 0, "0 (spare 3)" (weft_vp_self() answers the VP it stands in for). */
+static void put_slot(sink_t *o, int i) {
+  if (i < weft__rt.nvps) {
+    putu(o, (unsigned long long)i);
+    return;
+  }
+  putu(o, (unsigned long long)weft__vp_public_index(weft__rt.vps[i]));
+  puts_(o, " (spare ");
+  putu(o, (unsigned long long)i);
+  puts_(o, ")");
+}
+
+/* The VP slot running t (a monitor's spare is a slot >= nvps), or -1. */
 static int running_on(const weft_thread_t *t) {
-  for (int i = 0; i < weft__rt.nvps; i++)
+  for (int i = 0; i < weft__rt.nvps_all; i++)
     if (__atomic_load_n(&weft__rt.vps[i]->current, __ATOMIC_RELAXED) == t) return i;
   return -1;
 }
@@ -411,7 +425,7 @@ static int running_on(const weft_thread_t *t) {
  * be had. */
 static int queued_on(const weft_thread_t *t) {
   int busy = 0;
-  for (int i = 0; i < weft__rt.nvps; i++) {
+  for (int i = 0; i < weft__rt.nvps_all; i++) {
     weft_vp_t *v = weft__rt.vps[i];
     if (!try_lock(&v->q.lock)) {
       busy = 1;
@@ -486,7 +500,7 @@ static void dump_thread(weft_thread_t *t, void *arg) {
     puts_(o, "finished, not yet joined");
   } else if (vp >= 0) {
     puts_(o, "running on VP ");
-    putu(o, (unsigned long long)vp);
+    put_slot(o, vp);
   } else if (waiting) {
     put_waiting(o, waiting);
     parked = 1;
@@ -498,7 +512,7 @@ static void dump_thread(weft_thread_t *t, void *arg) {
     int q = queued_on(t);
     if (q >= 0) {
       puts_(o, t->ctx.sp ? "ready on VP " : "new, ready on VP ");
-      putu(o, (unsigned long long)q);
+      put_slot(o, q);
       parked = t->ctx.sp != NULL;
     } else if (!t->ctx.sp) {
       puts_(o, "new, not started");
@@ -543,6 +557,16 @@ static int dump(sink_t *o, int symbols) {
     } else {
       puts_(o, atomic_load_explicit(&v->park, memory_order_relaxed) ? ": asleep" : ": idle");
     }
+    puts_(o, "\n");
+  }
+  /* the monitor's spares that run a thread now (docs/design.md "The system monitor") */
+  for (int i = rt->nvps; i < rt->nvps_all; i++) {
+    weft_thread_t *cur = __atomic_load_n(&rt->vps[i]->current, __ATOMIC_RELAXED);
+    if (!cur) continue;
+    puts_(o, "VP ");
+    put_slot(o, i);
+    puts_(o, ": running ");
+    put_thread_head(o, cur);
     puts_(o, "\n");
   }
   struct dump_ctx c = {o, symbols, 0};

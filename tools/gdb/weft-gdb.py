@@ -86,15 +86,31 @@ def _threads(rt):
     return out
 
 
+def _slot(rt, i):
+    """VP slot i as weft_dump names it: "2", or "0 (spare 3)" for a system monitor's
+    spare (slots from nvps on) standing in for VP 0."""
+    nvps = int(rt["nvps"])
+    if i < nvps:
+        return "%d" % i
+    j, n = i, 0
+    while j >= nvps and n <= int(rt["nvps_all"]):  # a spare may stand in for a spare
+        try:
+            j = int(gdb.parse_and_eval("'monitor.c'::mon.spares[%d].target" % (j - nvps)))
+        except gdb.error:
+            j = 0
+        n += 1
+    return "%d (spare %d)" % (j if j < nvps else 0, i)
+
+
 def _state(rt, t, by_addr):
     """(state text, parked) as weft_dump shows them."""
-    nvps = int(rt["nvps"])
+    nvps = int(rt["nvps_all"])  # the monitor's spares too
     jw = _u(t["join"])
     if jw == JW_DONE:
         return "finished, not yet joined", False
     for i in range(nvps):
         if _u(rt["vps"][i]["current"]) == _u(t):
-            return "running on VP %d" % i, False
+            return "running on VP %s" % _slot(rt, i), False
     w = _u(t["waiting"])
     if w:
         k = w & 7
@@ -113,8 +129,8 @@ def _state(rt, t, by_addr):
         while _u(q) and seen < 100000:
             if _u(q) == _u(t):
                 if _u(t["ctx"]["sp"]):
-                    return "ready on VP %d" % i, True
-                return "new, ready on VP %d" % i, False
+                    return "ready on VP %s" % _slot(rt, i), True
+                return "new, ready on VP %s" % _slot(rt, i), False
             q = q["next"]
             seen += 1
     if not _u(t["ctx"]["sp"]):
