@@ -113,6 +113,7 @@ if [ "$mode" = quick ]; then
   io_args=(--i1-rounds 5000 --i1-warmup 500 --i1-reps 3 --i2-conns 1,100,1000 --i2-duration 3
     --idle 1000 --timeout 60)
   i3_args=(--quick)
+  i0_args=(--quick)
   # M2/M3 under mpiexec -n 2: fewer round trips and repetitions, less compute per run
   m2_args=(5000 5 1)
   m3_args=(--reps 3 --work-ms 30 --cases 100:1024)  # the case where messages can be hidden
@@ -137,6 +138,7 @@ else
   io_args=(--i1-rounds 20000 --i1-reps 5 --i2-conns 1,100,1000,10000 --i2-duration 10 --i2-reps 3
     --idle 10000)
   i3_args=()
+  i0_args=()
   m2_args=(20000 7 1)
   m3_args=(--reps 5 --work-ms 200)
 fi
@@ -164,6 +166,8 @@ sorts_A2          | weft_a2_sort                              | A2.json         
 trees_R1_R2_R3    | weft_trees ?weft_trees_omp ?weft_trees_tbb ?weft_trees_fiber | R.json | "$py" bench/trees/R_run.py --build "$build" --out "$raw" ${go:+--go "$go"} "${trees_args[@]}"
 io_I1_I2          | weft_io_client weft_io_peer ?weft_example_echo_server ?weft_example_http_server | I.json | "$py" bench/io/I_run.py --build "$build" --out "$raw" ${go:+--go "$go"} "${io_args[@]}"
 io_I3             | weft_io_i3                                | I3.json             | "$B/io/weft_io_i3" --out "$raw" "${i3_args[@]}"
+io_I0             | weft_io_i0                                | I0.json             | "$B/io/weft_io_i0" --out "$raw" "${i0_args[@]}"
+icount_I0         | @valgrind weft_io_i0                      | I0_icount.json      | bench/io/i0_icount.sh "$build" "$raw"
 simulation_A4     | weft_a4_pdes                              | A4.json             | "$B/apps/weft_a4_pdes" --out "$raw" "${a4_args[@]}"
 scheduler_X2      | weft_x2_t1                                | X2.json             | "$B/weft_x2_t1" --out "$raw" "${x2_args[@]}"
 mpi_M2            | @mpiexec weft_bench_mpi_m2                | M2.json             | timeout 600 mpiexec -n 2 "$B/mpi/weft_bench_mpi_m2" --out "$raw" "${m2_args[@]}"

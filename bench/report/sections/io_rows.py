@@ -189,3 +189,60 @@ def i3(rep):
         if parts:
             rep.headlines.append("I3 T1 at P=%d, time alone / time beside waiting threads: %s" % (p, ", ".join(parts)))
     return md
+
+
+I0_CASE = {"pipe": "`weft_read` on a pipe holding data (no park) / `read(2)`",
+           "file": "`weft_pread` of a page-cached file / `pread(2)`",
+           "park": "round trip over two pipes, every read waits: two weft threads on one VP "
+                   "(each read parks) / two kernel threads in blocking calls"}
+
+
+@section("i0", "I0: a weft read that completes at once, and a parked read",
+         inputs=("I0.json", "I0_icount.json"), order=79)
+def i0(rep):
+    doc = rep.load("I0.json")
+    ic = rep.load("I0_icount.json")
+    res = (doc or {}).get("results", [])
+    icr = (ic or {}).get("results", [])
+    if not res and not icr:
+        return None
+    md = ("`weft_io_i0` (`bench/io/I0_read.c`): one weft thread on one VP. *pipe* and *file*: "
+          "reads of %s bytes whose data is already there, so no read waits; *park*: round "
+          "trips in which every read waits for the other side's write. weft's calls against "
+          "the plain system calls, under each I/O engine the kernel allows. Time: %s reads "
+          "(round trips) per run, one warm-up, %s runs: median ± spread. Instructions: "
+          "callgrind, user mode only (a system call's kernel side is not counted, so the plain "
+          "calls count their libc wrappers), N vs 2N operations (`bench/io/i0_icount.sh`).\n\n"
+          % ((doc or {}).get("config", {}).get("size", 64),
+             "{:,}".format((doc or {}).get("config", {}).get("n", 0)),
+             (doc or {}).get("config", {}).get("reps", "?")))
+    counts = {(r["engine"], r["case"]): r["instructions_per_op"] for r in icr}
+    rows = []
+    keys = []
+    for r in res:
+        k = (r["engine"], r["case"])
+        if k not in keys:
+            keys.append(k)
+    for e, c in keys:
+        w = next((r for r in res if r["engine"] == e and r["case"] == c and r["lib"] == "weft"), None)
+        p = next((r for r in res if r["engine"] == e and r["case"] == c and r["lib"] == "plain"), None)
+        iw, ip = counts.get((e, "weft_" + c)), counts.get((e, "plain_" + c))
+        rows.append([e, I0_CASE.get(c, c),
+                     cell(w["median_ns"], w["min_ns"], w["max_ns"]) if w else "-",
+                     cell(p["median_ns"], p["min_ns"], p["max_ns"]) if p else "-",
+                     "%.1f" % iw if iw is not None else "-", "%.1f" % ip if ip is not None else "-"])
+    if not res:  # instruction counts only
+        for (e, c), v in counts.items():
+            if c.startswith("weft_"):
+                rows.append([e, I0_CASE.get(c[5:], c[5:]), "-", "-", "%.1f" % v if v is not None else "-",
+                             "%.1f" % counts.get((e, "plain_" + c[5:])) if counts.get((e, "plain_" + c[5:])) is not None else "-"])
+    md += table(["engine", "case (weft / plain)", "weft", "plain", "weft instr.", "plain instr."], rows)
+    if doc:
+        md += "\n- machine: %s\n" % _machine_line(doc, rep)
+    for e, c in keys:
+        w = next((r for r in res if r["engine"] == e and r["case"] == c and r["lib"] == "weft"), None)
+        p = next((r for r in res if r["engine"] == e and r["case"] == c and r["lib"] == "plain"), None)
+        if w and p and c != "park":
+            rep.headlines.append("I0 %s read that completes at once (%s engine): weft %s, plain %s" %
+                                 (c, e, fmt_ns(w["median_ns"]), fmt_ns(p["median_ns"])))
+    return md
