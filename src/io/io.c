@@ -110,6 +110,13 @@ static struct {
    * queue is read only by the holder of the poller role below, as epoll_wait is. */
   weft__spin_t sqlock;
   struct io_uring ring;
+  /* 1 while poll requests sit in the submission queue unsubmitted (deferred arms,
+   * uring_submit_sqe): set by an armer, cleared by whoever submits them, both under
+   * sqlock. seq_cst (the store and the load in uring_submit_sqe, the load in
+   * uring_flush): with the seq_cst CAS for the poller role, the store-buffering pair
+   * that hands every deferred request to a submitter ("Deferred arming" in
+   * docs/memory-ordering.md) */
+  _Atomic int sq_pending;
 #endif
   /* the VP waiting in epoll_wait, or NULL; CAS to take the role (seq_cst: the
    * store-buffering pair with weft__io_wake, see there) */
@@ -146,26 +153,61 @@ static inline int here(void) { return weft__vp() != NULL; }
 /* user_data of requests whose completion wakes nobody (cancellations) */
 #define URING_UD_IGNORE ((uint64_t)-2)
 
-/* Submits the request *tmpl (filled by an io_uring_prep_ function) with user_data
- * ud, under sqlock. 0 or -errno. */
-static int uring_submit_sqe(const struct io_uring_sqe *tmpl, uint64_t ud) {
+/* Submits what the submission queue holds (sqlock held). 0 or -errno. */
+static int uring_submit_locked(void) {
+  int rc;
+  RING_RELEASE();
+  do rc = io_uring_submit(&io.ring);
+  while (rc == -EINTR);
+  if (rc >= 0) atomic_store_explicit(&io.sq_pending, 0, memory_order_relaxed); /* sqlock */
+  return rc < 0 ? rc : 0;
+}
+
+/* Queues the request *tmpl (filled by an io_uring_prep_ function) with user_data ud,
+ * under sqlock, and submits it. 0 or -errno.
+ * defer (poll arms only): leave it in the submission queue when no VP holds the
+ * poller role; the next VP to take the role submits it with everything else queued
+ * (uring_flush) before it waits or reaps, so that a VP running many threads that
+ * park in turn makes one system call for all their arms, as Go's netpoller makes
+ * none. No request waits longer for it: its completion could not be reaped before a
+ * VP takes the role anyway. The store-buffering pair: we store sq_pending, then load
+ * the poller; a VP takes the role (seq_cst CAS), then loads sq_pending in
+ * uring_flush. One of the two sees the other: either we see a poller (which may be
+ * asleep in the ring already) and submit now, or it sees our request and submits it. */
+static int uring_submit_sqe(const struct io_uring_sqe *tmpl, uint64_t ud, int defer) {
   weft__qlock_lock(&io.sqlock);
   struct io_uring_sqe *sqe = io_uring_get_sqe(&io.ring);
   if (!sqe) {  /* full: push what is there, then there is room */
-    (void)io_uring_submit(&io.ring);
+    (void)uring_submit_locked();
     sqe = io_uring_get_sqe(&io.ring);
   }
   int rc = -EBUSY;
   if (sqe) {
     *sqe = *tmpl;
     io_uring_sqe_set_data64(sqe, ud);
-    RING_RELEASE();
-    do rc = io_uring_submit(&io.ring);
-    while (rc == -EINTR);
-    rc = rc < 0 ? rc : 0;
+    rc = 0;
+    if (defer) {
+      /* seq_cst (both): the pair with the poller's CAS and uring_flush's load */
+      atomic_store_explicit(&io.sq_pending, 1, memory_order_seq_cst);
+      if (atomic_load_explicit(&io.poller, memory_order_seq_cst) != NULL) rc = uring_submit_locked();
+    } else {
+      rc = uring_submit_locked();
+    }
   }
   weft__spin_unlock(&io.sqlock);
   return rc;
+}
+
+/* The poller's part of deferred arming: submits the requests armers left queued. Called
+ * by the holder of the poller role, after its CAS for the role, before it waits in or
+ * reaps the ring. */
+static void uring_flush(void) {
+  /* seq_cst: see uring_submit_sqe */
+  if (!atomic_load_explicit(&io.sq_pending, memory_order_seq_cst)) return;
+  weft__qlock_lock(&io.sqlock);
+  /* relaxed: under sqlock, which every writer of it holds */
+  if (atomic_load_explicit(&io.sq_pending, memory_order_relaxed)) (void)uring_submit_locked();
+  weft__spin_unlock(&io.sqlock);
 }
 
 /* A poll request for mask on fd (op IORING_OP_POLL_ADD), or a cancellation of every
@@ -174,7 +216,7 @@ static int uring_submit(int op, int fd, uint32_t mask, uint64_t ud) {
   struct io_uring_sqe t;
   if (op == IORING_OP_POLL_ADD) io_uring_prep_poll_add(&t, fd, mask);
   else io_uring_prep_cancel_fd(&t, fd, IORING_ASYNC_CANCEL_ALL);
-  return uring_submit_sqe(&t, ud);
+  return uring_submit_sqe(&t, ud, 0);
 }
 
 /* An operation in the ring that a weft thread waits for (on its stack; its address,
@@ -204,7 +246,7 @@ static int uring_call(struct io_uring_sqe *tmpl, uint64_t deadline) {
   u.done = 0;
   uint64_t ud = (uint64_t)(uintptr_t)&u;
   weft__qlock_lock(&u.lock);
-  int rc = uring_submit_sqe(tmpl, ud);
+  int rc = uring_submit_sqe(tmpl, ud, 0);
   if (rc) {
     weft__spin_unlock(&u.lock);
     return rc;
@@ -215,7 +257,7 @@ static int uring_call(struct io_uring_sqe *tmpl, uint64_t deadline) {
   if (st != WEFT__W_SIGNALED) {
     struct io_uring_sqe c;
     io_uring_prep_cancel64(&c, ud, 0);
-    (void)uring_submit_sqe(&c, URING_UD_IGNORE);
+    (void)uring_submit_sqe(&c, URING_UD_IGNORE, 0);
     weft__qlock_lock(&u.lock);
     if (!u.done) {  /* the completion (cancelled or not) is still to come */
       weft__waiter_init(&u.w, WEFT_FOREVER);
@@ -256,7 +298,9 @@ static int arm(iod_t *d, uint32_t want) {
      * user_data is d with those events in the low bits (iod_t is 8-aligned) */
     uint32_t add = want & ~d->armed & IO_EVMASK;
     if (!add) return 0;
-    int rc = uring_submit(IORING_OP_POLL_ADD, d->fd, add | POLLRDHUP, (uint64_t)(uintptr_t)d | add);
+    struct io_uring_sqe t;
+    io_uring_prep_poll_add(&t, d->fd, add | POLLRDHUP);
+    int rc = uring_submit_sqe(&t, (uint64_t)(uintptr_t)d | add, 1);  /* deferred */
     if (rc) return rc;
     d->armed |= add;
     return 0;
@@ -475,6 +519,9 @@ int weft__io_park(weft_vp_t *vp, uint64_t until) {
     weft__os_futex_wait_until(&vp->park, 1, until);
     return 0;
   }
+#ifdef WEFT_HAVE_URING
+  if (io.uring) uring_flush();  /* the role's first duty, even if we do not wait */
+#endif
   /* seq_cst: with the CAS above, the store-buffering pair with weft__io_wake (a
    * waker stores park = 0, then fences and reads poller): either we see 0 here, or
    * it sees us as the poller and writes the eventfd */
@@ -516,6 +563,7 @@ int weft__io_poll(weft_vp_t *vp) {
     return 0;
 #ifdef WEFT_HAVE_URING
   if (io.uring) {
+    uring_flush();
     int woke = uring_reap();
     atomic_store_explicit(&io.poller, NULL, memory_order_release);
     return woke;

@@ -115,6 +115,48 @@ TEST_P(IoTest, EngineIsReported) {
   EXPECT_EQ(std::string(weft_io_engine()), std::get<0>(GetParam()));
 }
 
+// Deferred arming (docs/memory-ordering.md §16a): a thread that parks while another VP
+// already sleeps in the engine as the poller must have its arm submitted at once, not
+// left queued for a later poller (none would come: its own VP has nothing else to do
+// and sleeps too). VP 1 becomes the poller for a reader parked there while the main
+// thread keeps VP 0 busy; then the main thread parks on a pipe that a plain OS thread
+// writes. The read has a deadline, so a lost arm fails here instead of hanging.
+TEST_P(IoTest, ParkWhileAnotherVpPollsIsArmedAtOnce) {
+  if (nvps() < 2) GTEST_SKIP() << "needs a second VP to hold the poller role";
+  int p1[2], p2[2];
+  ASSERT_EQ(pipe2(p1, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(p2, O_CLOEXEC), 0);
+  for (int round = 0; round < Scaled(5, 2); ++round) {
+    struct Ctx { int fd; char c; ssize_t n; } c{p1[0], 0, -2};
+    weft_attr_t a;
+    weft_attr_init(&a);
+    a.vproc = WEFT_VPROC(1);
+    weft_thread_t *r1 = Spawn(+[](void *x) -> void * {
+      auto *c = static_cast<Ctx *>(x);
+      c->n = weft_read(c->fd, &c->c, 1);
+      return nullptr;
+    }, &c, &a);
+    // VP 0 stays busy (no switch) while VP 1 runs the reader, goes idle and, with a
+    // thread parked, sleeps in the engine holding the poller role
+    ASSERT_TRUE(SpinUntil([] { return weft_io_parked() == 1; }, 30));
+    SpinUntil([] { return false; }, 0.05);
+    std::thread writer([&] {
+      while (weft_io_parked() != 2) sched_yield();
+      ASSERT_EQ(write(p2[1], "y", 1), 1);
+    });
+    char got = 0;
+    ssize_t n = weft_read_deadline(p2[0], &got, 1, weft_deadline_after(10000000000ull));
+    int e = n < 0 ? Err() : 0;
+    writer.join();
+    EXPECT_EQ(n, 1) << "round " << round << ": " << strerror(e);
+    EXPECT_EQ(got, 'y');
+    ASSERT_EQ(weft_write(p1[1], "x", 1), 1);
+    Join(r1);
+    EXPECT_EQ(c.n, 1);
+  }
+  for (int fd : {p1[0], p1[1], p2[0], p2[1]}) EXPECT_EQ(weft_close(fd), 0);
+}
+
 // With one VP, a reader parked on an empty pipe must leave the VP to the writer.
 TEST_P(IoTest, ReadParksTheThreadNotTheVp) {
   int p[2];
