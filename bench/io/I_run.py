@@ -23,7 +23,9 @@ repetition (median, min..max over --i1-reps) and the 99th percentile of the roun
 
 I2: `wrk -t T -c C -d D --latency` against the fixed response for each C of --i2-conns
 (T = min(--i2-threads, C)); requests per second and wrk's 99th-percentile latency,
-socket errors as wrk counts them. The runner raises its RLIMIT_NOFILE to the hard limit
+socket errors as wrk counts them, and, where `perf stat` can count the
+raw_syscalls:sys_enter tracepoint, the server's system calls per request (all its
+threads, counted while wrk runs; null elsewhere). The runner raises its RLIMIT_NOFILE to the hard limit
 (the servers and wrk inherit it); a C the limit cannot hold is recorded as "not run"
 with the reason. Idle memory: --idle connections are opened to a fresh server and left
 silent; once the server holds them all (its /proc/PID/fd count), (VmRSS after - VmRSS
@@ -39,6 +41,7 @@ import re
 import resource
 import select
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -132,6 +135,49 @@ class Server:
         self.err.close()
 
 
+def perf_counts_syscalls():
+    """True when `perf stat` can count the raw_syscalls:sys_enter tracepoint here (it needs
+    perf and permission to read tracepoints; some machines refuse either)."""
+    perf = shutil.which("perf")
+    if not perf:
+        return False
+    try:
+        r = subprocess.run([perf, "stat", "-x,", "-e", "raw_syscalls:sys_enter", "--", "true"],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0 and re.search(r"^\d+,", r.stderr, re.M) is not None
+
+
+class SyscallCount:
+    """System calls made by process `pid` (all its threads) from construction to stop():
+    `perf stat -e raw_syscalls:sys_enter -p PID`, stopped with SIGINT."""
+
+    def __init__(self, pid):
+        self.out = tempfile.NamedTemporaryFile(suffix=".perf", delete=False)
+        self.out.close()
+        self.p = subprocess.Popen([shutil.which("perf"), "stat", "-x,", "-e", "raw_syscalls:sys_enter",
+                                   "-p", str(pid), "-o", self.out.name],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.2)  # perf attaches before the load starts
+
+    def stop(self):
+        """The count, or None if perf gave none."""
+        n = None
+        try:
+            self.p.send_signal(signal.SIGINT)
+            self.p.wait(timeout=10)
+            with open(self.out.name) as f:
+                m = re.search(r"^(\d+),", f.read(), re.M)
+            n = int(m.group(1)) if m else None
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()
+        finally:
+            os.unlink(self.out.name)
+        return n
+
+
 class Runner:
     def __init__(self, a):
         self.a = a
@@ -146,6 +192,7 @@ class Runner:
             except (ValueError, OSError):
                 pass
         self.nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        self.perf_syscalls = perf_counts_syscalls()  # I2's system calls per request
 
     def _build_go(self):
         if not self.a.go:
@@ -298,13 +345,20 @@ class Runner:
                         t = max(1, min(self.a.i2_threads, c))
                         wcmd = [wrk, "-t", str(t), "-c", str(c), "-d", "%ds" % self.a.i2_duration,
                                 "--latency", "--timeout", "10s", "http://127.0.0.1:%d/" % s.port]
+                        sc = SyscallCount(s.p.pid) if self.perf_syscalls else None
                         try:
                             r = subprocess.run(wcmd, capture_output=True, text=True,
                                                timeout=self.a.i2_duration + self.a.timeout)
                         except subprocess.TimeoutExpired:
+                            if sc:
+                                sc.stop()
                             fail[lib] = ("did not finish", "wrk ran past %d s" % (self.a.i2_duration + self.a.timeout))
                             continue
+                        n_sys = sc.stop() if sc else None
                         d = self.parse_wrk(r.stdout)
+                        d["syscalls"] = n_sys
+                        d["syscalls_per_request"] = (n_sys / d["requests"]
+                                                     if n_sys is not None and d["requests"] else None)
                         d["server_alive"] = s.alive()
                         d["server_threads"] = status_kib(s.p.pid, "Threads")
                         d["server_peak_rss_kib"] = status_kib(s.p.pid, "VmHWM")
@@ -331,6 +385,8 @@ class Runner:
                     for d in runs[lib]:
                         for k, n in d["socket_errors"].items():
                             errs[k] = errs.get(k, 0) + n
+                    spr = [d["syscalls_per_request"] for d in runs[lib] if d.get("syscalls_per_request") is not None]
+                    rec["syscalls_per_request"] = statistics.median(spr) if spr else None
                     rec.update(status="ok", rps=statistics.median(v), rps_min=min(v), rps_max=max(v),
                                p99_ms=statistics.median(p99) if p99 else None,
                                p50_ms=statistics.median(d["p50_ms"] for d in runs[lib] if d["p50_ms"] is not None)

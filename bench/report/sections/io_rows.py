@@ -118,6 +118,14 @@ def i2(rep):
         ax.legend(fontsize=8)
         fig.tight_layout()
         md += "\n" + rep.save_fig(fig, "I2", "I2 requests per second")
+        if any(r.get("syscalls_per_request") is not None for r in res):
+            md += ("\n**System calls per request** (the server's, all its threads, counted by "
+                   "`perf stat -e raw_syscalls:sys_enter` while wrk ran; median over the runs):\n\n")
+            srows = [[NAME[l]] + ["%.2f" % get[(l, C)]["syscalls_per_request"]
+                                  if get.get((l, C), {}).get("syscalls_per_request") is not None else "-"
+                                  for C in conns]
+                     for l in libs if any(r["lib"] == l for r in res)]
+            md += table(["server"] + ["C=%s" % "{:,}".format(C) for C in conns], srows)
         top = max(conns)
         wr = get.get(("weft", top))
         if wr and wr["status"] == "ok":
