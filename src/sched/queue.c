@@ -58,7 +58,7 @@ typedef struct queue_sched {
 
 enum { OLDEST, NEWEST };
 
-static int list_grow(runlist_t *l) {
+static __attribute__((noinline, cold)) int list_grow(runlist_t *l) {
   size_t cap = l->cap * 2;
   /* malloc inside a handler: short and rare (the lists start with room for 64) */
   weft_thread_t **b = weft__sys_malloc_uncounted(cap * sizeof *b);
@@ -71,10 +71,12 @@ static int list_grow(runlist_t *l) {
   return 0;
 }
 
-/* Appends t (the newest). 0, or WEFT_ENOMEM if the list could not grow. */
-static int list_push(runlist_t *l, weft_thread_t *t) {
+/* Appends t (the newest). 0, or WEFT_ENOMEM if the list could not grow. Inlined into
+ * the handlers, like list_take: a call per list operation was a third of their cost
+ * (X2 in instructions, docs/schedulers.md). */
+static inline __attribute__((always_inline)) int list_push(runlist_t *l, weft_thread_t *t) {
   weft_spin_lock(&l->lock);
-  if (l->n == l->cap && list_grow(l) != 0) {
+  if (__builtin_expect(l->n == l->cap, 0) && list_grow(l) != 0) {
     weft_spin_unlock(&l->lock);
     return WEFT_ENOMEM;
   }
@@ -86,7 +88,7 @@ static int list_push(runlist_t *l, weft_thread_t *t) {
 }
 
 /* Removes and returns the oldest or newest thread, or NULL. */
-static weft_thread_t *list_take(runlist_t *l, int which) {
+static inline __attribute__((always_inline)) weft_thread_t *list_take(runlist_t *l, int which) {
   if (!atomic_load_explicit(&l->hint, memory_order_relaxed)) return NULL; /* see runlist_t */
   weft_thread_t *t = NULL;
   weft_spin_lock(&l->lock);
@@ -160,20 +162,29 @@ static weft_thread_t *steal_group(queue_sched_t *s, runlist_t *v, int me) {
   return got[0];
 }
 
-static weft_thread_t *on_idle(weft_bundle_t *b, weft_vp_t *vp) {
-  queue_sched_t *s = state(b);
-  int me = weft_sched_vp_index(vp), n = s->nvps;
-  unsigned kind = s->head.kind;
-  weft_thread_t *t = list_take(&s->lists[me], (kind & WEFT_SCHED_LIFO) ? NEWEST : OLDEST);
+/* processor_idle once vp's own list is empty: steal from VPs me+1, me+2, ... (out of
+ * line, so that the common case, the own list, stays a short handler). */
+static __attribute__((noinline)) weft_thread_t *idle_steal(queue_sched_t *s, int me) {
+  int n = s->nvps;
+  weft_thread_t *t = NULL;
   for (int k = 1; !t && k < n; k++) {
     runlist_t *v = &s->lists[(me + k) % n];
-    if (kind & WEFT_SCHED_AFFINITY) {
+    if (s->head.kind & WEFT_SCHED_AFFINITY) {
       t = steal_group(s, v, me);
     } else if ((t = list_take(v, OLDEST)) != NULL) {
       weft_sched_steal_note(weft_sched_vp((me + k) % n), 1, t); /* stats, tracer */
     }
   }
   return t;
+}
+
+static weft_thread_t *on_idle(weft_bundle_t *b, weft_vp_t *vp) {
+  queue_sched_t *s = state(b);
+  int me = weft_sched_vp_index(vp);
+  weft_thread_t *t =
+      list_take(&s->lists[me], (s->head.kind & WEFT_SCHED_LIFO) ? NEWEST : OLDEST);
+  if (t || s->nvps == 1) return t;
+  return idle_steal(s, me);
 }
 
 const weft_sched_ops_t weft__sched_queue_ops = {
