@@ -1,5 +1,6 @@
-/* weft/schedlib.h - a library of bundle schedulers, each written only against the
- * public scheduler interface (weft/sched.h): Active Threads §5.4 and §8.1.
+/* weft/schedlib.h - a library of bundle schedulers, each written against the public
+ * scheduler interface (weft/sched.h; the FIFO/LIFO handlers read three of its values
+ * inline, docs/schedulers.md): Active Threads §5.4 and §8.1.
  *
  * Kinds (docs/schedulers.md has each policy in full):
  *

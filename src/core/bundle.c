@@ -239,7 +239,9 @@ weft_thread_t *weft__bundle_yield_idle(weft_bundle_t *b, weft_vp_t *vp) {
    * join and finish as the root's do (no bundle lock on those paths) */
   if (!b->ops.processor_idle || (b->ops.flags & WEFT_SCHED_DISPATCH_ONLY)) return NULL;
   idle_lock();
-  weft_thread_t *t = ask(b, vp);
+  /* ask() without its tests that cannot fail here: the handler is set, and b is not
+   * the root (whose scheduler is DISPATCH_ONLY) */
+  weft_thread_t *t = weft__bundle_stopped(b) ? NULL : b->ops.processor_idle(b, vp);
   idle_unlock();
   return t;
 }
@@ -278,7 +280,11 @@ weft_vp_t *weft_sched_vp(int i) {
 }
 
 /* a spare VP of the system monitor answers the index of the VP it stands in for */
-int weft_sched_vp_index(const weft_vp_t *vp) { return vp ? weft__vp_public_index(vp) : -1; }
+int weft_sched_vp_index(const weft_vp_t *vp) {
+  if (!vp) return -1;
+  /* a VP of its own (not a spare) is its index: no call (schedulers ask on every event) */
+  return WEFT__LIKELY(vp->index < weft__rt.nvps) ? vp->index : weft__vp_public_index(vp);
+}
 
 int weft_sched_thread_affinity(const weft_thread_t *t) { return t ? t->affinity : -1; }
 

@@ -492,7 +492,14 @@ static inline __attribute__((always_inline)) void finish_release(weft_vp_t *vp, 
 #endif
   weft__stack_release(vp, t);
   uint32_t f = weft__tflags(t);
-  if (WEFT__UNLIKELY(f & WEFT__TF_FINISH_SLOW)) finished_slow(vp, t, f);
+  if (WEFT__UNLIKELY(f & WEFT__TF_FINISH_SLOW)) {
+    /* a thread of a bundle on the root's paths (a declared fast path: WEFT_SCHED_LOCAL_READY)
+     * has only its bundle's count to drop: inline, no call (release: as in finished_slow) */
+    if ((f & WEFT__TF_FINISH_SLOW) == WEFT__TF_BUNDLE)
+      atomic_fetch_sub_explicit(&t->bundle->nthreads, 1, memory_order_release);
+    else
+      finished_slow(vp, t, f);
+  }
   weft__stat_inc_release(&vp->n_finished);  /* release: the exact live count */
 }
 
@@ -694,6 +701,22 @@ static __attribute__((noinline)) void join_block(weft_vp_t *vp, weft_thread_t *s
     if (next) {
       weft__prepare(vp, &next);
       vp->current = next;
+      /* The scheduler handed over the joinee itself (a FIFO/LIFO bundle's run list: most
+       * often the thread just created and joined): run it in the joiner's place with
+       * no continuation, the joiner published in its join word first, as
+       * join_run_front does and for the same reasons (next is ours, off every
+       * structure, and cannot run before this switch; relaxed CAS, which only has to
+       * lose to a racing detach: then join_cont finds the word changed too). Not for a
+       * joiner on the general paths (TF_SLOW: its thread_blocked and callbacks run in
+       * join_cont). */
+      uintptr_t expect = 0;
+      if (next == self->blocked_on && !(weft__tflags(self) & WEFT__TF_SLOW) &&
+          atomic_compare_exchange_strong_explicit(&next->join, &expect,
+                                                  (uintptr_t)self | WEFT__JW_WEFT,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+        weft__switch(&self->ctx, &next->ctx, NULL, NULL);
+        return;
+      }
       weft__switch(&self->ctx, next ? &next->ctx : &vp->idle_ctx, join_cont, self);
       return;
     }

@@ -1,7 +1,9 @@
 /* src/sched/queue.c - the FIFO and LIFO schedulers of weft/schedlib.h (Active Threads §5.4,
  * 8.1), eager or lazy stack binding, with or without memory-conscious (affinity)
  * scheduling: eight variants, one set of handlers that reads the variant from the
- * bundle's state. Written only against weft/sched.h.
+ * bundle's state. Written against weft/sched.h, except that three values every event
+ * needs (the bundle's data, the caller's VP, a VP's index) are read inline as the
+ * kernel reads them, not through the calls weft/sched.h offers for them (see state()).
  *
  * State: one run list per VP, a ring of thread pointers under a small spinlock.
  *
@@ -32,6 +34,8 @@
 #include "weft/runtime.h"
 #include "weft/spinlock.h"
 
+#include "core/internal.h"
+
 #define LIST_INIT_CAP 64 /* slots per run list at creation (a power of two) */
 #define GROUP_MAX 32     /* most threads one affinity steal moves */
 
@@ -58,7 +62,7 @@ typedef struct queue_sched {
 
 enum { OLDEST, NEWEST };
 
-static int list_grow(runlist_t *l) {
+static __attribute__((noinline, cold)) int list_grow(runlist_t *l) {
   size_t cap = l->cap * 2;
   /* malloc inside a handler: short and rare (the lists start with room for 64) */
   weft_thread_t **b = weft__sys_malloc_uncounted(cap * sizeof *b);
@@ -71,10 +75,21 @@ static int list_grow(runlist_t *l) {
   return 0;
 }
 
-/* Appends t (the newest). 0, or WEFT_ENOMEM if the list could not grow. */
-static int list_push(runlist_t *l, weft_thread_t *t) {
+/* The run-list lock: one exchange inline; waiting (backoff) out of line, so that the
+ * handlers around it keep no registers for it. */
+static __attribute__((noinline, cold)) void list_lock_wait(runlist_t *l) {
   weft_spin_lock(&l->lock);
-  if (l->n == l->cap && list_grow(l) != 0) {
+}
+static inline __attribute__((always_inline)) void list_lock(runlist_t *l) {
+  if (__builtin_expect(weft_spin_trylock(&l->lock) != 0, 0)) list_lock_wait(l);
+}
+
+/* Appends t (the newest). 0, or WEFT_ENOMEM if the list could not grow. Inlined into
+ * the handlers, like list_take: a call per list operation was a third of their cost
+ * (X2 in instructions, docs/schedulers.md). */
+static inline __attribute__((always_inline)) int list_push(runlist_t *l, weft_thread_t *t) {
+  list_lock(l);
+  if (__builtin_expect(l->n == l->cap, 0) && list_grow(l) != 0) {
     weft_spin_unlock(&l->lock);
     return WEFT_ENOMEM;
   }
@@ -86,10 +101,10 @@ static int list_push(runlist_t *l, weft_thread_t *t) {
 }
 
 /* Removes and returns the oldest or newest thread, or NULL. */
-static weft_thread_t *list_take(runlist_t *l, int which) {
+static inline __attribute__((always_inline)) weft_thread_t *list_take(runlist_t *l, int which) {
   if (!atomic_load_explicit(&l->hint, memory_order_relaxed)) return NULL; /* see runlist_t */
   weft_thread_t *t = NULL;
-  weft_spin_lock(&l->lock);
+  list_lock(l);
   if (l->n) {
     if (which == OLDEST) {
       t = l->buf[l->head];
@@ -104,7 +119,14 @@ static weft_thread_t *list_take(runlist_t *l, int which) {
   return t;
 }
 
-static queue_sched_t *state(weft_bundle_t *b) { return weft_bundle_data(b); }
+/* weft_bundle_data(b), weft_sched_vp_self() and weft_sched_vp_index(vp), read inline:
+ * the same values without a call each, so that the common handlers are leaves (three
+ * calls were about a third of their instructions: X2, docs/schedulers.md). */
+static inline queue_sched_t *state(weft_bundle_t *b) { return b->data; }
+static inline int vp_index(const weft_vp_t *vp) {
+  /* a VP of its own; a spare VP (the monitor's) answers the VP it stands in for */
+  return WEFT__LIKELY(vp->index < weft__rt.nvps) ? vp->index : weft_sched_vp_index(vp);
+}
 
 /* The VP whose list or dispatch queue t goes to (see the top of the file). */
 static int home(queue_sched_t *s, weft_thread_t *t) {
@@ -112,18 +134,41 @@ static int home(queue_sched_t *s, weft_thread_t *t) {
     int a = weft_sched_thread_affinity(t);
     if (a >= 0) return a % s->nvps;
   }
-  weft_vp_t *vp = weft_sched_vp_self();
-  if (vp) return weft_sched_vp_index(vp);
+  weft_vp_t *vp = weft__vp();  /* weft_sched_vp_self() */
+  if (WEFT__LIKELY(vp != NULL)) return vp_index(vp);
   /* relaxed: only spreads threads, orders nothing */
   return (int)(atomic_fetch_add_explicit(&s->rr, 1, memory_order_relaxed) % (unsigned)s->nvps);
 }
 
-static void on_created(weft_bundle_t *b, weft_thread_t *t) {
-  queue_sched_t *s = state(b);
+/* thread_created in general: eager binding, affinity, a plain OS thread, a spare VP, a
+ * busy or full list (out of line: on_created's tail). */
+static __attribute__((noinline)) void created_general(queue_sched_t *s, weft_thread_t *t) {
   /* eager binding; on WEFT_ENOMEM the kernel binds the stack at the first run */
   if (s->head.kind & WEFT_SCHED_EAGER) (void)weft_sched_bind_stack(t);
   int i = home(s, t);
   if (list_push(&s->lists[i], t) != 0) weft_sched_enqueue(weft_sched_vp(i), t);
+}
+
+/* Its common case, a leaf: lazy, no affinity, raised on a VP of its own whose list is
+ * free and has room. The same push as list_push. */
+static void on_created(weft_bundle_t *b, weft_thread_t *t) {
+  queue_sched_t *s = state(b);
+  weft_vp_t *vp = weft__vp();  /* weft_sched_vp_self() */
+  if (WEFT__LIKELY(!(s->head.kind & (WEFT_SCHED_EAGER | WEFT_SCHED_AFFINITY)) && vp &&
+                   vp->index < weft__rt.nvps)) {
+    runlist_t *l = &s->lists[vp->index];
+    if (WEFT__LIKELY(weft_spin_trylock(&l->lock) == 0)) {
+      if (WEFT__LIKELY(l->n != l->cap)) {
+        l->buf[(l->head + l->n) & (l->cap - 1)] = t;
+        l->n++;
+        atomic_store_explicit(&l->hint, l->n, memory_order_relaxed); /* see runlist_t */
+        weft_spin_unlock(&l->lock);
+        return;
+      }
+      weft_spin_unlock(&l->lock);
+    }
+  }
+  created_general(s, t);
 }
 
 static void on_unblocked(weft_bundle_t *b, weft_thread_t *t) {
@@ -160,20 +205,55 @@ static weft_thread_t *steal_group(queue_sched_t *s, runlist_t *v, int me) {
   return got[0];
 }
 
-static weft_thread_t *on_idle(weft_bundle_t *b, weft_vp_t *vp) {
-  queue_sched_t *s = state(b);
-  int me = weft_sched_vp_index(vp), n = s->nvps;
-  unsigned kind = s->head.kind;
-  weft_thread_t *t = list_take(&s->lists[me], (kind & WEFT_SCHED_LIFO) ? NEWEST : OLDEST);
+/* processor_idle once vp's own list is empty: steal from VPs me+1, me+2, ... (out of
+ * line, so that the common case, the own list, stays a short handler). */
+static __attribute__((noinline)) weft_thread_t *idle_steal(queue_sched_t *s, int me) {
+  int n = s->nvps;
+  weft_thread_t *t = NULL;
   for (int k = 1; !t && k < n; k++) {
     runlist_t *v = &s->lists[(me + k) % n];
-    if (kind & WEFT_SCHED_AFFINITY) {
+    if (s->head.kind & WEFT_SCHED_AFFINITY) {
       t = steal_group(s, v, me);
     } else if ((t = list_take(v, OLDEST)) != NULL) {
       weft_sched_steal_note(weft_sched_vp((me + k) % n), 1, t); /* stats, tracer */
     }
   }
   return t;
+}
+
+/* processor_idle in general: a spare VP, or a busy own list (out of line: on_idle's tail). */
+static __attribute__((noinline)) weft_thread_t *idle_general(queue_sched_t *s, weft_vp_t *vp) {
+  int me = vp_index(vp);
+  weft_thread_t *t =
+      list_take(&s->lists[me], (s->head.kind & WEFT_SCHED_LIFO) ? NEWEST : OLDEST);
+  if (t || s->nvps == 1) return t;
+  return idle_steal(s, me);
+}
+
+/* Its common case, a leaf: a VP of its own whose list is empty (then steal) or free. The
+ * same take as list_take. */
+static weft_thread_t *on_idle(weft_bundle_t *b, weft_vp_t *vp) {
+  queue_sched_t *s = state(b);
+  int me = vp->index;
+  if (WEFT__UNLIKELY(me >= weft__rt.nvps)) return idle_general(s, vp);
+  runlist_t *l = &s->lists[me];
+  if (!atomic_load_explicit(&l->hint, memory_order_relaxed)) /* see runlist_t */
+    return s->nvps == 1 ? NULL : idle_steal(s, me);
+  if (WEFT__UNLIKELY(weft_spin_trylock(&l->lock) != 0)) return idle_general(s, vp);
+  weft_thread_t *t = NULL;
+  if (l->n) {
+    if (s->head.kind & WEFT_SCHED_LIFO) {
+      t = l->buf[(l->head + l->n - 1) & (l->cap - 1)];
+    } else {
+      t = l->buf[l->head];
+      l->head = (l->head + 1) & (l->cap - 1);
+    }
+    l->n--;
+    atomic_store_explicit(&l->hint, l->n, memory_order_relaxed); /* see runlist_t */
+  }
+  weft_spin_unlock(&l->lock);
+  if (t || s->nvps == 1) return t;
+  return idle_steal(s, me);
 }
 
 const weft_sched_ops_t weft__sched_queue_ops = {

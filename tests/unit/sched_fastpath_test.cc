@@ -334,4 +334,130 @@ TEST_F(OwnBundleTest, YieldReachesOwnBundle) {
   EXPECT_EQ(log.substr(0, 2), "CY") << log;
 }
 
+// ---- the library's FIFO/LIFO on its short paths (src/sched/queue.c's leaf handlers, the
+// join that runs a joinee handed over by the own-bundle question in the joiner's place,
+// the inline bundle count at finish) -------------------------------------------------
+
+void *ReturnArg(void *p) { return p; }
+
+// One VP, each of the eight kinds (the leaf handlers serve lazy without affinity, the
+// general ones the others): a thread of the bundle creates n threads (kept in its VP's
+// run list), then joins one of them; the own-bundle question hands them out oldest
+// first (FIFO) or newest first (LIFO), and each returns its argument to its joiner.
+class KeptOrderTest : public OneVpTest, public ::testing::WithParamInterface<unsigned> {};
+
+TEST_P(KeptOrderTest, JoinRunsKeptThreadsInOrder) {
+  const unsigned kind = GetParam();
+  weft_bundle_t *b = nullptr;
+  ASSERT_EQ(weft_schedlib_bundle_create(&b, nullptr, kind), 0);
+  weft_attr_t ba = InBundle(b);
+  constexpr int n = 8;
+  static std::vector<int> order;
+  order.clear();
+  auto driver = [&]() -> void * {
+    weft_thread_t *ts[n] = {};
+    for (int i = 0; i < n; ++i)
+      EXPECT_EQ(weft_create(&ts[i], &ba, +[](void *p) -> void * {
+                  order.push_back(static_cast<int>(reinterpret_cast<intptr_t>(p)));
+                  return p;
+                }, reinterpret_cast<void *>(static_cast<intptr_t>(i))), 0);
+    // FIFO: join the newest, so that the oldest, handed out first, is not the joinee;
+    // LIFO: join the oldest, likewise
+    int first = (kind & WEFT_SCHED_LIFO) ? 0 : n - 1;
+    void *r = nullptr;
+    EXPECT_EQ(weft_join(ts[first], &r), 0);
+    EXPECT_EQ(r, reinterpret_cast<void *>(static_cast<intptr_t>(first)));
+    for (int i = 0; i < n; ++i) {
+      if (i == first) continue;
+      EXPECT_EQ(weft_join(ts[i], &r), 0);
+      EXPECT_EQ(r, reinterpret_cast<void *>(static_cast<intptr_t>(i)));
+    }
+    return nullptr;
+  };
+  weft_thread_t *d = SpawnCall(&driver, &ba);
+  if (d) Join(d);
+  std::vector<int> want(n);
+  for (int i = 0; i < n; ++i) want[i] = (kind & WEFT_SCHED_LIFO) ? n - 1 - i : i;
+  EXPECT_EQ(order, want);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(b), 0);
+}
+
+// The L2 pattern (create, then join the thread just created, which the own-bundle
+// question hands back: the joiner runs it in its place), many times, with the results
+// and the bundle's thread count right afterwards.
+TEST_P(KeptOrderTest, CreateJoinRunsTheJoineeInPlace) {
+  const unsigned kind = GetParam();
+  weft_bundle_t *b = nullptr;
+  ASSERT_EQ(weft_schedlib_bundle_create(&b, nullptr, kind), 0);
+  weft_attr_t ba = InBundle(b);
+  auto driver = [&]() -> void * {
+    for (intptr_t i = 1; i <= 1000; ++i) {
+      weft_thread_t *t = nullptr;
+      EXPECT_EQ(weft_create(&t, &ba, ReturnArg, reinterpret_cast<void *>(i)), 0);
+      void *r = nullptr;
+      EXPECT_EQ(weft_join(t, &r), 0);
+      EXPECT_EQ(r, reinterpret_cast<void *>(i));
+    }
+    return nullptr;
+  };
+  weft_thread_t *d = SpawnCall(&driver, &ba);
+  if (d) Join(d);
+  // every thread of b has finished and been counted down
+  EXPECT_EQ(weft_schedlib_bundle_destroy(b), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, KeptOrderTest,
+                         ::testing::Range(0u, 8u),  // FIFO/LIFO x lazy/eager x affinity
+                         [](const ::testing::TestParamInfo<unsigned> &i) {
+                           return std::string(weft_schedlib_kind_name(i.param));
+                         });
+
+// Two VPs: a FIFO thread creates n threads into its VP's run list and then keeps its VP
+// (spins, no yield) until all of them have run, which only a steal by the other VP's
+// processor_idle can bring about: each runs once, on the other VP, oldest first.
+class KeptStealTest : public WeftTest {
+ protected:
+  void SetUp() override { StartWeft(2); }
+};
+
+TEST_F(KeptStealTest, IdleVpStealsFromTheRunListOldestFirst) {
+  weft_bundle_t *b = nullptr;
+  ASSERT_EQ(weft_schedlib_bundle_create(&b, nullptr, WEFT_SCHED_FIFO), 0);
+  weft_attr_t ba = InBundle(b);
+  ba.detached = 1;
+  constexpr int n = 16;
+  static std::atomic<int> ran;
+  static std::vector<std::pair<int, int>> log;  // (index, VP)
+  static SpinLock lock;
+  ran = 0;
+  log.clear();
+  int driver_vp = -1;
+  bool all_ran = false;
+  auto driver = [&]() -> void * {
+    driver_vp = weft_vp_self();
+    for (int i = 0; i < n; ++i)
+      EXPECT_EQ(weft_create(nullptr, &ba, +[](void *p) -> void * {
+                  lock.lock();
+                  log.emplace_back(static_cast<int>(reinterpret_cast<intptr_t>(p)), weft_vp_self());
+                  lock.unlock();
+                  ran++;
+                  return nullptr;
+                }, reinterpret_cast<void *>(static_cast<intptr_t>(i))), 0);
+    all_ran = SpinUntil([&] { return ran.load() == n; });  // the watchdog: 30 s
+    return nullptr;
+  };
+  weft_attr_t da = InBundle(b);
+  weft_thread_t *d = SpawnCall(&driver, &da);
+  if (d) Join(d);
+  EXPECT_TRUE(all_ran) << "the threads kept on the busy VP were not stolen";
+  ASSERT_EQ(log.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(log[i].first, i) << "not oldest first";
+    EXPECT_NE(log[i].second, driver_vp) << "ran on the VP that was kept busy";
+  }
+  int rc = WEFT_EBUSY;
+  EXPECT_TRUE(YieldUntil([&] { return (rc = weft_schedlib_bundle_destroy(b)) != WEFT_EBUSY; }));
+  EXPECT_EQ(rc, 0);
+}
+
 }  // namespace
