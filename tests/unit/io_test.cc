@@ -466,26 +466,25 @@ TEST_P(IoTest, SignalsDoNotInterruptAParkedThread) {
     return nullptr;
   }, &c);
   ASSERT_TRUE(YieldUntil([] { return weft_io_parked() == 1; }, 30));
+  // A signal sent to the process is handled by whichever kernel thread the kernel
+  // picks, when that thread next runs (a VP asleep in the engine may wait for a CPU).
+  // Each one is sent only once the one before was handled, so that none is still on
+  // its way when the old action is put back (a late one would find the default action
+  // and end the process). sigpending() cannot tell: it reports only blocked signals.
   g_signals = 0;
+  int handled = 0;
   for (int i = 0; i < 20; i++) {
     kill(getpid(), SIGUSR1);
+    if (YieldUntil([i] { return g_signals.load() > i; }, 30)) handled++;
     weft_sleep_ns(100000);
   }
-  EXPECT_TRUE(YieldUntil([] { return g_signals.load() > 0; }, 10));
+  EXPECT_EQ(handled, 20) << "a signal was not handled within 30 s";
   EXPECT_EQ(c.n, -2) << "interrupted: " << strerror(c.err);
   ASSERT_EQ(weft_write(p[1], "s", 1), 1);
   Join(r);
   EXPECT_EQ(c.n, 1);
-  // A signal sent to the process is handled by whichever kernel thread the kernel
-  // picks, when that thread next runs (a VP asleep in the engine may wait for a CPU):
-  // put the old action back only once none is pending, or a late one would find the
-  // default action and end the process.
-  EXPECT_TRUE(YieldUntil([] {
-    sigset_t pend;
-    sigemptyset(&pend);
-    return sigpending(&pend) == 0 && !sigismember(&pend, SIGUSR1);
-  }, 30));
-  sigaction(SIGUSR1, &old, nullptr);
+  // a signal not handled in time (a failure above) keeps the handler installed
+  if (handled == 20) sigaction(SIGUSR1, &old, nullptr);
   weft_close(p[0]);
   weft_close(p[1]);
 }
