@@ -53,9 +53,9 @@ extern "C" {
  * behind weft_blocking jobs. A wired caller is left as it is (returns 0). Callable
  * from a weft thread (the main weft thread included). Always switches the caller
  * (unless already wired). Errors: WEFT_ENOTINIT (weft not running), WEFT_EPERM (a
- * plain OS thread), WEFT_ESYS or WEFT_ENOMEM (no pool thread was idle and a new one
- * could not be started: the system's EAGAIN or ENOMEM). On error the caller stays on
- * its VP and the pool is unchanged. */
+ * plain OS thread), WEFT_ESYS or WEFT_ENOMEM (no idle pool thread was to spare and a
+ * new one could not be started: the system's EAGAIN or ENOMEM). On error the caller
+ * stays on its VP and the pool is unchanged. */
 WEFT_API int weft_wire(void);
 /* weft_unwire() gives the calling wired thread back to the VPs: it is made ready
  * through its bundle's scheduler and returns running on a VP; its kernel thread goes
