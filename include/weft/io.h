@@ -159,17 +159,21 @@ WEFT_API int weft_close(int fd);
  * The pool starts threads on demand, up to a limit (weft_blocking_limits; default
  * 64), and lets a thread that has had nothing to do for the idle time (default
  * 10 s) exit. With every pool thread busy, further calls queue (FIFO) until one is
- * free. Errors: WEFT_EINVAL (fn NULL); WEFT_EAGAIN (no pool thread could be
- * started and none exists; fn did not run). */
+ * free. weft_wire() (weft/wire.h) takes its kernel threads from the same pool: a
+ * thread held by a wired weft thread takes no job and does not count against the
+ * limit; once unwired it is an idle pool thread again. Errors: WEFT_EINVAL (fn NULL);
+ * WEFT_EAGAIN (no pool thread could be started and none that takes jobs exists; fn
+ * did not run). */
 WEFT_API int weft_blocking(void *(*fn)(void *), void *arg, void **result);
 
-/* weft_blocking_limits() sets the pool's most threads (1 to 4096) and the idle time
- * after which a pool thread exits (nanoseconds, > 0); 0 in either leaves it. Threads
- * above a lowered limit exit once idle. Errors: WEFT_EINVAL. Callable anytime. */
+/* weft_blocking_limits() sets the pool's most threads (1 to 4096; threads held by
+ * wired weft threads are not counted) and the idle time after which a pool thread
+ * exits (nanoseconds, > 0); 0 in either leaves it. Threads above a lowered limit exit
+ * once idle. Errors: WEFT_EINVAL. Callable anytime. */
 WEFT_API int weft_blocking_limits(int max_threads, uint64_t idle_ns);
 
-/* weft_blocking_threads() returns the number of pool threads alive now (a
- * snapshot). Callable anytime. */
+/* weft_blocking_threads() returns the number of pool threads alive now, those held
+ * by wired weft threads included (a snapshot). Callable anytime. */
 WEFT_API int weft_blocking_threads(void);
 
 #ifdef __cplusplus

@@ -9,35 +9,43 @@
  * owner of checked builds, weft_exit) look one step further, at weft__tls_wire, and
  * only on their cold "no VP" branch: no VP hot path pays anything.
  *
- *   weft_wire() on VP v                         wire kernel thread K
+ * The wire kernel threads are the weft_blocking pool's (src/io/blocking.c): a wire
+ * holds a pool thread K (an idle one, or a new one, past the pool's limit if need
+ * be) until it unwires; then K is an idle pool thread again.
+ *
+ *   weft_wire() on VP v                         pool thread K
  *   ---------------------                       ---------------------
- *   start K (detached)            ----->        tls_wire = w; wait for w->go
+ *   weft__pool_hold_reserve(): an idle K        (idle, or starting)
+ *     is spared for us, or K is started               |
  *   weft__block(v, t, wire_cont)                      |
  *     v runs its next thread;                         |
  *     wire_cont (t saved): thread_blocked,            |
- *     w->go = 1 (release), futex wake  ------>  acquire w->go; switch base -> t
+ *     lock pool; queue r; signal; unlock  ----> lock pool; take r; unlock
+ *                                               wire_run: tls_wire = &w (on K's
+ *                                               stack); switch base -> t
  *                                               t returns from weft_wire() on K
  *   ...                                         t blocks in read(): only K waits
  *                                               weft_unwire(): switch t -> base,
- *                                               unwire_cont (t saved): nwired--,
+ *                                               unwire_cont (t saved): K counted
+ *                                               idle (pool lock), nwired--,
  *   some VP runs t again           <------      weft__unblock(t) (thread_unblocked)
- *                                               K frees w and ends
+ *                                               tls_wire = NULL; K back to the pool
+ *                                               (idle: next wire or job, or exits
+ *                                               after the idle time)
  *
- * Memory ordering: w->go: wire_cont's release store pairs with K's acquire load, so
- * t's saved context (written by the switch on v) is visible to K before K resumes
- * it. The hand-back is ordered by the dispatch queue's lock (weft__unblock), as any
- * wake-up from a plain OS thread. nwired: seq_cst; weft_shutdown() reads it to tell
- * a wired thread (which can run) from a deadlock. The futex wake after the store of
- * w->go may reach K's record after K has resumed t, t has unwired and K has freed
- * the record: a wake on a stale address is at worst a spurious wake-up of another
- * futex at that address, which every futex user tolerates (the argument glibc makes
- * for waking after a mutex unlock). Nothing of w is read or written after the store.
+ * Memory ordering: the hand-over to K is ordered by the pool's mutex: wire_cont's
+ * unlock after queueing r (weft__pool_hold_submit) pairs with the lock of the pool
+ * thread that takes r, so t's saved context (written by the switch on v) and r are
+ * visible to K before K resumes t. The request r lives on t's stack (weft_wire's
+ * frame): wire_cont touches it no more after the unlock, and K reads r->t before it
+ * resumes t, after which the frame is gone. The hand-back is ordered by the dispatch
+ * queue's lock (weft__unblock), as any wake-up from a plain OS thread. nwired: seq_cst;
+ * weft_shutdown() reads it to tell a wired thread (which can run) from a deadlock.
+ * nreturning: seq_cst; shutdown waits until no K is inside unwire_cont.
  */
-#include <errno.h>
-#include <pthread.h>
-#include <stdlib.h>
 
 #include "core/internal.h"
+#include "io/io.h"
 #include "weft/hook.h"
 #include "weft/wire.h"
 
@@ -48,14 +56,20 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
+/* K's record while a weft thread is wired to it: on K's own stack (wire_run). */
 struct weft__wire {
-  weft_thread_t *t;             /* the wired thread: set before K starts, then read-only */
-  _Atomic uint32_t go;          /* 0: t not yet saved on its VP; 1: K may resume t */
+  weft_thread_t *t;             /* the wired thread */
   weft_ctx_t base;              /* K's own context (its pthread stack): K only */
   unsigned char ctx_storage[WEFT__CTX_SELF_SIZE + 1] __attribute__((aligned(16)));
 };
 
-/* On a wire kernel thread: its record (set by K itself, cleared before it ends). */
+/* A wire request: on the wiring thread's stack, in weft_wire's frame. */
+struct wire_req {
+  weft__pool_hold_t hold;       /* first: the pool hands back &hold */
+  weft_thread_t *t;
+};
+
+/* On a wire kernel thread: its record (set by K itself while t is wired to it). */
 static __thread struct weft__wire *tls_wire;
 static _Atomic int nwired;      /* threads wired now (seq_cst) */
 static _Atomic int nreturning;  /* Ks inside unwire_cont (seq_cst) */
@@ -82,31 +96,32 @@ int weft__wire_returning(void) { return atomic_load(&nreturning); }
 
 static void nop_cont(void *p) { (void)p; }
 
-static void *wire_main(void *p) {
-  struct weft__wire *w = p;
-  tls_wire = w;
-  weft__ctx_init_self(&w->base, w->ctx_storage);
+/* Runs on the pool thread K that took the request (weft__pool_hold_t.run): resumes t
+ * and returns once t has unwired; K then goes back to the pool. */
+static void wire_run(weft__pool_hold_t *h) {
+  struct weft__wire w;
+  /* the pool lock (taken by K to dequeue h) ordered t's saved context and *h before
+   * this point: see the top comment. h is gone once t runs. */
+  w.t = ((struct wire_req *)h)->t;
+  weft__ctx_init_self(&w.base, w.ctx_storage);
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
-  weft__san_init_self(&w->base);
+  weft__san_init_self(&w.base);
 #endif
-  /* acquire: pairs with the release store in wire_cont (t's context is saved) */
-  while (!atomic_load_explicit(&w->go, memory_order_acquire)) weft__os_futex_wait(&w->go, 0);
-  weft__switch(&w->base, &w->t->ctx, nop_cont, NULL);
+  tls_wire = &w;
+  weft__switch(&w.base, &w.t->ctx, nop_cont, NULL);
   /* t has unwired: unwire_cont made it ready; nothing else refers to w */
   tls_wire = NULL;
-  free(w);
-  return NULL;
 }
 
 /* Runs on the VP's next context once t is saved. */
 static void wire_cont(void *p) {
-  struct weft__wire *w = p;
-  weft_thread_t *t = w->t;
+  struct wire_req *r = p;
+  weft_thread_t *t = r->t;
   uint32_t f = weft__tflags(t);
   if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) weft__blocked_slow(t, f, NULL);
-  /* release: pairs with K's acquire load; t's saved context is published */
-  atomic_store_explicit(&w->go, 1, memory_order_release);
-  weft__os_futex_wake(&w->go, 1);  /* w may be gone by now: see the top comment */
+  /* queues r under the pool lock (its unlock pairs with the lock of the pool thread
+   * that takes r); r may be gone once this returns */
+  weft__pool_hold_submit(&r->hold);
 }
 
 int weft_wire(void) {
@@ -116,28 +131,13 @@ int weft_wire(void) {
     return atomic_load(&weft__rt.state) ? WEFT_EPERM : WEFT_ENOTINIT;
   }
   weft_thread_t *self = vp->current;
-  /* not counted (K frees it with free() after t is back on a VP, possibly after
-   * weft_shutdown() has checked the runtime's own allocations), but injectable */
-  struct weft__wire *w = weft__sys_aligned_uncounted(64, (sizeof *w + 63) & ~(size_t)63);
-  if (!w) return WEFT_ENOMEM;
-  w->t = self;
-  atomic_init(&w->go, 0);
-  pthread_attr_t a;
-  pthread_t kt;
-  if (pthread_attr_init(&a) != 0) {
-    free(w);
-    return WEFT_ESYS;
-  }
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  /* an injected failure (weft_debug_fail_alloc) stands for the system's EAGAIN */
-  int err = weft__sys_fail_injected() ? EAGAIN : pthread_create(&kt, &a, wire_main, w);
-  pthread_attr_destroy(&a);
-  if (err != 0) {
-    free(w);
-    return err == ENOMEM ? WEFT_ENOMEM : WEFT_ESYS;
-  }
+  struct wire_req r = {.hold = {.next = NULL, .run = wire_run}, .t = self};
+  /* a pool thread is spared or started for r (a failed start is injectable:
+   * weft_debug_fail_alloc stands for the system's EAGAIN) */
+  int err = weft__pool_hold_reserve();
+  if (err != 0) return err;
   atomic_fetch_add(&nwired, 1);
-  weft__block(vp, self, wire_cont, w);
+  weft__block(vp, self, wire_cont, &r);
   /* running on K now */
   return 0;
 }
@@ -152,6 +152,7 @@ static void unwire_cont(void *p) {
    * shutdown waits until no K is between these two counts (weft__wire_returning).
    * The increment happens before t can run again: t's finish, which shutdown waits
    * for, comes after it through the dispatch queue's lock. */
+  weft__pool_hold_done();  /* K counts as idle for the next wire or job from now */
   atomic_fetch_add(&nreturning, 1);
   atomic_fetch_sub(&nwired, 1);
   weft__unblock(NULL, t);

@@ -1,5 +1,6 @@
 /* src/io/blocking.c - weft_blocking(): blocking work on a shared pool of kernel
- * threads, the calling weft thread parked meanwhile (weft/io.h, docs/io.md).
+ * threads, the calling weft thread parked meanwhile (weft/io.h, docs/io.md); and the
+ * kernel threads of weft_wire() (weft/wire.h, src/core/wire.c), taken from the same pool.
  *
  * The job lives on the caller's stack, with a waiter (src/sync/sync.h). The caller
  * makes sure a pool thread will take it (starting one if every thread is busy and
@@ -10,14 +11,37 @@
  * caller's acquire load of its state, so the caller sees the result) and makes the
  * caller ready from its plain OS thread (the gated path of weft__unblock).
  *
+ * A hold (weft__pool_hold_t, src/io/io.h) asks for a pool thread for as long as a
+ * wired weft thread runs on it. weft__pool_hold_reserve() counts the hold (nqueued,
+ * nheld) and starts a thread unless an idle one is to spare (more idle threads than
+ * reservations), past the limit if need be: a wire never waits for a busy pool
+ * thread. The wire's block continuation queues the hold (weft__pool_hold_submit);
+ * pool threads take holds before jobs; the thread runs h->run(h), which returns when
+ * the wired thread has unwired, and the thread is an idle pool thread again. From
+ * weft__pool_hold_done (the unwire, before the wired thread is made ready) until it is
+ * back in the worker loop it counts in nsoon, as does a thread from its start until it
+ * is in the loop; reservations count nsoon like idle threads (such a thread checks the
+ * queues before it waits): a thread that unwires and wires again at once finds its
+ * kernel thread, and a started thread whose hold another thread took is not started
+ * twice. The pool
+ * lock orders everything the hold's submitter wrote (the saved context of the wired
+ * thread) before the pool thread that takes it: unlock in submit, lock in the worker.
+ *
+ * The limit bounds the threads that are not held: held ones (nheld) are counted in
+ * nthreads but not against max, so wired threads neither wait for nor starve
+ * weft_blocking jobs. A thread above the limit, or idle for the idle time, exits once
+ * no reservation needs it (nqueued <= the other idle threads plus nsoon): a thread a
+ * caller has counted on never leaves before it takes that caller's job or hold.
+ *
  * The pool is process-wide and outlives weft_init/weft_shutdown: pool threads hold
- * no weft state between jobs. Idle threads wait on a condition variable (on
+ * no weft state between jobs and holds. Idle threads wait on a condition variable (on
  * CLOCK_MONOTONIC) and exit after the idle time.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "io/io.h"
 #include "sync/sync.h"
 #include "weft/io.h"
@@ -35,8 +59,12 @@ static struct {
   pthread_mutex_t mu;
   pthread_cond_t cv;      /* on CLOCK_MONOTONIC (pool_init) */
   job_t *head, *tail;     /* queued jobs, FIFO: mu */
-  int nqueued;            /* jobs queued or about to be (callers reserve): mu */
+  weft__pool_hold_t *holds, *holds_tail;  /* queued holds, FIFO, taken first: mu */
+  int nqueued;            /* jobs and holds queued or about to be (callers reserve): mu */
   int nthreads, nidle;    /* mu; nthreads read by weft_blocking_threads under mu */
+  int nheld;              /* threads held by a hold, or reserved for one: mu */
+  int nsoon;              /* threads on their way to the loop that needs no signal: started
+                           * and not yet in it, or back from a hold (weft__pool_hold_done): mu */
   int max;
   uint64_t idle_ns;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .max = 64, .idle_ns = 10000000000ull};
@@ -52,16 +80,32 @@ static void pool_init(void) {
 static void *worker(void *unused) {
   (void)unused;
   pthread_mutex_lock(&pool.mu);
+  pool.nsoon--;  /* counted by start_worker */
   for (;;) {
     int timed_out = 0;
-    while (!pool.head && !timed_out && pool.nthreads <= pool.max) {
+    while (!pool.holds && !pool.head) {
+      /* idle for the idle time, or above a lowered limit, and no reservation counts on
+       * this thread (the other idle threads cover them all): leave */
+      if ((timed_out || pool.nthreads - pool.nheld > pool.max) &&
+          pool.nqueued <= pool.nidle + pool.nsoon)
+        goto leave;
       uint64_t until = weft__os_now_ns() + pool.idle_ns;
       struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
       pool.nidle++;
       timed_out = pthread_cond_timedwait(&pool.cv, &pool.mu, &ts) == ETIMEDOUT;
       pool.nidle--;
     }
-    if (!pool.head) break;  /* idle for the idle time, or above a lowered limit */
+    if (pool.holds) {
+      weft__pool_hold_t *h = pool.holds;
+      pool.holds = h->next;
+      if (!pool.holds) pool.holds_tail = NULL;
+      pool.nqueued--;
+      pthread_mutex_unlock(&pool.mu);
+      h->run(h);  /* a wired thread runs here until it unwires; h is gone by then */
+      pthread_mutex_lock(&pool.mu);
+      pool.nsoon--;  /* weft__pool_hold_done counted it out of nheld, into nsoon */
+      continue;
+    }
     job_t *j = pool.head;
     pool.head = j->next;
     if (!pool.head) pool.tail = NULL;
@@ -72,9 +116,27 @@ static void *worker(void *unused) {
     if (weft__waiter_claim(&j->w)) weft__wake(t, &j->w);
     pthread_mutex_lock(&pool.mu);
   }
+leave:
   pool.nthreads--;
   pthread_mutex_unlock(&pool.mu);
   return NULL;
+}
+
+/* Starts a detached pool thread (pool.mu held): 0 or pthread_create's error. With
+ * `injectable`, an injected failure (weft_debug_fail_alloc) stands for EAGAIN. */
+static int start_worker(int injectable) {
+  pthread_attr_t a;
+  pthread_t th;
+  int err = pthread_attr_init(&a);
+  if (err != 0) return err;
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  err = injectable && weft__sys_fail_injected() ? EAGAIN : pthread_create(&th, &a, worker, NULL);
+  pthread_attr_destroy(&a);
+  if (err == 0) {
+    pool.nthreads++;
+    pool.nsoon++;  /* until it takes the lock in worker() */
+  }
+  return err;
 }
 
 /* Block continuation of the caller: queue its job (it is saved now). */
@@ -101,25 +163,51 @@ int weft_blocking(void *(*fn)(void *), void *arg, void **result) {
   job_t j = {.fn = fn, .arg = arg};
   weft__waiter_init(&j.w, WEFT_FOREVER);
   pthread_mutex_lock(&pool.mu);
-  if (pool.nqueued >= pool.nidle && pool.nthreads < pool.max) {
-    pthread_attr_t a;
-    pthread_t th;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &a, worker, NULL) == 0) {
-      pool.nthreads++;
-    } else if (pool.nthreads == 0) {
-      pthread_attr_destroy(&a);
-      pthread_mutex_unlock(&pool.mu);
-      return WEFT_EAGAIN;
-    }
-    pthread_attr_destroy(&a);
+  /* held threads do not count against the limit, nor do they take jobs */
+  if (pool.nqueued >= pool.nidle + pool.nsoon && pool.nthreads - pool.nheld < pool.max &&
+      start_worker(0) != 0 && pool.nthreads - pool.nheld == 0) {
+    pthread_mutex_unlock(&pool.mu);
+    return WEFT_EAGAIN;
   }
   pool.nqueued++;
   pthread_mutex_unlock(&pool.mu);
   weft__wait(&j.w, NULL, submit, &j);
   if (result) *result = j.result;
   return 0;
+}
+
+int weft__pool_hold_reserve(void) {
+  pthread_once(&pool_once, pool_init);
+  pthread_mutex_lock(&pool.mu);
+  /* no idle (or returning) thread to spare: start one, limit or not */
+  if (pool.nidle + pool.nsoon <= pool.nqueued) {
+    int err = start_worker(1);
+    if (err != 0) {
+      pthread_mutex_unlock(&pool.mu);
+      return err == ENOMEM ? WEFT_ENOMEM : WEFT_ESYS;
+    }
+  }
+  pool.nqueued++;
+  pool.nheld++;
+  pthread_mutex_unlock(&pool.mu);
+  return 0;
+}
+
+void weft__pool_hold_submit(weft__pool_hold_t *h) {
+  pthread_mutex_lock(&pool.mu);
+  h->next = NULL;
+  if (pool.holds_tail) pool.holds_tail->next = h;
+  else pool.holds = h;
+  pool.holds_tail = h;
+  pthread_cond_signal(&pool.cv);
+  pthread_mutex_unlock(&pool.mu);  /* pairs with the lock of the worker that takes h */
+}
+
+void weft__pool_hold_done(void) {
+  pthread_mutex_lock(&pool.mu);
+  pool.nheld--;
+  pool.nsoon++;
+  pthread_mutex_unlock(&pool.mu);
 }
 
 int weft_blocking_limits(int max_threads, uint64_t idle_ns) {

@@ -41,4 +41,29 @@ int weft__io_waiting(void);
  * idle loop then wakes another VP when it leaves, so that one becomes the poller. */
 int weft__io_need_poller(void);
 
+/* ---- pool threads held by wired threads (src/io/blocking.c, used by src/core/wire.c)
+ * A hold asks the weft_blocking pool for a kernel thread for as long as one weft
+ * thread is wired to it. The holder (weft_wire, on a VP) first calls
+ * weft__pool_hold_reserve(), which makes sure a pool thread will take the hold: an
+ * idle one that no other reservation counts on, or a new one, started even when the
+ * pool is at its limit (held threads do not count against it). Returns 0, or
+ * WEFT_ESYS / WEFT_ENOMEM when a needed thread could not be started (injectable:
+ * weft_debug_fail_alloc), the pool unchanged. After a 0 the holder must submit
+ * exactly one hold: weft__pool_hold_submit() (from its block continuation, once it is
+ * saved) queues h; a pool thread takes it under the pool lock (so everything written
+ * before the submit is visible to it) and calls h->run(h) on its own stack. h may
+ * live on the wired thread's stack: run reads it before resuming that thread, and
+ * the pool touches it no more. Before it makes its weft thread ready again, run calls
+ * weft__pool_hold_done() (on the pool thread): from then on the thread counts as
+ * idle for reservations, so the weft thread that unwires and wires again at once
+ * reuses it. When run returns, the thread is an idle pool thread again (reused by the
+ * next hold or job, gone after the idle time). */
+typedef struct weft__pool_hold {
+  struct weft__pool_hold *next;            /* the pool's queue: pool lock */
+  void (*run)(struct weft__pool_hold *h);  /* on the pool thread that takes h */
+} weft__pool_hold_t;
+int weft__pool_hold_reserve(void);
+void weft__pool_hold_submit(weft__pool_hold_t *h);
+void weft__pool_hold_done(void);
+
 #endif

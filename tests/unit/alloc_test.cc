@@ -7,6 +7,7 @@
 
 #include <weft/schedlib.h>
 #include <weft/trace.h>
+#include <weft/io.h>
 #include <weft/wire.h>
 
 using namespace weft_test;
@@ -359,24 +360,36 @@ TEST_F(AllocTest, SchedLibAllocationsAreInjectable) {
   }
 }
 
-// Wiring: the record fails with WEFT_ENOMEM, the kernel thread (counted like an
-// allocation) with WEFT_ESYS; the caller stays an ordinary weft thread and can wire
-// afterwards.
+// Wiring: a wire that must start a pool thread (none idle) reports an injected
+// failure of the start with WEFT_ESYS, the pool unchanged; the caller stays an ordinary
+// weft thread and can wire afterwards. A wire that reuses an idle pool thread starts
+// nothing and has no failure point: with the thread kept, an injected failure is not
+// consumed by it.
 TEST_F(AllocTest, WireReportsInjectedFailures) {
   StartWeft(1);
+  ASSERT_EQ(weft_blocking_limits(64, 1000000), 0);  // let idle pool threads go
+  ASSERT_TRUE(YieldUntil([] { return weft_blocking_threads() == 0; }));
+  ASSERT_EQ(weft_blocking_limits(0, 3600ull * 1000000000ull), 0);  // then keep them
   RunInThread([]() -> void * {
     weft_debug_fail_alloc(1);
-    EXPECT_EQ(weft_wire(), WEFT_ENOMEM);
-    weft_debug_fail_alloc(2);
     EXPECT_EQ(weft_wire(), WEFT_ESYS);
     weft_debug_fail_alloc(0);
     EXPECT_EQ(weft_is_wired(), 0);
+    EXPECT_EQ(weft_blocking_threads(), 0);
     EXPECT_EQ(weft_wire(), 0);
     EXPECT_EQ(weft_is_wired(), 1);
     EXPECT_EQ(weft_unwire(), 0);
+    EXPECT_EQ(weft_blocking_threads(), 1);
+    long before = weft_debug_alloc_count();
+    weft_debug_fail_alloc(1);
+    EXPECT_EQ(weft_wire(), 0);  // the idle thread is reused: nothing to fail
+    EXPECT_EQ(weft_unwire(), 0);
+    weft_debug_fail_alloc(0);
+    EXPECT_EQ(weft_debug_alloc_count(), before);
     return nullptr;
   });
   EXPECT_EQ(weft_wired_count(), 0);
+  EXPECT_EQ(weft_blocking_limits(64, 10000000000ull), 0);  // the pool's defaults
 }
 
 // Tracing: every buffer of weft_trace_start() (the table, one per VP and one for

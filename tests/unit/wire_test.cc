@@ -2,11 +2,16 @@
 // a pipe does not stall its VP (one VP: another weft thread on it still runs and
 // writes to the pipe); a wired thread keeps its identity (weft_self, keys, the local
 // pointer) and uses mutexes, conditions and joins with threads on VPs; a mutex held
-// across wire/unwire; weft_exit and weft_shutdown of wired threads; errors.
+// across wire/unwire; weft_exit and weft_shutdown of wired threads; errors. The
+// kernel threads come from the weft_blocking pool: kept after an unwire and reused by
+// the next wire or job, many wire/unwire cycles at 1 and 2 VPs, wires racing
+// weft_shutdown, and a wire while the pool is at its limit (it starts a thread past
+// the limit: weft/wire.h).
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <thread>
+#include <vector>
 
 #include "weft_test.h"
 
@@ -307,6 +312,238 @@ TEST_F(WireTest, Errors) {
   EXPECT_EQ(w, WEFT_EPERM);
   EXPECT_EQ(u, WEFT_EPERM);
   EXPECT_EQ(weft_unwire(), 0);  // main, not wired
+}
+
+// ---- the kernel threads come from the weft_blocking pool ----------------------------
+
+// Lets every idle pool thread go (1 ms idle time), then sets a long idle time so that
+// no pool thread leaves on its own during the test. Returns 1 if the pool emptied.
+int DrainPool() {
+  EXPECT_EQ(weft_blocking_limits(64, 1000000), 0);
+  bool empty = YieldUntil([] { return weft_blocking_threads() == 0; });
+  EXPECT_EQ(weft_blocking_limits(0, 3600ull * 1000000000ull), 0);
+  return empty;
+}
+
+// The pool's defaults (weft/io.h), for the tests after these.
+void RestorePoolDefaults() { EXPECT_EQ(weft_blocking_limits(64, 10000000000ull), 0); }
+
+// Wire + unwire leaves the kernel thread in the pool; a second wire and then a
+// weft_blocking job run on that same kernel thread (its tid), with no new thread; with
+// a short idle time it leaves.
+void *WiredTid(void *p) {
+  auto *out = static_cast<long *>(p);
+  if (weft_wire() != 0) return P(-1);
+  out[0] = Tid();
+  out[1] = weft_blocking_threads();
+  out[2] = weft_is_wired();
+  if (weft_unwire() != 0) return P(-2);
+  return P(0);
+}
+
+TEST_F(WireTest, UnwiredKernelThreadStaysInThePoolAndIsReused) {
+  ASSERT_EQ(InitWithVps(1), 0);
+  ASSERT_TRUE(DrainPool());
+  long vp_tid = Tid();
+  long first[3] = {0, 0, 0}, second[3] = {0, 0, 0};
+  EXPECT_EQ(RunInThread([&] { return WiredTid(first); }), P(0));
+  EXPECT_EQ(first[2], 1);
+  EXPECT_EQ(first[1], 1) << "the wire started one pool thread";
+  EXPECT_NE(first[0], vp_tid);
+  EXPECT_EQ(weft_blocking_threads(), 1) << "the kernel thread is kept after the unwire";
+  EXPECT_EQ(RunInThread([&] { return WiredTid(second); }), P(0));
+  EXPECT_EQ(second[0], first[0]) << "the second wire reused the kernel thread";
+  EXPECT_EQ(second[1], 1) << "no new pool thread";
+  // a weft_blocking job takes the same idle thread
+  void *job_tid = nullptr;
+  ASSERT_EQ(weft_blocking(+[](void *) -> void * { return P(Tid()); }, nullptr, &job_tid), 0);
+  EXPECT_EQ(I(job_tid), first[0]);
+  EXPECT_EQ(weft_blocking_threads(), 1);
+  // the main weft thread wires onto it too
+  ASSERT_EQ(weft_wire(), 0);
+  EXPECT_EQ(Tid(), first[0]);
+  ASSERT_EQ(weft_unwire(), 0);
+  EXPECT_EQ(Tid(), vp_tid);
+  // and it leaves after the idle time, like any pool thread
+  EXPECT_EQ(weft_blocking_limits(0, 1000000), 0);
+  EXPECT_TRUE(YieldUntil([] { return weft_blocking_threads() == 0; }));
+  RestorePoolDefaults();
+}
+
+// Many weft threads wire and unwire many times each, at 1 and 2 VPs: each sees itself
+// wired (no VP, its own identity, a kernel thread no other wired thread holds at that
+// moment) and back on a VP after; the pool never holds more threads than were wired
+// at once.
+struct Cycles {
+  static constexpr int kThreads = 8;
+  long rounds = 0;
+  std::atomic<int> bad{0};
+  std::atomic<long> holder[kThreads];  // tid each thread runs on while wired, else 0
+  std::atomic<int> most_threads{0};
+};
+
+struct CycleArg {
+  Cycles *c;
+  int me;
+};
+
+void *CycleBody(void *p) {
+  auto *a = static_cast<CycleArg *>(p);
+  Cycles *c = a->c;
+  weft_thread_t *me = weft_self();
+  weft_local_set(p);
+  for (long i = 0; i < c->rounds; i++) {
+    if (weft_wire() != 0) {
+      c->bad.fetch_add(1);
+      continue;
+    }
+    long tid = Tid();
+    c->holder[a->me].store(tid);
+    for (int k = 0; k < Cycles::kThreads; k++)
+      if (k != a->me && c->holder[k].load() == tid) c->bad.fetch_add(1);  // shared K
+    if (weft_is_wired() != 1 || weft_vp_self() != -1 || weft_self() != me ||
+        weft_local_get() != p)
+      c->bad.fetch_add(1);
+    int n = weft_blocking_threads(), m = c->most_threads.load();
+    while (n > m && !c->most_threads.compare_exchange_weak(m, n)) {
+    }
+    if (i % 3 == 0) weft_yield();  // sched_yield on K
+    c->holder[a->me].store(0);
+    if (weft_unwire() != 0) c->bad.fetch_add(1);
+    if (weft_is_wired() != 0 || weft_vp_self() < 0 || weft_self() != me) c->bad.fetch_add(1);
+    if (i % 2 == 0) weft_yield();
+  }
+  return nullptr;
+}
+
+TEST_F(WireTest, ManyCyclesFromManyThreads) {
+  for (int nvps : {1, 2}) {
+    ASSERT_EQ(InitWithVps(nvps), 0);
+    ASSERT_TRUE(DrainPool());
+    Cycles c;
+    c.rounds = Scaled(300, 10);
+    for (auto &h : c.holder) h.store(0);
+    CycleArg args[Cycles::kThreads];
+    std::vector<weft_thread_t *> ts;
+    for (int i = 0; i < Cycles::kThreads; i++) {
+      args[i] = {&c, i};
+      ts.push_back(Spawn(CycleBody, &args[i]));
+    }
+    for (auto *t : ts) EXPECT_EQ(weft_join(t, nullptr), 0);
+    EXPECT_EQ(c.bad.load(), 0) << "nvps " << nvps;
+    EXPECT_EQ(weft_wired_count(), 0);
+    EXPECT_LE(c.most_threads.load(), Cycles::kThreads) << "nvps " << nvps;
+    EXPECT_LE(weft_blocking_threads(), Cycles::kThreads) << "nvps " << nvps;
+    EXPECT_GE(weft_blocking_threads(), 1) << "unwired kernel threads stay in the pool";
+    ASSERT_EQ(weft_shutdown(), 0);
+  }
+  RestorePoolDefaults();
+}
+
+// Detached threads wire and unwire in a loop while main calls weft_shutdown at once:
+// shutdown waits for them (a wired thread can run), returns 0, and leaves no thread
+// wired; the next weft_init finds the pool's threads usable.
+void *WireLoopDetached(void *p) {
+  auto *bad = static_cast<std::atomic<int> *>(p);
+  for (int i = 0; i < 20; i++) {
+    if (weft_wire() != 0) bad->fetch_add(1);
+    if (i % 4 == 0) usleep(100);  // a kernel sleep while wired
+    if (weft_unwire() != 0) bad->fetch_add(1);
+  }
+  return nullptr;
+}
+
+TEST_F(WireTest, WiresRacingShutdown) {
+  std::atomic<int> bad{0};
+  for (int round = 0; round < Scaled(20, 3); round++) {
+    for (int nvps : {1, 2}) {
+      ASSERT_EQ(InitWithVps(nvps), 0);
+      weft_attr_t a = DetachedAttr();
+      for (int i = 0; i < 4; i++) {
+        weft_thread_t *t = nullptr;
+        ASSERT_EQ(weft_create(&t, &a, WireLoopDetached, &bad), 0);
+      }
+      if (round % 2) weft_yield();  // let some be wired already
+      ASSERT_EQ(weft_shutdown(), 0) << "round " << round << " nvps " << nvps;
+      EXPECT_EQ(weft_wired_count(), 0);
+    }
+  }
+  EXPECT_EQ(bad.load(), 0);
+}
+
+// The pool at its limit (1 thread, busy with a weft_blocking job): a wire does not
+// wait, it starts a thread past the limit (weft/wire.h). The wired thread does not take
+// capacity from jobs: while it is wired, a second job runs on the limit's one thread.
+// Once unwired, the pool shrinks back to its limit.
+struct Full {
+  std::atomic<int> job_running{0}, release{0};
+  long job_tid = 0, wired_tid = 0, second_job_tid = 0;
+  int threads_wired = 0;
+  std::atomic<int> bad{0};
+};
+
+void *LongJob(void *p) {
+  auto *f = static_cast<Full *>(p);
+  f->job_tid = Tid();
+  f->job_running.store(1);
+  while (!f->release.load()) usleep(200);  // only the wired thread releases it
+  return nullptr;
+}
+
+void *JobCaller(void *p) {
+  auto *f = static_cast<Full *>(p);
+  if (weft_blocking(LongJob, f, nullptr) != 0) f->bad.fetch_add(1);
+  return nullptr;
+}
+
+void *SecondJobCaller(void *p) {
+  auto *f = static_cast<Full *>(p);
+  void *r = nullptr;
+  if (weft_blocking(+[](void *) -> void * { return P(Tid()); }, nullptr, &r) != 0)
+    f->bad.fetch_add(1);
+  f->second_job_tid = I(r);
+  return nullptr;
+}
+
+void *WireWhileFull(void *p) {
+  auto *f = static_cast<Full *>(p);
+  if (weft_wire() != 0) return P(-1);  // would wait forever for the busy thread if queued
+  f->wired_tid = Tid();
+  f->threads_wired = weft_blocking_threads();
+  f->release.store(1);  // the job can end only because this thread runs
+  // a job started now runs on the limit's thread, not behind this wired one; the
+  // wired thread joins its caller from its kernel thread
+  weft_thread_t *c = nullptr;
+  if (weft_create(&c, nullptr, SecondJobCaller, f) != 0 || weft_join(c, nullptr) != 0)
+    f->bad.fetch_add(1);
+  if (weft_unwire() != 0) return P(-2);
+  return P(0);
+}
+
+TEST_F(WireTest, WireWhileThePoolIsAtItsLimit) {
+  for (int nvps : {1, 2}) {
+    ASSERT_EQ(InitWithVps(nvps), 0);
+    ASSERT_TRUE(DrainPool());
+    ASSERT_EQ(weft_blocking_limits(1, 0), 0);
+    Full f;
+    weft_thread_t *jc = Spawn(JobCaller, &f);
+    ASSERT_TRUE(YieldUntil([&] { return f.job_running.load() == 1; }));
+    EXPECT_EQ(weft_blocking_threads(), 1);
+    weft_thread_t *w = Spawn(WireWhileFull, &f);
+    void *r = P(-3);
+    EXPECT_EQ(weft_join(w, &r), 0);
+    EXPECT_EQ(I(r), 0) << "nvps " << nvps;
+    EXPECT_EQ(weft_join(jc, nullptr), 0);
+    EXPECT_EQ(f.bad.load(), 0);
+    EXPECT_EQ(f.threads_wired, 2) << "the wire started a thread past the limit";
+    EXPECT_NE(f.wired_tid, f.job_tid);
+    EXPECT_EQ(f.second_job_tid, f.job_tid) << "the job ran on the limit's thread";
+    EXPECT_TRUE(YieldUntil([] { return weft_blocking_threads() == 1; }))
+        << "above the limit once unwired, one thread leaves";
+    EXPECT_EQ(weft_wired_count(), 0);
+    ASSERT_EQ(weft_shutdown(), 0);
+    RestorePoolDefaults();
+  }
 }
 
 }  // namespace
