@@ -13,12 +13,15 @@
  *
  *   mpiexec -n 2 ./weft_bench_mpi_m3 [--threads 1,10,100,1000] [--cases 100:1024,20:65536]
  *        [--work-ms 200] [--reps 5] [--modes compute,weft,pthread,omp] [--out DIR]
+ *        [--spin-us S] [--poll-us P] [--idle-poll 0|1]
  *
  * A case is slice_us:bytes. Per case and N, each thread does
  * max(1, work_ms / (N * slice_us)) rounds, so that every N computes about the same
  * total. The compute is a busy loop calibrated on rank 0 (bench_calibrate) and
  * broadcast, so both ranks do the same work. A run's time is the slower rank's, from a
  * barrier to the end of its last thread. Rank 0 prints a table and writes DIR/M3.json.
+ * --spin-us, --poll-us and --idle-poll set weft_mpi's policy (weft_mpi_config_t's
+ * spin_ns, poll_interval_ns, idle_poll; default: weft_mpi_config_init's).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -154,8 +157,33 @@ typedef struct mode {
 } mode_t_;
 
 int main(int argc, char **argv) {
+  int ns[MAX_N] = {1, 10, 100, 1000}, nn = 4, reps = 5;
+  double work_ms = 200, spin_us = -1, poll_us = -1;
+  int idle_poll = -1;
+  const char *cases_s = "100:1024,20:65536", *out = NULL;
+  const char *modes_s = "compute,weft,pthread,omp";
+  bench_opt_t opts[] = {
+      {"--threads", BENCH_INTS, ns, &nn, MAX_N, "threads per rank N"},
+      {"--cases", BENCH_STR, &cases_s, NULL, 0, "slice_us:bytes,... (compute slice, message size)"},
+      {"--work-ms", BENCH_DOUBLE, &work_ms, NULL, 0, "compute per rank per run (ms)"},
+      {"--modes", BENCH_STR, &modes_s, NULL, 0, "compute,weft,pthread,omp"},
+      {"--spin-us", BENCH_DOUBLE, &spin_us, NULL, 0, "weft_mpi's spin_ns, in us (default: its own)"},
+      {"--poll-us", BENCH_DOUBLE, &poll_us, NULL, 0,
+       "weft_mpi's poll_interval_ns, in us (default: its own)"},
+      {"--idle-poll", BENCH_INT, &idle_poll, NULL, 0, "weft_mpi's idle_poll (default: its own)"},
+      BENCH_OPT_REPS(reps),
+      BENCH_OPT_OUT(out, "M3.json"),
+  };
+  /* before MPI_Init: the policy is part of weft_mpi's initialization */
+  bench_args(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
+             "M3: N threads per rank alternating compute and an exchange (mpiexec -n 2)");
+  weft_mpi_config_t mc;
+  weft_mpi_config_init(&mc);
+  if (spin_us >= 0) mc.spin_ns = (uint64_t)(spin_us * 1000.0 + 0.5);
+  if (poll_us > 0) mc.poll_interval_ns = (uint64_t)(poll_us * 1000.0 + 0.5);
+  if (idle_poll >= 0) mc.idle_poll = idle_poll;
   int prov;
-  if (weft_mpi_init(&argc, &argv, &prov) != MPI_SUCCESS) return 1;
+  if (weft_mpi_init_config(&argc, &argv, &mc, &prov) != MPI_SUCCESS) return 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int size;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -169,20 +197,6 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
 
-  int ns[MAX_N] = {1, 10, 100, 1000}, nn = 4, reps = 5;
-  double work_ms = 200;
-  const char *cases_s = "100:1024,20:65536", *out = NULL;
-  const char *modes_s = "compute,weft,pthread,omp";
-  bench_opt_t opts[] = {
-      {"--threads", BENCH_INTS, ns, &nn, MAX_N, "threads per rank N"},
-      {"--cases", BENCH_STR, &cases_s, NULL, 0, "slice_us:bytes,... (compute slice, message size)"},
-      {"--work-ms", BENCH_DOUBLE, &work_ms, NULL, 0, "compute per rank per run (ms)"},
-      {"--modes", BENCH_STR, &modes_s, NULL, 0, "compute,weft,pthread,omp"},
-      BENCH_OPT_REPS(reps),
-      BENCH_OPT_OUT(out, "M3.json"),
-  };
-  bench_args(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
-             "M3: N threads per rank alternating compute and an exchange (mpiexec -n 2)");
   double slice_us[MAX_CASES];
   int bytes[MAX_CASES], nc = 0;
   for (const char *p = cases_s; *p && nc < MAX_CASES;) {
@@ -239,6 +253,9 @@ int main(int argc, char **argv) {
     bench_json_num(&j, "work_ms", work_ms);
     bench_json_num(&j, "units_per_us", units_per_us);
     bench_json_str(&j, "omp_kind", "threads");
+    bench_json_num(&j, "spin_us", (double)mc.spin_ns / 1000.0);
+    bench_json_num(&j, "poll_us", (double)mc.poll_interval_ns / 1000.0);
+    bench_json_int(&j, "idle_poll", mc.idle_poll);
     char la[64];
     read_loadavg(la, sizeof la);
     bench_json_str(&j, "loadavg_start", la);

@@ -255,7 +255,10 @@ static void *poller_main(void *arg) {
       return NULL;
     }
     waiter_t *w = poll_locked();
-    g.poller_asleep = g.n + g.nany > 0;
+    /* about to wait: an idle VP may kick it from now on, even when this poll left the
+     * set empty (a thread that parks before the timeout is then polled at once, not
+     * a poll_interval_ns later) */
+    g.poller_asleep = 1;
     weft_spin_unlock(&g.lock);
     wake_all(w);
     weft_sem_timedwait(&g.kick, weft_deadline_after(g.cfg.poll_interval_ns));
