@@ -300,6 +300,32 @@ void *RunInThread(F f, const weft_attr_t *attr = nullptr) {
   return t ? Join(t) : nullptr;
 }
 
+// Sets WEFT_MONITOR=off while it lives and puts back what was there. For a fixture
+// member, so that weft_init (in SetUp) starts without the system monitor: tests of a
+// property that the monitor's spare VPs legitimately break (a VP index always on one
+// kernel thread, a queued thread never starting while its creator runs) use it; on a
+// loaded machine the monitor may take a VP whose kernel thread waits in the kernel
+// (under TSan, on its own futex) for stalled. monitor_test.cc tests the spares.
+class MonitorOffEnv {
+ public:
+  MonitorOffEnv() {
+    const char *m = getenv("WEFT_MONITOR");
+    had_ = m != nullptr;
+    if (m) saved_ = m;
+    setenv("WEFT_MONITOR", "off", 1);
+  }
+  ~MonitorOffEnv() {
+    if (had_) setenv("WEFT_MONITOR", saved_.c_str(), 1);
+    else unsetenv("WEFT_MONITOR");
+  }
+  MonitorOffEnv(const MonitorOffEnv &) = delete;
+  MonitorOffEnv &operator=(const MonitorOffEnv &) = delete;
+
+ private:
+  std::string saved_;
+  bool had_ = false;
+};
+
 // Base fixture: TearDown shuts weft down if the test left it running, requires that
 // to succeed, and requires that weft holds no memory afterwards.
 class WeftTest : public ::testing::Test {

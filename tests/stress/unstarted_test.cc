@@ -7,25 +7,9 @@ using namespace weft_test;
 namespace {
 
 // The property under test ("none can start before its creator switches") is the
-// scheduler's; the system monitor, which on a loaded machine may take the creating
-// VP for stalled (its kernel thread waits for memory in the kernel) and run its
-// queue on a spare, is tested in monitor_test.cc. So it is off here.
+// scheduler's; the system monitor's spare VPs may legitimately break it, so it is off.
 class UnstartedTest : public OneVpTest {
- protected:
-  void SetUp() override {
-    const char *m = getenv("WEFT_MONITOR");
-    had_monitor_ = m != nullptr;
-    if (m) saved_monitor_ = m;
-    setenv("WEFT_MONITOR", "off", 1);
-    OneVpTest::SetUp();
-  }
-  void TearDown() override {
-    OneVpTest::TearDown();
-    if (had_monitor_) setenv("WEFT_MONITOR", saved_monitor_.c_str(), 1);
-    else unsetenv("WEFT_MONITOR");
-  }
-  std::string saved_monitor_;
-  bool had_monitor_ = false;
+  MonitorOffEnv monitor_off_;  // before SetUp's weft_init
 };
 
 // With one VP, the main thread creates 1e6 threads (times WEFT_TEST_SCALE) without
