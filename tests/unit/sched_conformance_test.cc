@@ -760,24 +760,14 @@ class SchedPlacement : public SchedConformance {
   // probe or a holder somewhere the rules do not describe. Placement is tested
   // without it (monitor_test.cc tests the spares).
   void SetUp() override {
-    const char *m = getenv("WEFT_MONITOR");
-    saved_monitor_ = m ? std::string(m) : std::string();
-    had_monitor_ = m != nullptr;
-    setenv("WEFT_MONITOR", "off", 1);
-    SchedConformance::SetUp();
+    SchedConformance::SetUp();  // monitor_off_ (below) is set before weft_init
     if (Param().family != kRoot && Param().family != kDefaultCopy)
       GTEST_SKIP() << "the default scheduler's placement";
     if (nvps() < 2) GTEST_SKIP() << "placement needs two VPs or more";
   }
-  void TearDown() override {
-    SchedConformance::TearDown();
-    if (had_monitor_) setenv("WEFT_MONITOR", saved_monitor_.c_str(), 1);
-    else unsetenv("WEFT_MONITOR");
-  }
   // An affinity hint past nvps: it names VP (hint mod nvps) = the last VP.
   int Hint() const { return 2 * nvps() - 1; }
-  std::string saved_monitor_;
-  bool had_monitor_ = false;
+  MonitorOffEnv monitor_off_;
 };
 
 std::vector<SchedParam> PlacementParams() {
