@@ -470,7 +470,11 @@ TEST(BundleTreeDeathTest, BundleCallFromIdleHandlerIsCaughtInCheckedBuild) {
     PassSched ps;
     weft_bundle_t *b = nullptr;
     weft_bundle_create(&b, nullptr, &ops, &ps);
-    weft_sleep_ns(1000 * 1000));  // the VP goes idle and asks b
+    // The VP goes idle and asks b. One short sleep is not enough: where the idle
+    // loop's first pass is slow (qemu translating it), the sleep's timer is due by
+    // the time the VP looks for work, and it resumes this thread before it asks any
+    // bundle. So sleep again, for up to 10 s in all; the handler ends it at once.
+    for (int i = 0; i < 10000; i++) weft_sleep_ns(1000 * 1000));
 }
 
 }  // namespace
