@@ -234,6 +234,51 @@ TEST_F(MonitorTest, ConfigAndEnvironment) {
   EXPECT_EQ(mi.bound_us, 100);
 }
 
+// A timer left in the heap of a spare that has gone fires while the only VP is busy.
+// The reader blocks the VP; the main thread, on a spare, creates a sleeper (a weft
+// sleep: its timer is armed in the spare's heap) and ends the read. The reader then
+// yields in a loop until the sleeper has woken, so the VP never idles (an idle VP
+// polls the spares' heaps itself) and checks only its own heap at its switches; the
+// spare's kernel thread leaves once the stall is over. Only the monitor fires that
+// timer now: without it the reader's wait runs out and the round fails.
+std::atomic<int> g_slept{0};
+
+void *ShortSleeper(void *) {
+  weft_sleep_ns(20 * 1000 * 1000);
+  g_slept = 1;
+  return nullptr;
+}
+
+void *ReadThenWaitForSleeper(void *p) {
+  void *r = Reader(p);
+  bool woke = YieldUntil([] { return g_slept.load() != 0; }, 20.0);
+  return woke ? r : nullptr;
+}
+
+TEST_F(MonitorTest, TimerLeftOnASpareFiresWhileTheVpIsBusy) {
+  Watchdog wd(120);
+  const int rounds = static_cast<int>(10 * Scale()) + 2;
+  for (int i = 0; i < rounds; i++) {
+    ASSERT_EQ(InitMonitor(1, 0), 0);
+    g_slept = 0;
+    Pipe p;
+    weft_thread_t *r = Spawn(ReadThenWaitForSleeper, &p);
+    ASSERT_NE(r, nullptr);
+    weft_yield();  // the reader blocks the VP; we go on on a spare
+    weft_thread_t *s = Spawn(ShortSleeper, nullptr);
+    ASSERT_NE(s, nullptr);
+    weft_yield();  // the sleeper runs here and arms its timer in this spare's heap
+    char c = 'q';
+    ASSERT_EQ(write(p.fd[1], &c, 1), 1);
+    void *res = nullptr;
+    ASSERT_EQ(weft_join(r, &res), 0) << i;
+    EXPECT_EQ(reinterpret_cast<intptr_t>(res), 'q')
+        << "round " << i << ": the sleeper's timer never fired while the VP was busy";
+    ASSERT_EQ(weft_join(s, nullptr), 0) << i;
+    ASSERT_EQ(weft_shutdown(), 0) << i;
+  }
+}
+
 // Rounds in which the thread that runs on a spare blocks in the kernel too (a spare
 // for the spare), and the VP it stood in for runs again meanwhile: every thread
 // made ready on a spare comes back to a VP that runs it (a lost one would leave
