@@ -161,7 +161,9 @@ WEFT_API int weft_close(int fd);
  * 10 s) exit. With every pool thread busy, further calls queue (FIFO) until one is
  * free. weft_wire() (weft/wire.h) takes its kernel threads from the same pool: a
  * thread held by a wired weft thread takes no job and does not count against the
- * limit; once unwired it is an idle pool thread again. Errors: WEFT_EINVAL (fn NULL);
+ * limit; once unwired it is an idle pool thread again. The pool outlives
+ * weft_shutdown; a child of fork(2) starts with an empty one (see weft/runtime.h on
+ * fork). Errors: WEFT_EINVAL (fn NULL);
  * WEFT_EAGAIN (no pool thread could be started and none that takes jobs exists; fn
  * did not run). */
 WEFT_API int weft_blocking(void *(*fn)(void *), void *arg, void **result);

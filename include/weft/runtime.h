@@ -132,6 +132,12 @@ WEFT_API int weft_init(const weft_config_t *cfg);
  * Finished threads nobody joined are reclaimed; their results are lost. On success
  * the VPs are stopped, all cached memory is returned, the caller is back on its own
  * OS thread, and weft_init() may be called again.
+ * fork(2): a child forked while weft runs has only the forking kernel thread, so none
+ * of the VPs, the monitor or the other weft threads: as in any multithreaded process,
+ * it may only call async-signal-safe functions until it execs or exits (calling weft
+ * there is undefined). A child forked after weft_shutdown() returned (or before
+ * weft_init()) may call weft_init() and use weft as a fresh process does, the
+ * weft_blocking() pool included (it starts empty there).
  * Errors: WEFT_ENOTINIT; WEFT_EPERM if not called by the main weft thread;
  * WEFT_EBUSY as above. */
 WEFT_API int weft_shutdown(void);

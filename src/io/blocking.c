@@ -35,7 +35,8 @@
  *
  * The pool is process-wide and outlives weft_init/weft_shutdown: pool threads hold
  * no weft state between jobs and holds. Idle threads wait on a condition variable (on
- * CLOCK_MONOTONIC) and exit after the idle time.
+ * CLOCK_MONOTONIC) and exit after the idle time. A child of fork(2) starts with an
+ * empty pool (fork_child below).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -69,12 +70,37 @@ static struct {
   uint64_t idle_ns;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .max = 64, .idle_ns = 10000000000ull};
 
-static void pool_init(void) {
+static void cond_init(void) {
   pthread_condattr_t a;
   pthread_condattr_init(&a);
   pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
   pthread_cond_init(&pool.cv, &a);
   pthread_condattr_destroy(&a);
+}
+
+/* fork(2): the child has only the forking thread, so none of the pool's threads. The
+ * pool lock is held across the fork (no other thread is inside it when the address
+ * space is copied); the child starts with an empty pool, keeping the limits, and a
+ * condition variable that no dead waiter is counted on (glibc's signal could wait for
+ * waiters that no longer exist). Without this, the child's idle count said N threads
+ * were waiting: a weft_blocking call after weft_init in the child queued its job for
+ * threads that do not exist and never returned. Queued jobs and holds belonged to
+ * weft threads of the parent, which the child does not have. */
+static void fork_prepare(void) { pthread_mutex_lock(&pool.mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&pool.mu); }
+static void fork_child(void) {
+  pool.head = pool.tail = NULL;
+  pool.holds = pool.holds_tail = NULL;
+  pool.nqueued = pool.nthreads = pool.nidle = pool.nheld = pool.nsoon = 0;
+  cond_init();
+  pthread_mutex_unlock(&pool.mu);
+}
+
+static void pool_init(void) {
+  cond_init();
+  /* registered at the pool's first use: before it, the pool has no thread and its
+   * counts are 0, in a child as in the parent */
+  (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 static void *worker(void *unused) {

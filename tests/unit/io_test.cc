@@ -979,6 +979,43 @@ TEST_F(BlockingTest, PoolIsBounded) {
   EXPECT_EQ(weft_blocking_limits(64, 0), 0);
 }
 
+// A child forked after weft_shutdown, while the parent's pool thread still idles,
+// can weft_init again and use weft_blocking: its pool starts empty (the parent's
+// threads are not in the child; counted as idle there, they would take a job that
+// nobody runs). Not under TSan, which runs no threads in the child of a
+// multithreaded process.
+TEST(BlockingFork, ChildAfterShutdownHasAWorkingPool) {
+#ifdef WEFT_TEST_TSAN
+  GTEST_SKIP() << "TSan runs no threads in the child of a multithreaded fork";
+#else
+  ASSERT_EQ(InitWithVps(1), 0);
+  void *r = nullptr;
+  ASSERT_EQ(weft_blocking(+[](void *) -> void * { return P(7); }, nullptr, &r), 0);
+  EXPECT_EQ(r, P(7));
+  EXPECT_GE(weft_blocking_threads(), 1);  // idle now, for its idle time (10 s)
+  ASSERT_EQ(weft_shutdown(), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);  // a hang ends the child by SIGALRM
+    int bad = weft_blocking_threads() != 0 ? 1 : 0;
+    if (InitWithVps(1) != 0) _exit(2);
+    void *cr = nullptr;
+    int rc = weft_blocking(+[](void *) -> void * { return P(9); }, nullptr, &cr);
+    if (rc != 0 || cr != P(9)) bad |= 4;
+    if (weft_blocking_threads() != 1) bad |= 8;
+    if (weft_shutdown() != 0) bad |= 16;
+    _exit(bad);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st)) << "the child died by signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0)
+                             << " (SIGALRM: its weft_blocking never returned)";
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "1: the child's pool counted the parent's threads; 2: "
+                                   "weft_init failed; 4: wrong result; 8: pool size; 16: shutdown";
+#endif
+}
+
 // From a plain OS thread fn runs on the caller.
 TEST(BlockingOs, RunsOnTheCaller) {
   void *r = nullptr;
