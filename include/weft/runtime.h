@@ -175,7 +175,8 @@ WEFT_API long weft_max_threads(void);
  *     idle function installed, no scheduler bundle other than the root, and no
  *     kernel thread in the process besides weft's VPs and those a sanitizer runtime
  *     started during weft_init() (any other kernel thread, inside weft or not, might
- *     still wake a thread: its presence turns the check off while it exists), every
+ *     still wake a thread: its presence turns the check off while it exists; idle
+ *     weft_blocking pool threads with no job queued for them do not count), every
  *     weft thread is blocked for good. weft prints the report and aborts, as Go
  *     does. Wake-ups from signal handlers are not foreseen: programs that rely on
  *     them set WEFT_DEADLOCK_IGNORE.

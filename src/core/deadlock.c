@@ -81,8 +81,14 @@ static int quiet(weft_vp_t *vp) {
 
 int weft__nothing_can_wake(weft_vp_t *vp) {
   if (weft__rt.kthreads_expected < 0 || !quiet(vp)) return 0;
+  /* Idle pool threads of weft_blocking/weft_wire with no work for them linger for
+   * their idle time (10 s by default) and could only wake a weft thread through work
+   * a weft thread gives them: not wakers. Read before the count, so that a pool
+   * thread that leaves in between only makes the count smaller; one that gets work
+   * in between got it from a weft thread that ran, which the second quiet() sees. */
+  long spare = weft__pool_idle_spare();
   long k = weft__count_kthreads();
-  return k >= 0 && k <= weft__rt.kthreads_expected && quiet(vp);
+  return k >= 0 && k <= weft__rt.kthreads_expected + spare && quiet(vp);
 }
 
 /* The deadlock report: blocked threads are the control blocks whose thread has run

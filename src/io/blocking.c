@@ -247,6 +247,16 @@ int weft_blocking_limits(int max_threads, uint64_t idle_ns) {
   return 0;
 }
 
+int weft__pool_idle_spare(void) {
+  pthread_mutex_lock(&pool.mu);
+  /* nqueued covers reservations and queued jobs and holds, nsoon threads on their way
+   * back to the loop, nheld wired threads: with none of those, the idle threads
+   * wait for work that only a weft thread can bring */
+  int n = pool.nqueued == 0 && pool.nsoon == 0 && pool.nheld == 0 ? pool.nidle : 0;
+  pthread_mutex_unlock(&pool.mu);
+  return n;
+}
+
 int weft_blocking_threads(void) {
   pthread_mutex_lock(&pool.mu);
   int n = pool.nthreads;

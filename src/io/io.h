@@ -65,5 +65,10 @@ typedef struct weft__pool_hold {
 int weft__pool_hold_reserve(void);
 void weft__pool_hold_submit(weft__pool_hold_t *h);
 void weft__pool_hold_done(void);
+/* The pool threads that wait, idle, for a job or a hold while none is queued or
+ * reserved and none is held or on its way back (0 otherwise): kernel threads that
+ * cannot wake a weft thread until a weft thread gives them work. The deadlock check
+ * (src/core/deadlock.c) does not count them as possible wakers. */
+int weft__pool_idle_spare(void);
 
 #endif

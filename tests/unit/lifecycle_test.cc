@@ -9,6 +9,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <weft/io.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -485,6 +487,34 @@ TEST_P(DeadlockDeathTest, MainAloneIsReported) {
       "synchronization object");
 }
 
+// The same after a weft_blocking call: its pool thread idles for 10 s (its idle
+// time) with nothing queued for it, which is no reason to keep the report off (the
+// report used to wait for it to leave, and then nothing looked again: a hang).
+void MainWaitsAloneAfterBlocking(int nvps) {
+  alarm(20);
+  if (InitWithVps(nvps) != 0) std::_Exit(3);
+  void *r = nullptr;
+  if (weft_blocking(+[](void *) -> void * { return P(1); }, nullptr, &r) != 0 || r != P(1))
+    std::_Exit(4);
+  if (weft_blocking_threads() < 1) std::_Exit(6);
+  static weft_sem_t s;
+  weft_sem_init(&s, 0);
+  weft_sem_wait(&s);
+  std::_Exit(5);
+}
+
+TEST_P(DeadlockDeathTest, ReportedWhileAnIdlePoolThreadLingers) {
+#ifdef WEFT_TEST_EMULATED
+  // qemu-user writes its own /proc/self/stat (0 threads) and runs threads of its own,
+  // so the runtime cannot count the process's kernel threads and keeps the report off
+  GTEST_SKIP() << "no kernel-thread count under a user-mode emulator";
+#endif
+  SetDeathTestStyle();
+  EXPECT_DEATH(MainWaitsAloneAfterBlocking(GetParam()),
+      "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
+      "synchronization object");
+}
+
 // Turned off (configuration or WEFT_DEADLOCK=0), the same program just sleeps: the
 // SIGALRM handler ends it with code 7 after a second, long after a report would
 // have come.
@@ -513,6 +543,21 @@ INSTANTIATE_TEST_SUITE_P(Vps, DeadlockDeathTest, ::testing::Values(1, 2), VpName
 // and would abort the test process if it were taken for one.
 class NoFalseDeadlockTest : public VpTest {};
 WEFT_INSTANTIATE_VPS(NoFalseDeadlockTest);
+
+// main parks in weft_blocking while the job sleeps in the kernel: the pool thread
+// that runs it will wake main. Twice: the second job goes to the first one's pool
+// thread, idle until then (an idle pool thread is no waker, a busy one is).
+TEST_P(NoFalseDeadlockTest, BlockingJobRunning) {
+  Watchdog dog(60);
+  for (int i = 0; i < 2; i++) {
+    void *r = nullptr;
+    ASSERT_EQ(weft_blocking(+[](void *) -> void * {
+      usleep(200000);
+      return P(2);
+    }, nullptr, &r), 0);
+    EXPECT_EQ(r, P(2));
+  }
+}
 
 // main joins a thread asleep on a timer
 TEST_P(NoFalseDeadlockTest, TimedSleep) {
