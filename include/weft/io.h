@@ -140,9 +140,20 @@ WEFT_API int weft_fd_wait_deadline(int fd, short events, uint64_t deadline);
 
 /* openat(2), fsync(2): under epoll made directly (the VP blocks for the disk
  * access); under io_uring they park the thread. weft_openat resets weft's cached state of the descriptor
- * number it returns. */
+ * number it returns.
+ * The deadline forms (mode: as openat's third argument, used with O_CREAT or
+ * O_TMPFILE only): under io_uring, a deadline already past fails with ETIMEDOUT
+ * before anything is done, and at the deadline the request is cancelled: ETIMEDOUT
+ * if the cancellation took (nothing was opened or synced), else the call's own
+ * result, which for an open that completed anyway is its descriptor, the caller's
+ * to close (nothing is lost). Under epoll and from a plain OS thread the call is made
+ * directly whatever the deadline, as reads of regular files are. Errors: those of
+ * openat(2) and fsync(2), ETIMEDOUT, ENOMEM (no timer slot). */
 WEFT_API int weft_openat(int dirfd, const char *path, int flags, ...);
+WEFT_API int weft_openat_deadline(int dirfd, const char *path, int flags, mode_t mode,
+                                  uint64_t deadline);
 WEFT_API int weft_fsync(int fd);
+WEFT_API int weft_fsync_deadline(int fd, uint64_t deadline);
 
 /* close(2), after waking every weft thread parked on fd (they fail with EBADF). */
 WEFT_API int weft_close(int fd);

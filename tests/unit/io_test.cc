@@ -272,6 +272,107 @@ TEST_P(IoTest, FilesOpenPreadPwriteFsyncClose) {
   EXPECT_EQ(Err(), ENOENT);
 }
 
+// The deadline forms of openat and fsync. A far deadline changes nothing. A deadline
+// long past: the uring engine refuses the call untouched (ETIMEDOUT, no file
+// created), the epoll engine makes it at once, as it makes file reads. Errors are the
+// system calls'; from a plain OS thread they are the plain calls.
+TEST_P(IoTest, OpenatAndFsyncDeadlineForms) {
+  const bool uring = std::get<0>(GetParam()) == "uring";
+  char dir[] = "/tmp/weft_io_dl_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string f = std::string(dir) + "/f", g = std::string(dir) + "/g";
+  const uint64_t far = weft_deadline_after(10ull * 1000 * 1000 * 1000);
+  int fd = weft_openat_deadline(AT_FDCWD, f.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600, far);
+  ASSERT_GE(fd, 0) << strerror(Err());
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(weft_write(fd, "abc", 3), 3);
+  EXPECT_EQ(weft_fsync_deadline(fd, far), 0);
+  int r = weft_fsync_deadline(fd, 1);
+  if (uring) {
+    EXPECT_EQ(r, -1);
+    EXPECT_EQ(Err(), ETIMEDOUT);
+  } else {
+    EXPECT_EQ(r, 0);
+  }
+  int fd2 = weft_openat_deadline(AT_FDCWD, g.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600, 1);
+  if (uring) {
+    EXPECT_EQ(fd2, -1);
+    EXPECT_EQ(Err(), ETIMEDOUT);
+    EXPECT_NE(access(g.c_str(), F_OK), 0) << "a refused open created the file";
+  } else {
+    ASSERT_GE(fd2, 0);
+    EXPECT_EQ(weft_close(fd2), 0);
+  }
+  EXPECT_EQ(weft_openat_deadline(AT_FDCWD, "/nonexistent/weft", O_RDONLY, 0, far), -1);
+  EXPECT_EQ(Err(), ENOENT);
+  EXPECT_EQ(weft_fsync_deadline(1 << 20, far), -1);
+  EXPECT_EQ(Err(), EBADF);
+  // a plain OS thread: the plain calls, whatever the deadline
+  int os_fd = -2, os_sync = -2;
+  std::thread([&] {
+    os_fd = weft_openat_deadline(AT_FDCWD, f.c_str(), O_RDONLY | O_CLOEXEC, 0, 1);
+    if (os_fd >= 0) os_sync = weft_fsync_deadline(os_fd, 1);
+  }).join();
+  ASSERT_GE(os_fd, 0);
+  EXPECT_EQ(os_sync, 0);
+  char b[3];
+  EXPECT_EQ(weft_read(os_fd, b, 3), 3);
+  EXPECT_EQ(memcmp(b, "abc", 3), 0);
+  EXPECT_EQ(weft_close(os_fd), 0);
+  EXPECT_EQ(weft_close(fd), 0);
+  unlink(g.c_str());
+  unlink(f.c_str());
+  rmdir(dir);
+  EXPECT_EQ(weft_io_parked(), 0);
+}
+
+// A FIFO opened without O_NONBLOCK waits for its peer, as openat(2) does, under both
+// engines: the reader's open returns only once the writer has opened (io_uring's own
+// open would return at once, and the read would then see end of file), and the
+// writer's open only once a reader has (io_uring's would fail with ENXIO).
+TEST_P(IoTest, FifoOpenWaitsForItsPeer) {
+  char dir[] = "/tmp/weft_io_fifo_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string q = std::string(dir) + "/q";
+  ASSERT_EQ(mkfifo(q.c_str(), 0600), 0);
+  for (int reader_is_weft : {1, 0}) {
+    std::atomic<int> peer_opened{0};
+    struct Res { int fd = -2, err = 0, saw_peer = 0; ssize_t n = -2; char c = 0; } r;
+    auto weft_side = [&](int flags) {
+      r.fd = weft_openat(AT_FDCWD, q.c_str(), flags | O_CLOEXEC);
+      r.err = Err();
+      r.saw_peer = peer_opened.load();
+      if (r.fd < 0) return;
+      if ((flags & O_ACCMODE) == O_RDONLY) r.n = weft_read(r.fd, &r.c, 1);
+      else r.n = weft_write(r.fd, "w", 1);
+      weft_close(r.fd);
+    };
+    std::thread os([&] {
+      usleep(20000);  // the weft side is in its open by now
+      peer_opened = 1;  // set before: both opens return together, in either order
+      int fd = open(q.c_str(), (reader_is_weft ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+      if (fd < 0) return;
+      char c;
+      if (reader_is_weft) (void)!write(fd, "o", 1);
+      else (void)!read(fd, &c, 1);
+      close(fd);
+    });
+    weft_side(reader_is_weft ? O_RDONLY : O_WRONLY);
+    os.join();
+    ASSERT_GE(r.fd, 0) << (reader_is_weft ? "reader: " : "writer: ") << strerror(r.err);
+    EXPECT_EQ(r.saw_peer, 1) << (reader_is_weft ? "reader" : "writer")
+                             << "'s open returned before its peer began to open";
+    EXPECT_EQ(r.n, 1);
+    if (reader_is_weft) {
+      EXPECT_EQ(r.c, 'o');
+    }
+  }
+  unlink(q.c_str());
+  rmdir(dir);
+}
+
 // Many threads doing file I/O at once (the uring engine parks each on its request):
 // every block reads back what its thread wrote; a deadline already past transfers
 // nothing; a far one does not get in the way.
