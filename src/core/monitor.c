@@ -37,17 +37,23 @@
  *
  * Nothing else ever puts a thread on a spare's queue: placement (affinity, round
  * robin for plain OS threads) names VPs below nvps, timers and I/O completions make
- * threads ready on the VP that fires or reaps them. Timers armed on a spare stay in
- * its heap after its kernel thread has gone (and a spare waiting for work does not
- * check its own heap). An idle VP polls the spares' heaps too (timer.c loops over
- * rt.nvps_all), but a busy VP checks only its own heap at its switches: with every
- * VP busy (one VP whose thread yields in a loop, waiting for the sleeper), a timer
- * left on a spare would never fire. So the monitor fires the spares' due timers at
- * every look (weft__timers_poll_spares); it looks at least every MON_SLOW_NS while
+ * threads ready on the VP that fires or reaps them.
+ *
+ * Timers. A VP checks its own heap at its switches, and an idle VP every heap (the
+ * spares' too: timer.c loops over rt.nvps_all). That leaves two kinds of heap that
+ * nobody checks while no VP is idle: a spare's after its kernel thread has gone (or
+ * while it waits for work), and the heap of a VP whose kernel thread sleeps in an
+ * unannounced call: with one VP, a thread that sleeps with weft_sleep_ns and would
+ * then end the call never woke (the stall needs a ready thread queued to be seen, and
+ * only a fired timer would queue one). So the monitor fires every heap's due timers
+ * at each look (weft__timers_poll_all); it looks at least every MON_SLOW_NS while
  * some VP is awake, and while none is, the idle VPs' sleeps are bounded by every
- * heap's earliest deadline. The threads it wakes go to a regular VP, as a plain OS
- * thread's wake-ups do. The live count and the statistics count the spares'
- * counters (stats.c).
+ * heap's earliest deadline. A timer that its own VP has not fired by the monitor's
+ * look belongs to a VP that has not switched since the deadline. The threads the
+ * monitor wakes are placed as a plain OS thread's wake-ups are (round robin over the
+ * VPs; one queued on a stalled VP is taken by its spare).
+ *
+ * The live count and the statistics count the spares' counters (stats.c).
  *
  * The monitor sleeps on its futex while no VP is awake (every VP parked and no spare
  * running); a VP that leaves its idle loop to run a thread kicks it (idle.c). It looks
@@ -492,7 +498,7 @@ static void *monitor_main(void *unused) {
     /* a spare's kernel thread has gone: the deadlock check of a VP that went to
      * sleep while it existed did not count it out; let one look again */
     if (reap()) weft__wake_one();
-    weft__timers_poll_spares();  /* timers left on spares (above) */
+    weft__timers_poll_all();  /* timers nobody else checks now (above) */
     int risk = look(now, period > fast || (++nlook & 7) == 0);
     prev = now;
     if (risk == 2) {

@@ -156,20 +156,6 @@ int weft__timers_poll_all(void) {
   return total;
 }
 
-int weft__timers_poll_spares(void) {
-  uint64_t now = 0;
-  int total = 0;
-  for (int i = weft__rt.nvps; i < weft__rt.nvps_all; i++) {
-    weft__tmheap_t *h = &weft__rt.vps[i]->tm;
-    /* relaxed: a hint, re-checked under the heap lock by fire() */
-    uint64_t e = atomic_load_explicit(&h->earliest, memory_order_relaxed);
-    if (e == WEFT_FOREVER) continue;
-    if (!now) now = weft__os_now_ns();
-    if (e <= now) total += fire(h, now);
-  }
-  return total;
-}
-
 uint64_t weft__timers_earliest(void) {
   uint64_t m = WEFT_FOREVER;
   for (int i = 0; i < weft__rt.nvps_all; i++) {

@@ -27,13 +27,10 @@ typedef struct weft__tmheap {
 /* Fires the expired timers of this VP (out of line; called only when n > 0). */
 void weft__timers_check(weft_vp_t *vp);
 
-/* Fires the expired timers of every VP; returns how many threads it woke. */
+/* Fires the expired timers of every VP and spare slot; returns how many threads it
+ * woke. Called by idle VPs, and by the system monitor off any VP (then the threads
+ * it wakes are placed as a plain OS thread's wake-ups are; core/monitor.c says why). */
 int weft__timers_poll_all(void);
-/* Fires the expired timers in the heaps of the monitor's spare slots (rt.vps[nvps..
- * nvps_all)); returns how many threads it woke. Called by the system monitor, off any
- * VP: the threads it wakes are placed as a plain OS thread's wake-ups place them
- * (core/monitor.c says why). */
-int weft__timers_poll_spares(void);
 /* The earliest armed deadline of any VP, or WEFT_FOREVER. */
 uint64_t weft__timers_earliest(void);
 void weft__timers_free(weft_vp_t *vp);

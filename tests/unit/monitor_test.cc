@@ -279,6 +279,33 @@ TEST_F(MonitorTest, TimerLeftOnASpareFiresWhileTheVpIsBusy) {
   }
 }
 
+// The only VP's kernel thread sleeps in a plain read() that only a thread sleeping
+// in weft will end: that thread's timer is in the blocked VP's own heap, which the VP
+// checks only at its switches, and no VP is idle to check it. The monitor fires it;
+// the woken thread is queued on the stalled VP, whose spare runs it, and it writes
+// the byte the read waits for. Without that the read never returns (watchdog).
+void *SleepThenWrite(void *p) {
+  weft_sleep_ns(30 * 1000 * 1000);
+  return Writer(p);
+}
+
+TEST_F(MonitorTest, TimerOfAVpBlockedInTheKernelFires) {
+  Watchdog wd(60);
+  for (int nvps : {1, 2}) {
+    ASSERT_EQ(InitMonitor(nvps, 0), 0);
+    Pipe p;
+    std::vector<weft_thread_t *> ts;
+    // with 2 VPs, one sleeper per VP; each writes one byte
+    for (int i = 0; i < nvps; i++) ts.push_back(Spawn(SleepThenWrite, &p));
+    weft_yield();  // the sleepers run and arm their timers (one VP: on ours)
+    char c[2] = {0, 0};
+    for (int i = 0; i < nvps; i++) ASSERT_EQ(read(p.fd[0], &c[i], 1), 1) << nvps;
+    for (auto *t : ts) ASSERT_EQ(weft_join(t, nullptr), 0);
+    EXPECT_EQ(c[0], 'x');
+    ASSERT_EQ(weft_shutdown(), 0) << nvps;
+  }
+}
+
 // Rounds in which the thread that runs on a spare blocks in the kernel too (a spare
 // for the spare), and the VP it stood in for runs again meanwhile: every thread
 // made ready on a spare comes back to a VP that runs it (a lost one would leave
