@@ -53,6 +53,17 @@
  * monitor wakes are placed as a plain OS thread's wake-ups are (round robin over the
  * VPs; one queued on a stalled VP is taken by its spare).
  *
+ * I/O. Readiness is noticed by the VP that holds the poller role (an idle VP waiting
+ * in the engine) or by VPs polling in their idle loop. With no VP idle (every VP busy,
+ * or the only VP's kernel thread asleep in an unannounced call: a server whose main
+ * thread waits in pthread_join while its connection threads are parked in weft_read
+ * with data waiting), nobody did, and with one VP such a program hung. So at each
+ * look, when threads wait on I/O and no VP holds the role, the monitor makes one poll
+ * that does not wait (weft__io_poll_monitor), as Go's sysmon polls the network when
+ * no P has for a while. It holds the role only for that poll: a thread that parks
+ * meanwhile does not wake a sleeping VP to become the poller (io.c, kick), and is
+ * seen at the monitor's next look, or by the next VP to go idle.
+ *
  * The live count and the statistics count the spares' counters (stats.c).
  *
  * The monitor sleeps on its futex while no VP is awake (every VP parked and no spare
@@ -80,6 +91,7 @@
 
 #include "core/internal.h"
 #include "core/monitor.h"
+#include "io/io.h"
 #include "weft/hook.h"
 
 #define MON_DEFAULT_US 20
@@ -499,6 +511,7 @@ static void *monitor_main(void *unused) {
      * sleep while it existed did not count it out; let one look again */
     if (reap()) weft__wake_one();
     weft__timers_poll_all();  /* timers nobody else checks now (above) */
+    weft__io_poll_monitor();  /* readiness nobody else polls now (above) */
     int risk = look(now, period > fast || (++nlook & 7) == 0);
     prev = now;
     if (risk == 2) {

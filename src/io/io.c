@@ -557,6 +557,18 @@ void weft__io_wake(weft_vp_t *vp) {
   }
 }
 
+/* The system monitor's token for the poller role (never a VP: weft__io_wake, which
+ * compares the role with a VP it woke, never writes the eventfd for it). */
+static weft_vp_t *monitor_token(void) { return (weft_vp_t *)(void *)&io.poller; }
+
+int weft__io_poll_monitor(void) {
+  /* relaxed: hints, as in weft__io_need_poller; the CAS in weft__io_poll decides */
+  if (!atomic_load_explicit(&io.nwait, memory_order_relaxed) ||
+      atomic_load_explicit(&io.poller, memory_order_relaxed))
+    return 0;
+  return weft__io_poll(monitor_token());
+}
+
 int weft__io_poll(weft_vp_t *vp) {
   if (!atomic_load_explicit(&io.nwait, memory_order_relaxed)) return 0;
   weft_vp_t *none = NULL;

@@ -33,6 +33,11 @@ void weft__io_wake(weft_vp_t *vp);
  * how many threads it made ready. Cheap (one relaxed load) when none waits. */
 int weft__io_poll(weft_vp_t *vp);
 
+/* The same poll by the system monitor, off any VP (src/core/monitor.c), when threads
+ * wait on I/O and no VP holds the poller role: the threads it makes ready are placed
+ * as a plain OS thread's wake-ups are. Returns how many. */
+int weft__io_poll_monitor(void);
+
 /* 1 while some thread is parked on I/O (the deadlock check counts them as able to
  * be woken). seq_cst load: see quiet() in runtime.c. */
 int weft__io_waiting(void);

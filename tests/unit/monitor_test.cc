@@ -7,6 +7,9 @@
 // hang. No test asserts a time; examples/monitor_delay.c measures the delays.
 #include "weft_test.h"
 
+#include <weft/io.h>
+
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -303,6 +306,66 @@ TEST_F(MonitorTest, TimerOfAVpBlockedInTheKernelFires) {
     for (auto *t : ts) ASSERT_EQ(weft_join(t, nullptr), 0);
     EXPECT_EQ(c[0], 'x');
     ASSERT_EQ(weft_shutdown(), 0) << nvps;
+  }
+}
+
+// The only VP's kernel thread sleeps in pthread_join (a call weft is not told of)
+// while a weft thread is parked in weft_read; the joined OS thread writes what it
+// reads and waits for its echo. No VP is idle to poll the engine: the monitor polls
+// it, the reader is queued on the stalled VP, and its spare runs it. Under each
+// engine this build and kernel offer; without the monitor's poll the join never
+// returns (watchdog).
+struct WeftPipe {  // closed with weft_close: weft forgets what it cached of the fds
+  int fd[2] = {-1, -1};
+  WeftPipe() { EXPECT_EQ(pipe(fd), 0); }
+  ~WeftPipe() {
+    weft_close(fd[0]);
+    weft_close(fd[1]);
+  }
+};
+
+struct EchoPipes {
+  WeftPipe in, out;
+  char got = 0;
+};
+
+void *EchoOnce(void *p) {
+  auto *e = static_cast<EchoPipes *>(p);
+  char c = 0;
+  if (weft_read(e->in.fd[0], &c, 1) != 1) return nullptr;
+  return weft_write(e->out.fd[1], &c, 1) == 1 ? p : nullptr;
+}
+
+void *OsClient(void *p) {
+  auto *e = static_cast<EchoPipes *>(p);
+  usleep(10000);  // the VP's kernel thread is in pthread_join by now
+  char c = 'e';
+  if (write(e->in.fd[1], &c, 1) == 1 && read(e->out.fd[0], &c, 1) == 1) e->got = c;
+  return nullptr;
+}
+
+TEST_F(MonitorTest, IoReadinessWhileTheOnlyVpIsBlockedInTheKernel) {
+  Watchdog wd(60);
+  for (const char *engine : {"epoll", "uring"}) {
+    setenv("WEFT_IO", engine, 1);
+    int rc = InitMonitor(1, 0);
+    unsetenv("WEFT_IO");
+    if (rc == WEFT_EINVAL || rc == WEFT_ESYS) continue;  // not in this build or kernel
+    ASSERT_EQ(rc, 0) << engine;
+    for (int round = 0; round < 3; round++) {
+      EchoPipes e;
+      weft_thread_t *t = Spawn(EchoOnce, &e);
+      ASSERT_NE(t, nullptr);
+      ASSERT_TRUE(YieldUntil([] { return weft_io_parked() == 1; }, 30)) << engine << " round " << round;
+      pthread_t os;
+      ASSERT_EQ(pthread_create(&os, nullptr, OsClient, &e), 0);
+      pthread_join(os, nullptr);  // the VP's kernel thread sleeps here
+      EXPECT_EQ(e.got, 'e') << engine << " round " << round;
+      void *r = nullptr;
+      ASSERT_EQ(weft_join(t, &r), 0);
+      EXPECT_EQ(r, &e) << engine;
+    }
+    ASSERT_EQ(weft_shutdown(), 0) << engine;
   }
 }
 
