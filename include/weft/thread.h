@@ -135,7 +135,8 @@ WEFT_API int weft_detach(weft_thread_t *t);
 /* weft_exit() finishes the calling thread with `result`, as if its function had
  * returned it. Thread-specific data destructors run first. Callable only from a
  * thread created by weft_create(): from the main weft thread or a plain OS thread
- * it returns WEFT_EPERM. Does not return on success. */
+ * it returns WEFT_EPERM, and WEFT_ENOTINIT while weft is not running (before
+ * weft_init(), after weft_shutdown()). Does not return on success. */
 WEFT_API int weft_exit(void *result);
 
 /* weft_yield() lets other ready threads run; the caller stays ready and resumes

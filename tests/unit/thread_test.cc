@@ -405,13 +405,19 @@ TEST_P(ThreadTest, ExitReturnsValueToJoiner) {
   EXPECT_EQ(g_after_exit.load(), 0);
 }
 
-// weft_exit() from the main weft thread and from a plain OS thread is WEFT_EPERM.
+// weft_exit() from the main weft thread and from a plain OS thread is WEFT_EPERM;
+// with weft not running, WEFT_ENOTINIT (from any thread).
 TEST_P(ThreadTest, ExitFromMainOrPlainThreadIsEperm) {
   EXPECT_EQ(weft_exit(P(1)), WEFT_EPERM);
   int rc = 0;
   std::thread plain([&] { rc = weft_exit(P(1)); });
   plain.join();
   EXPECT_EQ(rc, WEFT_EPERM);
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(weft_exit(P(1)), WEFT_ENOTINIT);
+  std::thread after([&] { rc = weft_exit(P(1)); });
+  after.join();
+  EXPECT_EQ(rc, WEFT_ENOTINIT);
 }
 
 // With one VP, three threads that each append their id and yield, three times,
