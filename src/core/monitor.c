@@ -62,7 +62,11 @@
  * that does not wait (weft__io_poll_monitor), as Go's sysmon polls the network when
  * no P has for a while. It holds the role only for that poll: a thread that parks
  * meanwhile does not wake a sleeping VP to become the poller (io.c, kick), and is
- * seen at the monitor's next look, or by the next VP to go idle.
+ * seen at the monitor's next look, or by the next VP to go idle; a VP that goes to
+ * sleep meanwhile finds the role taken and sleeps on its futex, so after its poll the
+ * monitor wakes a sleeping VP when threads still wait and the role is free (else, with
+ * every VP asleep, nobody would poll: a test of threads waiting on another process's
+ * write hung once in about 1,800 tests before it did).
  *
  * The live count and the statistics count the spares' counters (stats.c).
  *

@@ -561,20 +561,9 @@ void weft__io_wake(weft_vp_t *vp) {
  * compares the role with a VP it woke, never writes the eventfd for it). */
 static weft_vp_t *monitor_token(void) { return (weft_vp_t *)(void *)&io.poller; }
 
-int weft__io_poll_monitor(void) {
-  /* relaxed: hints, as in weft__io_need_poller; the CAS in weft__io_poll decides */
-  if (!atomic_load_explicit(&io.nwait, memory_order_relaxed) ||
-      atomic_load_explicit(&io.poller, memory_order_relaxed))
-    return 0;
-  return weft__io_poll(monitor_token());
-}
-
-int weft__io_poll(weft_vp_t *vp) {
-  if (!atomic_load_explicit(&io.nwait, memory_order_relaxed)) return 0;
-  weft_vp_t *none = NULL;
-  if (!atomic_compare_exchange_strong_explicit(&io.poller, &none, vp, memory_order_seq_cst,
-                                               memory_order_relaxed))
-    return 0;
+/* One poll that does not wait, by the holder of the poller role (token), which it
+ * gives up at the end; returns how many threads it made ready. */
+static int poll_held(void) {
 #ifdef WEFT_HAVE_URING
   if (io.uring) {
     uring_flush();
@@ -585,8 +574,39 @@ int weft__io_poll(weft_vp_t *vp) {
 #endif
   struct epoll_event ev[IO_NEV];
   int n = epoll_for(0, ev);
+  /* release: pairs with the acquire of the next CAS for the role */
   atomic_store_explicit(&io.poller, NULL, memory_order_release);
   return n > 0 ? dispatch(ev, n) : 0;
+}
+
+/* The CAS for the role (seq_cst: see weft__io_park); 1 if token took it. */
+static int take_role(weft_vp_t *token) {
+  weft_vp_t *none = NULL;
+  return atomic_compare_exchange_strong_explicit(&io.poller, &none, token, memory_order_seq_cst,
+                                                 memory_order_relaxed);
+}
+
+int weft__io_poll_monitor(void) {
+  /* relaxed: hints, as in weft__io_need_poller; the CAS decides */
+  if (!atomic_load_explicit(&io.nwait, memory_order_relaxed) ||
+      atomic_load_explicit(&io.poller, memory_order_relaxed) || !take_role(monitor_token()))
+    return 0;
+  int woke = poll_held();
+  /* A VP that went to sleep while we held the role found it taken (weft__io_park) and
+   * sleeps on its futex, not in the engine: with every other VP asleep too, nobody
+   * would poll until our next look, and with none awake there is no next look (the
+   * monitor sleeps while every VP does). So if threads still wait and the role is
+   * free, wake a sleeping VP (none if one spins: a spinning VP polls, and takes the
+   * role when it sleeps); it goes round its idle loop and takes the role to sleep. The
+   * sleeper pushed itself on the sleeper stack before it tried for the role, so the
+   * wake finds it, and its futex wait returns at once if the wake comes first. */
+  if (weft__io_need_poller()) weft__wake_one();
+  return woke;
+}
+
+int weft__io_poll(weft_vp_t *vp) {
+  if (!atomic_load_explicit(&io.nwait, memory_order_relaxed) || !take_role(vp)) return 0;
+  return poll_held();
 }
 
 int weft__io_waiting(void) { return atomic_load_explicit(&io.nwait, memory_order_seq_cst) != 0; }
