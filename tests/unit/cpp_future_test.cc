@@ -106,6 +106,47 @@ TEST_P(CppFutureTest, Misuse) {
   EXPECT_EQ(ErrcOf([&] { none.get(); }), std::future_errc::no_state);
 }
 
+// A value whose copy or move throws: set_value passes the exception on and leaves
+// the promise unsatisfied, as std::promise does (a later set_exception satisfies it;
+// destroyed, it breaks); an async call whose result cannot be moved into the state
+// delivers that exception through get(). Both used to leave the future never ready.
+struct ThrowsOnCopy {
+  ThrowsOnCopy() = default;
+  ThrowsOnCopy(const ThrowsOnCopy &) { throw std::runtime_error("copy failed"); }
+  ThrowsOnCopy(ThrowsOnCopy &&) { throw std::runtime_error("move failed"); }
+};
+
+TEST_P(CppFutureTest, ValueThatThrowsLeavesThePromiseUnsatisfied) {
+  {
+    weft::promise<ThrowsOnCopy> p;
+    auto f = p.get_future();
+    ThrowsOnCopy v;
+    EXPECT_THROW(p.set_value(v), std::runtime_error);
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+    p.set_exception(std::make_exception_ptr(std::logic_error("instead")));
+    EXPECT_THROW(f.get(), std::logic_error);
+  }
+  {
+    weft::future<ThrowsOnCopy> f;
+    {
+      weft::promise<ThrowsOnCopy> p;
+      f = p.get_future();
+      ThrowsOnCopy v;
+      EXPECT_THROW(p.set_value(v), std::runtime_error);
+    }  // destroyed unsatisfied
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+    EXPECT_EQ(ErrcOf([&] { f.get(); }), std::future_errc::broken_promise);
+  }
+  auto a = weft::async(std::launch::async, [] { return ThrowsOnCopy{}; });
+  EXPECT_EQ(a.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  try {
+    a.get();
+    ADD_FAILURE() << "get() did not throw";
+  } catch (const std::runtime_error &e) {
+    EXPECT_STREQ(e.what(), "move failed");
+  }
+}
+
 // One shared_future, many waiters (weft threads and a plain OS thread), each gets
 // the same object.
 TEST_P(CppFutureTest, SharedManyWaiters) {

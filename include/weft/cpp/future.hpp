@@ -80,7 +80,17 @@ class future_state {
   template <class... A>
   void set_value(A &&...a) {
     claim();
-    ::new (static_cast<void *>(&buf_)) stored(std::forward<A>(a)...);
+    try {
+      ::new (static_cast<void *>(&buf_)) stored(std::forward<A>(a)...);
+    } catch (...) {
+      // Nothing was stored, so the promise is not satisfied (as std::promise): a later
+      // set_value or set_exception may still satisfy it, and its destructor stores
+      // broken_promise. Left claimed, its future never became ready. release: pairs
+      // with the acquire of the next claim's exchange. A set racing with this one got
+      // promise_already_satisfied meanwhile.
+      claimed_.store(false, std::memory_order_release);
+      throw;
+    }
     has_value_ = true;
     publish();
   }
