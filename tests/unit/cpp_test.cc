@@ -527,6 +527,41 @@ TEST_P(CppVp, ConditionVariableAnyWithOtherLockables) {
   (void)none;
 }
 
+// The largest durations wait (chrono.hpp clamps them to ~31 years, never "at once"):
+// the predicate forms of wait_for and condition_variable_any's wait_for computed
+// now() + d, which overflowed for hours::max() and returned at once.
+TEST(CppCondVar, HugeDurationsWaitForTheNotify) {
+  weft::runtime rt(2);
+  weft::mutex m;
+  weft::condition_variable cv;
+  weft::condition_variable_any cva;
+  weft::shared_mutex sm;
+  int stage = 0;
+  weft::thread t([&] {
+    for (int s = 1; s <= 3; s++) {
+      weft::this_thread::sleep_for(20ms);
+      {
+        std::lock_guard<weft::mutex> g(m);
+        std::lock_guard<weft::shared_mutex> h(sm);
+        stage = s;
+      }
+      cv.notify_all();
+      cva.notify_all();
+    }
+  });
+  {
+    std::unique_lock<weft::mutex> l(m);
+    EXPECT_TRUE(cv.wait_for(l, std::chrono::hours::max(), [&] { return stage >= 1; }));
+  }
+  {
+    std::unique_lock<weft::shared_mutex> l(sm);
+    EXPECT_TRUE(cva.wait_for(l, std::chrono::hours::max(), [&] { return stage >= 2; }));
+    while (stage < 3) EXPECT_EQ(cva.wait_for(l, std::chrono::nanoseconds::max()), std::cv_status::no_timeout);
+  }
+  t.join();
+  EXPECT_EQ(stage, 3);
+}
+
 // ---- semaphores, barriers, atomic_int ---------------------------------------------------
 
 TEST_P(CppVp, CountingSemaphoreAndBinarySemaphore) {

@@ -34,6 +34,16 @@ inline uint64_t deadline_at(const std::chrono::time_point<Clock, Duration> &tp) 
   return deadline_after(tp - Clock::now());
 }
 
+// The steady_clock time point of a weft deadline (weft's clock is steady_clock's):
+// for the waits std defines as wait_until(now() + d), which would overflow for a
+// large d (hours::max()); deadline_after clamps d first.
+inline std::chrono::steady_clock::time_point steady_at(uint64_t deadline) noexcept {
+  using namespace std::chrono;
+  if (deadline > static_cast<uint64_t>(INT64_MAX)) return steady_clock::time_point::max();
+  return steady_clock::time_point(
+      duration_cast<steady_clock::duration>(nanoseconds(static_cast<int64_t>(deadline))));
+}
+
 }  // namespace detail
 }  // namespace weft
 

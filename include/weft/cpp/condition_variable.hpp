@@ -57,7 +57,8 @@ class condition_variable {
   }
   template <class Rep, class Period, class Pred>
   bool wait_for(std::unique_lock<mutex> &lk, const std::chrono::duration<Rep, Period> &d, Pred pred) {
-    return wait_until(lk, std::chrono::steady_clock::now() + d, std::move(pred));
+    // not now() + d: that overflows for a large d (chrono.hpp clamps it)
+    return wait_until(lk, detail::steady_at(detail::deadline_after(d)), std::move(pred));
   }
   native_handle_type native_handle() noexcept { return &c_; }
 
@@ -118,11 +119,11 @@ class condition_variable_any {
   }
   template <class Lock, class Rep, class Period>
   std::cv_status wait_for(Lock &lock, const std::chrono::duration<Rep, Period> &d) {
-    return wait_until(lock, std::chrono::steady_clock::now() + d);
+    return wait_until(lock, detail::steady_at(detail::deadline_after(d)));
   }
   template <class Lock, class Rep, class Period, class Pred>
   bool wait_for(Lock &lock, const std::chrono::duration<Rep, Period> &d, Pred pred) {
-    return wait_until(lock, std::chrono::steady_clock::now() + d, std::move(pred));
+    return wait_until(lock, detail::steady_at(detail::deadline_after(d)), std::move(pred));
   }
 
  private:
