@@ -178,6 +178,14 @@ pc_build ct_static "$cc" client_cthreads.c weft-cthreads static &&
 if [ -e "$libdir/libweft_mpi.so" ]; then
   if pkg-config --validate weft-mpi >"$work/pc.log" 2>&1 && pkg-config --exists weft-mpi; then
     ok "pkg-config module weft-mpi is valid"
+    # its prefix is the install's (it once resolved to .../lib/pkgconfig itself, and its
+    # -I and -L named directories that do not exist; the link worked only through weft)
+    mpi_prefix=$(pkg-config --variable=prefix weft-mpi)
+    if [ "$(realpath -m "$mpi_prefix")" = "$(realpath -m "$prefix")" ]; then
+      ok "pkg-config module weft-mpi names the install prefix"
+    else
+      fail "pkg-config module weft-mpi: prefix $mpi_prefix, not $prefix"
+    fi
     pc_build mpi_shared "$cc" client_mpi.c weft-mpi shared &&
       check_run "pkg-config MPI, weft-mpi, shared" "$work/pc/mpi_shared" "$want_mpi" shared
   else
