@@ -99,8 +99,10 @@ WEFT_API void *cthread_data(cthread_t t);
 /* ---- kernel threads ----------------------------------------------------------- */
 /* cthread_set_kernel_limit() sets the number of virtual processors (0: one per online
  * CPU). Before weft runs it is used when weft starts; called by the main C-Thread
- * while no other thread is alive, weft is restarted with the new number at once;
- * otherwise it takes effect the next time the C-Threads layer starts weft. Negative
+ * while no other thread is alive and every C-Thread it forked has been joined or
+ * detached (a finished one not yet joined keeps weft as it is: its join must still
+ * find it), weft is restarted with the new number at once; otherwise it takes effect
+ * the next time the C-Threads layer starts weft. Negative
  * values, or values above WEFT_MAX_VPS, are ignored. May switch the caller. */
 WEFT_API void cthread_set_kernel_limit(int n);
 /* cthread_kernel_limit() returns the number of virtual processors weft runs with, or

@@ -62,6 +62,18 @@ static struct cthread main_rec;      /* the main C-Thread (t updated at each sta
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static weft_key_t self_key;
 
+/* Forked C-Threads whose record is not reclaimed yet (not joined, or detached and
+ * still running). A restart of weft (cthread_set_kernel_limit) waits for 0: weft_shutdown
+ * reclaims finished threads nobody joined, and a later cthread_join of one would wait
+ * on a handle that no longer exists. relaxed: a count read under start_lock by the
+ * main C-Thread, whose own joins and detaches came before. */
+static _Atomic long nforked;
+
+static void rec_free(struct cthread *c) {
+  free(c);
+  atomic_fetch_sub_explicit(&nforked, 1, memory_order_relaxed);
+}
+
 static void unlist_locked(struct cthread *c);
 static weft_spin_t filter_lock;
 
@@ -258,7 +270,7 @@ static void epilogue(struct cthread *c) {
   }
   weft_key_set(self_key, NULL);
   if (atomic_fetch_or_explicit(&c->state, CT_FINISHED, memory_order_acq_rel) & CT_DETACHED)
-    free(c);
+    rec_free(c);
 }
 
 static void *trampoline(void *p) {
@@ -286,9 +298,10 @@ cthread_t cthread_fork(cthread_fn_t func, void *arg) {
   c->fn = func;
   c->arg = arg;
   c->kind = CT_FORKED;
+  atomic_fetch_add_explicit(&nforked, 1, memory_order_relaxed);  /* before it can end */
   int rc = weft_create(&c->t, NULL, trampoline, c);
   if (rc) {
-    free(c);
+    rec_free(c);
     if (rc == WEFT_ENOMEM) return NULL;
     die("cthread_fork", rc);
   }
@@ -317,7 +330,7 @@ void *cthread_join(cthread_t c) {
   int rc = weft_join(c->t, &r);
   USER_INVOKE();
   if (rc) return NULL;  /* itself (EDEADLK) or detached (ESRCH): c stays */
-  free(c);
+  rec_free(c);
   return r;
 }
 
@@ -325,7 +338,7 @@ void cthread_detach(cthread_t c) {
   if (!c || c->kind != CT_FORKED) return;
   if (weft_detach(c->t) != 0) return;
   if (atomic_fetch_or_explicit(&c->state, CT_DETACHED, memory_order_acq_rel) & CT_FINISHED)
-    free(c);
+    rec_free(c);
 }
 
 void cthread_yield(void) {
@@ -366,8 +379,10 @@ void cthread_set_kernel_limit(int n) {
     int want = n > 0 ? n : def.nvps;
     weft_debug_stats_t st;
     weft_debug_stats(&st);
-    if (st.created == st.finished && want != weft_vp_count()) {
-      /* only the main C-Thread is alive: restart weft with the new count */
+    if (st.created == st.finished && atomic_load_explicit(&nforked, memory_order_relaxed) == 0 &&
+        want != weft_vp_count()) {
+      /* only the main C-Thread is alive, and every forked C-Thread was joined or
+       * detached: restart weft with the new count */
       weft_key_set(self_key, NULL);  /* main_rec is static: no destructor work */
       if (weft_shutdown() == 0) start_locked();
     }

@@ -267,6 +267,21 @@ TEST(CThreads, KernelLimitBeforeStartAndRestart) {
   EXPECT_EQ(I(cthread_join(t)), 5);
   cthread_set_kernel_limit(-1);  // ignored
   EXPECT_EQ(cthread_kernel_limit(), 2);
+  // a finished C-Thread not joined yet keeps weft as it is (a restart reclaimed it,
+  // and its join then waited for ever); once joined, the restart happens
+  cthread_t f = cthread_fork(Echo, P(7));
+  weft_debug_stats_t st;
+  do {
+    cthread_yield();
+    weft_debug_stats(&st);
+  } while (st.created != st.finished);
+  cthread_set_kernel_limit(1);
+  EXPECT_EQ(weft_vp_count(), 2) << "restarted under a finished, unjoined C-Thread";
+  EXPECT_EQ(I(cthread_join(f)), 7);
+  cthread_set_kernel_limit(1);
+  EXPECT_EQ(weft_vp_count(), 1);
+  cthread_set_kernel_limit(2);
+  EXPECT_EQ(weft_vp_count(), 2);
 }
 
 struct PipeRun {
