@@ -60,7 +60,10 @@ typedef struct weft_config {
    * default): derived from the machine at weft_init(), see weft_max_threads().
    * Enforced per VP in batches that shrink as the limit nears, without a shared
    * read-modify-write on the create path: the live count can pass the limit by at
-   * most about nvps. Negative: WEFT_EINVAL. */
+   * most about nvps. A batch a busy VP was allowed and has not used yet counts as
+   * taken (a VP gives its rest back when it goes idle), so another VP may get
+   * WEFT_EAGAIN a little below the limit while that VP can still create up to it.
+   * Negative: WEFT_EINVAL. */
   long max_threads;
   /* WEFT_DEADLOCK_REPORT (0, the default): when every weft thread is blocked and
    * nothing can wake any of them, print "weft: fatal error: all threads are asleep -
@@ -147,8 +150,10 @@ WEFT_API int weft_shutdown(void);
  * The default is the smallest of
  *   - physical memory / (page size + control block size): every live thread that has
  *     run holds at least one page of stack and its control block;
- *   - RLIMIT_AS / (stack_size + page size), when RLIMIT_AS is finite: the address
- *     space of one default stack and its guard per live thread;
+ *   - when RLIMIT_AS is finite, the address space left under it at weft_init()
+ *     (less what the process maps already and the stacks of the kernel threads weft
+ *     starts: the VPs, the monitor and its spare slots) over stack_size + stack_guard:
+ *     one default stack and its guard region per live thread;
  *   - 2^30.
  * It does not count vm.max_map_count: how many mappings a stack costs is the stack
  * allocator's business. Never switches. */

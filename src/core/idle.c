@@ -288,6 +288,7 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
     return t;
   }
   weft__stat_inc(&vp->n_sleeps);
+  weft__create_grant_release(vp);  /* what it may still create is the others' now */
   check_stuck(vp);  /* the last VP to sleep: can anything still run? */
   /* Sleep no longer than the earliest timer of any VP (read after the last look:
    * a timer armed later belongs to a VP that is awake, and bounds its own sleep). */

@@ -304,6 +304,7 @@ static void *spare_main(void *p) {
   /* what this spare cached goes to the pool: the caches stay bounded by the VPs
    * that run (nvps * 2T + G) */
   weft__vp_caches_to_pool(s);
+  weft__create_grant_release(s);  /* nor does it keep a batch of creations */
   if (alt) weft__altstack_leave();
   weft__tls_vp = NULL;
   atomic_store_explicit(&mon.vps[mon.nvps + k].tid, 0, memory_order_relaxed);

@@ -3,6 +3,8 @@
  * gate. The idle loop each VP runs is in idle.c; docs/design.md "Source map" lists
  * where the rest of the core lives.
  */
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,8 +128,26 @@ void weft_config_init(weft_config_t *cfg) {
   cfg->monitor_us = 0;  /* the default bound (monitor.c) */
 }
 
-/* The default max_threads (weft/runtime.h, weft_max_threads). */
-static long default_max_threads(size_t stack_size) {
+/* Bytes of address space the process has mapped now (/proc/self/statm's first field,
+ * in pages), or 0 if it cannot be read. */
+static unsigned long long mapped_now(size_t page) {
+  char buf[128];
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  return strtoull(buf, NULL, 10) * page;
+}
+
+/* The default max_threads (weft/runtime.h, weft_max_threads). With a finite RLIMIT_AS,
+ * a live thread's stack costs stack_size plus its guard region (128 KiB by default,
+ * not a page: counting a page overstated the room by about 1.5 times with 1 GiB, and a
+ * program within the limit got the out-of-stacks report instead of WEFT_EAGAIN), out
+ * of what the process has not mapped yet and the kernel threads weft starts (the VPs,
+ * the monitor and its spare slots) will not take for their own stacks. */
+static long default_max_threads(const weft_config_t *c, int nspares) {
   size_t page = weft__os_page_size();
   unsigned long long lim = 1ull << 30;
   long pages = sysconf(_SC_PHYS_PAGES);
@@ -137,7 +157,16 @@ static long default_max_threads(size_t stack_size) {
   }
   struct rlimit rl;
   if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-    unsigned long long m = (unsigned long long)rl.rlim_cur / (stack_size + page);
+    unsigned long long used = mapped_now(page), kstack = 8ull << 20;
+    pthread_attr_t a;
+    size_t ks = 0;
+    if (pthread_attr_init(&a) == 0) {
+      if (pthread_attr_getstacksize(&a, &ks) == 0 && ks) kstack = ks;
+      pthread_attr_destroy(&a);
+    }
+    used += (unsigned long long)(c->nvps + 1 + nspares) * kstack;
+    unsigned long long room = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+    unsigned long long m = room / (c->stack_size + (c->stack_guard ? c->stack_guard : page));
     if (m < lim) lim = m;
   }
   return lim > 0 ? (long)lim : 1;
@@ -218,7 +247,7 @@ int weft_init(const weft_config_t *cfg) {
   int rc = config_resolve(cfg, &c);
   if (rc) return rc;
   if (weft__vp()) return WEFT_EALREADY;
-  if (!c.max_threads) c.max_threads = default_max_threads(c.stack_size);
+  if (!c.max_threads) c.max_threads = default_max_threads(&c, weft__monitor_spares(&c));
   {
     const char *e = getenv("WEFT_DEADLOCK");
     if (e && e[0] == '0' && e[1] == '\0') c.deadlock_report = WEFT_DEADLOCK_IGNORE;

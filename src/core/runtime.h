@@ -84,8 +84,16 @@ int weft__os_gate_empty(void);
  * ordering.md "Counters"); O(nvps). */
 long weft__live_threads(void);
 /* weft_create's check of cfg.max_threads, once per batch: how many more threads this
- * VP may create before it checks again (>= 1), or 0 when the limit is reached. */
-long weft__create_limit(weft_vp_t *vp);
+ * VP may create before it checks again (1 to cap, the ids left in its block), or 0
+ * when the limit is reached; recorded as the VP's grant (vp.h), which the other VPs'
+ * checks count as taken until it is used or given back. */
+long weft__create_limit(weft_vp_t *vp, long cap);
+/* Gives back what is left of vp's batch of creations (its owner, on its way to sleep
+ * or, for a spare, to exit): a VP that creates nothing more must not keep the others
+ * under cfg.max_threads by what it was allowed. */
+void weft__create_grant_release(weft_vp_t *vp);
+/* Whether a plain OS thread may create one more thread under cfg.max_threads. */
+int weft__create_os_allowed(void);
 
 /* ---- wired threads (wire.c, weft/wire.h) -------------------------------------------
  * On a wire kernel thread weft__vp() is NULL; the wired weft thread running there is

@@ -25,16 +25,55 @@ long weft__live_threads(void) {
   return (long)(c - f);
 }
 
-/* weft_create's check of cfg.max_threads, once per batch: the batch is an even share
- * (over 2 nvps) of the room left, at least 1, so batches shrink as the limit nears
- * and the live count passes it by about nvps at most. */
-long weft__create_limit(weft_vp_t *vp) {
-  (void)vp;
+/* The creations allowed to VPs other than `except` (NULL: none excepted) and not made
+ * yet: the unused parts of their batches. relaxed: an estimate (vp.h). */
+static long granted_unused(const weft_vp_t *except) {
   weft__rt_t *rt = &weft__rt;
-  long live = weft__live_threads(), max = rt->cfg.max_threads;
-  if (live >= max) return 0;
-  long batch = (max - live) / (2 * (long)rt->nvps);
-  return batch > 0 ? batch : 1;
+  long unused = 0;
+  for (int i = 0; i < rt->nvps_all; i++) {
+    weft_vp_t *v = rt->vps[i];
+    if (v == except) continue;
+    long g = atomic_load_explicit(&v->id_grant, memory_order_relaxed);
+    if (!g) continue;
+    uint64_t made = atomic_load_explicit(&v->n_created, memory_order_relaxed) -
+                    atomic_load_explicit(&v->id_grant_base, memory_order_relaxed);
+    if (made < (uint64_t)g) unused += g - (long)made;
+  }
+  return unused;
+}
+
+/* weft_create's check of cfg.max_threads, once per batch: the batch is an even share
+ * (over 2 nvps) of the room left, at least 1, so batches shrink as the limit nears.
+ * The room left is the limit less the live count and less what the other VPs were
+ * allowed and have not created yet: a VP that took a batch early and creates from it
+ * late would otherwise go past the limit by that whole batch (up to 1,024 threads a
+ * VP, measured) after the others had filled it. So the live count passes the limit
+ * only by the creations that race with the check, about nvps at most. */
+long weft__create_limit(weft_vp_t *vp, long cap) {
+  weft__rt_t *rt = &weft__rt;
+  long live = weft__live_threads() + granted_unused(vp), max = rt->cfg.max_threads;
+  long batch = 0;
+  if (live < max) {
+    batch = (max - live) / (2 * (long)rt->nvps);
+    if (batch < 1) batch = 1;
+    if (batch > cap) batch = cap;  /* the ids left in the VP's block */
+  }
+  /* relaxed: an estimate (vp.h); a reader between the two stores is off by at most
+   * this batch for that moment, as a creation racing with its read is */
+  atomic_store_explicit(&vp->id_grant_base,
+                        atomic_load_explicit(&vp->n_created, memory_order_relaxed),
+                        memory_order_relaxed);
+  atomic_store_explicit(&vp->id_grant, batch, memory_order_relaxed);
+  return batch;
+}
+
+void weft__create_grant_release(weft_vp_t *vp) {
+  vp->id_end = vp->id_next;  /* the next creation here checks the limit again */
+  atomic_store_explicit(&vp->id_grant, 0, memory_order_relaxed);
+}
+
+int weft__create_os_allowed(void) {
+  return weft__live_threads() + granted_unused(NULL) < weft__rt.cfg.max_threads;
 }
 
 void weft_debug_stats(weft_debug_stats_t *out) {

@@ -40,13 +40,12 @@ static __attribute__((noinline)) uint64_t next_id_slow(weft_vp_t *vp) {
     vp->id_block_end = vp->id_next + 1024;
     if (vp->id_next == 0) vp->id_next = 1;
   }
-  long batch = weft__create_limit(vp);
+  long batch = weft__create_limit(vp, (long)(vp->id_block_end - vp->id_next));
   if (!batch) {
     vp->id_end = vp->id_next;  /* check again at the next create */
     return 0;
   }
-  uint64_t left = vp->id_block_end - vp->id_next;
-  vp->id_end = vp->id_next + ((uint64_t)batch < left ? (uint64_t)batch : left);
+  vp->id_end = vp->id_next + (uint64_t)batch;
   return vp->id_next++;
 }
 
@@ -399,7 +398,7 @@ static int create_os_gated(weft_thread_t **out, const weft_attr_t *attr, weft_th
   weft_bundle_t *b;
   int rc = create_args(out, attr, fn, &b);
   if (rc < 0) return rc;  /* work-first is ignored on a plain OS thread */
-  if (weft__live_threads() >= weft__rt.cfg.max_threads) return WEFT_EAGAIN;
+  if (!weft__create_os_allowed()) return WEFT_EAGAIN;
   weft_thread_t *t = weft__tcb_alloc_slow(NULL);
   if (!t) return WEFT_ENOMEM;
   tcb_init(t, b, fn, arg, attr);

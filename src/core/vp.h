@@ -41,6 +41,13 @@ struct weft_vp {
                                    takes its slow path (end of the block, or of the
                                    batch allowed by cfg.max_threads) */
   uint64_t id_block_end;        /* end of the block of ids (owner) */
+  /* The batch of creations cfg.max_threads last allowed this VP (id_grant), and its
+   * n_created when it was allowed (id_grant_base): its unused part is id_grant -
+   * (n_created - id_grant_base). Written by the owner in weft_create's slow path
+   * (relaxed stores), read by other VPs' and OS threads' limit checks (relaxed loads:
+   * an estimate, off by the creations racing with it; stats.c). */
+  _Atomic uint64_t id_grant_base;
+  _Atomic long id_grant;
   int free_limit;               /* 2T: most free blocks (and stacks) kept locally;
                                    0 on a spare VP (core/monitor.h) */
   size_t def_stack;             /* cfg.stack_size */

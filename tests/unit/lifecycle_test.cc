@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <weft/io.h>
@@ -301,6 +302,53 @@ TEST(StackLimits, StackLargerThanAddressSpaceFailsAtCreate) {
   EXPECT_EQ(rc, WEFT_EINVAL) << weft_err_name(rc);
   EXPECT_EQ(weft_debug_live_blocks(), 0);
 }
+
+// Under a finite RLIMIT_AS the default max_threads leaves room for every live
+// thread's stack with its guard region: a program that keeps weft_max_threads()
+// threads alive, each run once (so each holds a stack), gets them all, then
+// WEFT_EAGAIN, never the out-of-stacks report. The limit counted a page of guard
+// where weft maps 128 KiB, and overstated the room by about 1.5 times with 1 GiB. In
+// a child process, whose address space the limit and the stacks may fill.
+TEST(StackLimits, DefaultMaxThreadsFitsTheAddressSpace) {
+  struct rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &old), 0);
+  if (old.rlim_max != RLIM_INFINITY && old.rlim_max < (rlim_t{1} << 30)) GTEST_SKIP();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(60);
+    struct rlimit lim = old;
+    lim.rlim_cur = rlim_t{1} << 30;
+    if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(2);
+    if (InitWithVps(2) != 0) _exit(3);
+    const long max = weft_max_threads();
+    if (max < 100) _exit(4);  // nothing to learn from a tiny limit
+    static weft_sem_t gate;
+    static std::atomic<long> ran;
+    weft_sem_init(&gate, 0);
+    ran = 0;
+    weft_attr_t det = DetachedAttr();
+    long made = 0;
+    while (made < max + 10 &&
+           weft_create(nullptr, &det, +[](void *) -> void * {
+             ran++;
+             weft_sem_wait(&gate);
+             return nullptr;
+           }, nullptr) == 0)
+      made++;
+    if (made < max - 2 || made > max + 2) _exit(5);  // EAGAIN near the limit
+    while (ran.load() < made) weft_yield();  // every one holds its stack now
+    for (long i = 0; i < made; i++) weft_sem_signal(&gate);
+    _exit(weft_shutdown() == 0 ? 0 : 6);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st)) << "the child died by signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0)
+                             << " (SIGABRT: the out-of-stacks report; SIGALRM: its threads "
+                                "waited for stacks)";
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "2: setrlimit, 3: weft_init, 4: limit below 100, "
+                                   "5: WEFT_EAGAIN far from the limit, 6: shutdown";
+}
 #endif
 
 // ---- max_threads -------------------------------------------------------------------------
@@ -348,6 +396,56 @@ TEST_P(MaxThreadsTest, CreateBeyondTheLimitIsEagain) {
   EXPECT_EQ(Join(Spawn(+[](void *a) -> void * { return a; }, P(9))), P(9));
   ASSERT_EQ(weft_shutdown(), 0);
   EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
+
+// A VP that was allowed a batch of creations early and creates from it late, after
+// the other VP has filled the limit: the batch counts as taken, so the total stays
+// within about nvps of the limit either way (it went 1,022 over with limits of 10,000
+// and 100,000, by the VP's whole batch).
+struct LateBatch {
+  weft_sem_t gate;
+  std::atomic<int> phase{0};
+  std::atomic<long> made{0};
+};
+
+TEST(MaxThreads, ABatchTakenEarlyCountsAgainstTheLimit) {
+  Watchdog dog(60);
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  cfg.nvps = 2;
+  cfg.max_threads = 10000;
+  ASSERT_EQ(weft_init(&cfg), 0);
+  static LateBatch lb;
+  lb.phase = 0;
+  lb.made = 0;
+  ASSERT_EQ(weft_sem_init(&lb.gate, 0), 0);
+  static weft_thread_fn wait_fn;
+  wait_fn = +[](void *) -> void * {
+    weft_sem_wait(&lb.gate);
+    return nullptr;
+  };
+  static weft_attr_t det;
+  det = DetachedAttr();
+  weft_attr_t on1{};
+  on1.vproc = WEFT_VPROC(1);
+  weft_thread_t *late = Spawn(+[](void *) -> void * {
+    // one creation takes this VP's batch; then it waits, busy, and creates late
+    if (weft_create(nullptr, &det, wait_fn, nullptr) == 0) lb.made++;
+    lb.phase = 1;
+    while (lb.phase.load() != 2) weft_yield();
+    while (weft_create(nullptr, &det, wait_fn, nullptr) == 0) lb.made++;
+    return nullptr;
+  }, nullptr, &on1);
+  while (lb.phase.load() != 1) weft_yield();
+  long mine = 0;
+  while (weft_create(nullptr, &det, wait_fn, nullptr) == 0) mine++;
+  lb.phase = 2;
+  Join(late);
+  const long total = mine + lb.made.load() + 1;  // + the late creator itself, now finished
+  EXPECT_LE(total, cfg.max_threads + cfg.nvps) << "mine " << mine << ", late " << lb.made.load();
+  EXPECT_GE(total, cfg.max_threads - cfg.nvps) << "mine " << mine << ", late " << lb.made.load();
+  for (long i = 0; i < mine + lb.made.load(); i++) weft_sem_signal(&lb.gate);
+  ASSERT_EQ(weft_shutdown(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Vps, MaxThreadsTest, ::testing::Values(1, 2, 4), VpName);
