@@ -185,7 +185,7 @@ _Noreturn void weft__out_of_stacks(weft_thread_t *t) {
     /* why the last stack mapping failed, as alloc.c recorded it (the limit named) */
     char why[512];
     if (weft__stack_describe_failure(why, sizeof why) > 0)
-      fatal_printf("weft: %s\n", why);
+      fatal_printf("%s\n", why);  /* it begins "weft: " */
     else
       fatal_printf("weft: no stack mapping failed: the failure was injected "
                    "(weft_debug_fail_alloc) or came from the control-block allocator\n");
