@@ -174,7 +174,9 @@ WEFT_API int weft_close(int fd);
  * The pool starts threads on demand, up to a limit (weft_blocking_limits; default
  * 64), and lets a thread that has had nothing to do for the idle time (default
  * 10 s) exit. With every pool thread busy, further calls queue (FIFO) until one is
- * free. weft_wire() (weft/wire.h) takes its kernel threads from the same pool: a
+ * free: jobs that wait for each other need a pool thread each, and with a limit
+ * below that they wait for ever, unreported (the deadlock report cannot tell a pool
+ * thread that waits for a queued job from one that will finish). weft_wire() (weft/wire.h) takes its kernel threads from the same pool: a
  * thread held by a wired weft thread takes no job and does not count against the
  * limit; once unwired it is an idle pool thread again. The pool outlives
  * weft_shutdown; a child of fork(2) starts with an empty one (see weft/runtime.h on
