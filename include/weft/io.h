@@ -139,11 +139,12 @@ WEFT_API int weft_fd_wait(int fd, short events);
 WEFT_API int weft_fd_wait_deadline(int fd, short events, uint64_t deadline);
 
 /* openat(2), fsync(2): under epoll made directly (the VP blocks for the disk
- * access); under io_uring an fsync parks the thread, and an open is made directly
+ * access); under io_uring an fsync parks the thread, and weft_openat is made directly
  * when its path walk needs no disk access (the dentry cache has it) and parks the
- * thread otherwise. Either way an open has openat's semantics: a FIFO opened without
- * O_NONBLOCK waits for its peer, blocking the VP (the system monitor then gives the
- * VP's other threads a spare). weft_openat resets weft's cached state of the
+ * thread otherwise; weft_openat_deadline always parks (in the ring). Either way an
+ * open has openat's semantics: a FIFO opened without O_NONBLOCK waits for its peer
+ * (made directly, blocking the VP: the system monitor then gives the VP's other
+ * threads a spare). weft_openat resets weft's cached state of the
  * descriptor number it returns.
  * The deadline forms (mode: as openat's third argument, used with O_CREAT or
  * O_TMPFILE only): under io_uring, a deadline already past fails with ETIMEDOUT

@@ -267,7 +267,11 @@ static int uring_call(struct io_uring_sqe *tmpl, uint64_t deadline) {
     } else {
       weft__spin_unlock(&u.lock);
     }
-    if (u.res == -ECANCELED || u.res == -EINTR) u.res = -ETIMEDOUT;
+    /* cancelled: -ECANCELED, or -EINTR; a kernel worker interrupted in a wait (a
+     * FIFO's open waiting for its peer) may report the kernel's internal restart
+     * codes (ERESTARTSYS 512 .. ERESTART_RESTARTBLOCK 516), never meant for a program */
+    if (u.res == -ECANCELED || u.res == -EINTR || (u.res <= -512 && u.res >= -516))
+      u.res = -ETIMEDOUT;
   }
   /* relaxed: after the wait; the count stays above zero for as long as we wait */
   atomic_fetch_sub_explicit(&io.nwait, 1, memory_order_relaxed);
@@ -1199,12 +1203,19 @@ int weft_openat_deadline(int dirfd, const char *path, int flags, mode_t mode, ui
   int fd;
 #ifdef WEFT_HAVE_URING
   if (io.uring && here()) {
-    /* First on the VP, when the path walk is in the dentry cache (the common case: as
-     * fast as openat, where a ring round trip cost about 3.5 times as much), with
-     * openat's own semantics: a FIFO without O_NONBLOCK waits for its peer there, as
-     * under epoll (the monitor gives the VP a spare meanwhile). */
-    fd = open_cached(dirfd, path, flags, mode);
-    if (fd < 0 && (err_now() == EAGAIN || err_now() == EINVAL || err_now() == ENOSYS)) {
+    /* Without a deadline, first on the VP when the path walk is in the dentry cache
+     * (the common case: as fast as openat, where a ring round trip cost about 3.5
+     * times as much), with openat's own semantics: a FIFO without O_NONBLOCK waits for
+     * its peer there, as under epoll (the monitor gives the VP a spare meanwhile).
+     * With a deadline, always in the ring, which honours it (io.h: a deadline already
+     * past fails before anything is done; a FIFO's wait for its peer is cancelled). */
+    fd = -1;
+    int e = EAGAIN;
+    if (deadline == WEFT_FOREVER) {
+      fd = open_cached(dirfd, path, flags, mode);
+      if (fd < 0) e = err_now();
+    }
+    if (fd < 0 && (e == EAGAIN || e == EINVAL || e == ENOSYS)) {
       /* The walk reads the disk: the open parks in the ring. IOSQE_ASYNC sends it
        * straight to a kernel worker, which opens with openat's semantics; the ring's
        * first, inline try would add O_NONBLOCK, and a FIFO would then be opened
@@ -1221,6 +1232,9 @@ int weft_openat_deadline(int dirfd, const char *path, int flags, mode_t mode, ui
   } else
 #endif
     fd = openat(dirfd, path, flags, mode);
+#ifndef WEFT_HAVE_URING
+  (void)deadline;  /* epoll: the open is made directly (io.h) */
+#endif
   if (fd >= 0) iod_reset(fd, K_UNKNOWN);
   return fd;
 }

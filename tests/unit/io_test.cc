@@ -296,6 +296,15 @@ TEST_P(IoTest, OpenatAndFsyncDeadlineForms) {
   } else {
     EXPECT_EQ(r, 0);
   }
+  // an existing file (a path walk the cache serves) with a deadline long past
+  int fd1 = weft_openat_deadline(AT_FDCWD, f.c_str(), O_RDONLY | O_CLOEXEC, 0, 1);
+  if (uring) {
+    EXPECT_EQ(fd1, -1);
+    EXPECT_EQ(Err(), ETIMEDOUT);
+  } else {
+    EXPECT_GE(fd1, 0);
+  }
+  if (fd1 >= 0) weft_close(fd1);
   int fd2 = weft_openat_deadline(AT_FDCWD, g.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600, 1);
   if (uring) {
     EXPECT_EQ(fd2, -1);
@@ -322,6 +331,20 @@ TEST_P(IoTest, OpenatAndFsyncDeadlineForms) {
   EXPECT_EQ(memcmp(b, "abc", 3), 0);
   EXPECT_EQ(weft_close(os_fd), 0);
   EXPECT_EQ(weft_close(fd), 0);
+  if (uring) {
+    // a FIFO with no writer, opened with a deadline: its wait for the peer is
+    // cancelled at the deadline (ETIMEDOUT, not before), nothing left open
+    const std::string q = std::string(dir) + "/q";
+    ASSERT_EQ(mkfifo(q.c_str(), 0600), 0);
+    uint64_t dl = weft_deadline_after(30ull * 1000 * 1000);
+    int ffd = weft_openat_deadline(AT_FDCWD, q.c_str(), O_RDONLY | O_CLOEXEC, 0, dl);
+    int e = Err();
+    EXPECT_EQ(ffd, -1);
+    EXPECT_EQ(e, ETIMEDOUT) << strerror(e);
+    EXPECT_GE(weft_time_now(), dl);
+    if (ffd >= 0) weft_close(ffd);
+    unlink(q.c_str());
+  }
   unlink(g.c_str());
   unlink(f.c_str());
   rmdir(dir);
