@@ -117,6 +117,7 @@ typedef struct mon_vp {
   int quiet;                    /* its CPU time hardly moved over the last read */
   int stalled;                  /* from detection until its kernel thread runs again */
   int helper;                   /* the spare slot helping it, or -1 */
+  uint64_t head_since;          /* when last_head became the front of its queue */
 } mon_vp_t;
 
 /* A spare slot. state: the monitor sets RUNNING before it starts the kernel thread,
@@ -367,11 +368,10 @@ static void move_queue(weft_vp_t *s, weft_vp_t *v) {
   weft__enqueue_wake(idle);
 }
 
-/* The stall of VP i is over: its spare takes no more, and gives back what it holds
- * (move_queue gives to the VP a closed spare stood in for). */
-static void unstall(int i) {
+/* VP i's spare takes no more from it, and gives back what it holds (move_queue gives
+ * to the VP a closed spare stood in for). */
+static void retire_helper(int i) {
   mon_vp_t *m = &mon.vps[i];
-  m->stalled = 0;
   int k = m->helper;
   if (k < 0) return;
   m->helper = -1;
@@ -380,6 +380,31 @@ static void unstall(int i) {
   atomic_store_explicit(&sp->take, 0, memory_order_release);
   weft__os_futex_wake(&sp->take, 1);
   move_queue(weft__rt.vps[mon.nvps + k], weft__rt.vps[i]);
+}
+
+/* The stall of VP i is over. */
+static void unstall(int i) {
+  mon.vps[i].stalled = 0;
+  retire_helper(i);
+}
+
+/* 1 if v's queue starts with a thread a spare would take (take_front). */
+static int front_takeable(weft_vp_t *v) {
+  if (!atomic_load_explicit(&v->q.head, memory_order_relaxed)) return 0;
+  weft__spin_lock(&v->q.lock);
+  /* relaxed: ordered by the queue lock */
+  weft_thread_t *t = atomic_load_explicit(&v->q.head, memory_order_relaxed);
+  int ok = t && !(weft__tflags(t) & WEFT__TF_CUSTOM);
+  weft__spin_unlock(&v->q.lock);
+  return ok;
+}
+
+/* How long a stalled VP's front thread may stay untaken by its spare before the
+ * monitor concludes that the spare's own thread sleeps in a call (look): a working
+ * spare polls the queue every half bound. */
+static uint64_t stuck_ns(void) {
+  uint64_t n = 4 * mon.bound_ns;
+  return n > 1000000u ? n : 1000000u;
 }
 
 /* Joins spares that have exited; returns 1 if any did. */
@@ -461,9 +486,23 @@ static int look(uint64_t now, int full) {
      * sleep in a call: a thread made ready onto it now must be seen within the bound) */
     if (sleeping || m->stalled) risk = 2;
     else if (h && risk < 1) risk = 1;
+    if (h != m->last_head) m->head_since = now;
     if (m->stalled) {
-      if (!idle_cpu) unstall(i);         /* its kernel thread runs again */
-      else if (m->helper < 0) spare_start(i);
+      if (!idle_cpu) {
+        unstall(i);  /* its kernel thread runs again */
+      } else if (m->helper < 0) {
+        spare_start(i);
+      } else if (h && h == m->last_head && now - m->head_since >= stuck_ns() &&
+                 mon.vps[mon.nvps + m->helper].quiet && front_takeable(v)) {
+        /* Its spare has taken nothing for a while and hardly runs: the spare's own
+         * thread sleeps in a call too (its stand-in serves the spare's queue, not
+         * this one). A thread made ready here meanwhile (a timer or I/O the monitor
+         * fired, an OS thread's wake-up: placement names regular VPs) would wait for
+         * the first call to end. So the spare stops taking from this VP and another
+         * one stands in for it. */
+        retire_helper(i);
+        spare_start(i);
+      }
     } else if (h && h == m->last_head && sleeping) {
       atomic_fetch_add_explicit(&mon.n_stalls, 1, memory_order_relaxed);
       /* a stalled spare gives its queue to the VP it stands in for when that one

@@ -9,6 +9,7 @@
 
 #include <weft/io.h>
 
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -366,6 +367,62 @@ TEST_F(MonitorTest, IoReadinessWhileTheOnlyVpIsBlockedInTheKernel) {
       EXPECT_EQ(r, &e) << engine;
     }
     ASSERT_EQ(weft_shutdown(), 0) << engine;
+  }
+}
+
+// A spare whose own thread blocks in the kernel while its VP is still stalled: the
+// only VP's kernel thread waits in pthread_join; T, on a spare, creates H and blocks
+// in a plain read that only H ends; H runs on a second spare (standing in for the
+// first) and sleeps in weft, so its timer, fired by the monitor, makes it ready on the
+// VP, whose spare takes nothing now. Another spare must stand in for the VP, or H,
+// and so T and the joined OS thread, wait for the join: a deadlock the OS thread
+// breaks only at its 10 s timeout, which fails the test.
+struct SpareChain {
+  Pipe t_in;    // T reads, H writes
+  Pipe os_in;   // the OS thread waits, T writes
+  std::atomic<int> os_timed_out{0};
+};
+
+void *ChainH(void *p) {
+  weft_sleep_ns(2 * 1000 * 1000);
+  char c = 'h';
+  return write(static_cast<SpareChain *>(p)->t_in.fd[1], &c, 1) == 1 ? p : nullptr;
+}
+
+void *ChainT(void *p) {
+  auto *s = static_cast<SpareChain *>(p);
+  weft_thread_t *h = nullptr;
+  if (weft_create(&h, nullptr, ChainH, p) != 0) return nullptr;
+  char c = 0;
+  ssize_t n = read(s->t_in.fd[0], &c, 1);  // unannounced: this spare stalls
+  char d = 't';
+  if (write(s->os_in.fd[1], &d, 1) != 1) return nullptr;
+  void *hr = nullptr;
+  weft_join(h, &hr);
+  return n == 1 && c == 'h' && hr == p ? p : nullptr;
+}
+
+void *ChainOs(void *p) {
+  auto *s = static_cast<SpareChain *>(p);
+  struct pollfd pf = {s->os_in.fd[0], POLLIN, 0};
+  if (poll(&pf, 1, 10000) != 1) s->os_timed_out = 1;
+  return nullptr;
+}
+
+TEST_F(MonitorTest, ThreadReadyOnAVpWhoseSpareIsBlockedToo) {
+  Watchdog wd(60);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  for (int round = 0; round < 2; round++) {
+    SpareChain s;
+    weft_thread_t *t = Spawn(ChainT, &s);
+    ASSERT_NE(t, nullptr);
+    pthread_t os;
+    ASSERT_EQ(pthread_create(&os, nullptr, ChainOs, &s), 0);
+    pthread_join(os, nullptr);  // the VP's kernel thread sleeps here
+    EXPECT_EQ(s.os_timed_out.load(), 0) << "round " << round << ": H never ran while T blocked";
+    void *r = nullptr;
+    ASSERT_EQ(weft_join(t, &r), 0);
+    EXPECT_EQ(r, &s) << round;
   }
 }
 
