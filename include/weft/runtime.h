@@ -150,10 +150,11 @@ WEFT_API int weft_shutdown(void);
  * The default is the smallest of
  *   - physical memory / (page size + control block size): every live thread that has
  *     run holds at least one page of stack and its control block;
- *   - when RLIMIT_AS is finite, the address space left under it at weft_init()
- *     (less what the process maps already and the stacks of the kernel threads weft
- *     starts: the VPs, the monitor and its spare slots) over stack_size + stack_guard:
- *     one default stack and its guard region per live thread;
+ *   - when RLIMIT_AS is finite, three quarters of the address space left under it at
+ *     weft_init() (less what the process maps already and the stacks of the kernel
+ *     threads weft starts: the VPs, the monitor and its spare slots; the quarter is
+ *     for what is mapped later, malloc's arenas among them) over stack_size +
+ *     stack_guard: one default stack and its guard region per live thread;
  *   - 2^30.
  * It does not count vm.max_map_count: how many mappings a stack costs is the stack
  * allocator's business. Never switches. */

@@ -145,8 +145,9 @@ static unsigned long long mapped_now(size_t page) {
  * a live thread's stack costs stack_size plus its guard region (128 KiB by default,
  * not a page: counting a page overstated the room by about 1.5 times with 1 GiB, and a
  * program within the limit got the out-of-stacks report instead of WEFT_EAGAIN), out
- * of what the process has not mapped yet and the kernel threads weft starts (the VPs,
- * the monitor and its spare slots) will not take for their own stacks. */
+ * of three quarters of what the process has not mapped yet and the kernel threads weft
+ * starts (the VPs, the monitor and its spare slots) will not take for their own
+ * stacks. */
 static long default_max_threads(const weft_config_t *c, int nspares) {
   size_t page = weft__os_page_size();
   unsigned long long lim = 1ull << 30;
@@ -166,6 +167,13 @@ static long default_max_threads(const weft_config_t *c, int nspares) {
     }
     used += (unsigned long long)(c->nvps + 1 + nspares) * kstack;
     unsigned long long room = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+    /* A quarter is left for what the process maps later besides stacks: the C
+     * library's malloc arenas (glibc reserves 64 MiB of address space for each one a
+     * kernel thread creates, and whether VP threads create one depends on contention:
+     * without this reserve a program within the limit under a 1 GiB RLIMIT_AS got the
+     * out-of-stacks report in about 1 run of 3 on a loaded machine), control blocks,
+     * the I/O engine's rings. */
+    room -= room / 4;
     unsigned long long m = room / (c->stack_size + (c->stack_guard ? c->stack_guard : page));
     if (m < lim) lim = m;
   }
