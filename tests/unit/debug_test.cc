@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <cstring>
 #include <regex>
 #include <sstream>
@@ -103,13 +104,18 @@ TEST_P(DebugTest, Names) {
   EXPECT_STREQ(buf, "");
   EXPECT_EQ(weft_get_name(nullptr, nullptr, 4), WEFT_EINVAL);
   EXPECT_EQ(weft_get_name(nullptr, buf, 0), WEFT_EINVAL);
-  // another thread's name, set before it runs and read after
+  // another thread's name, set by this thread and read by that one (which waits for
+  // the set: with several VPs an idle VP may run it at once, before the set)
+  static std::atomic<int> named;
+  named = 0;
   weft_thread_t *t = Spawn(+[](void *) -> void * {
+    while (!named.load()) weft_yield();
     char b[WEFT_NAME_MAX];
     weft_get_name(nullptr, b, sizeof b);
     return P(std::strcmp(b, "child") == 0 ? 1 : 0);
   });
   EXPECT_EQ(weft_set_name(t, "child"), 0);
+  named = 1;
   EXPECT_EQ(Join(t), P(1));
   // a reused control block starts without a name
   t = Spawn(+[](void *) -> void * {
