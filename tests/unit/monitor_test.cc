@@ -43,12 +43,14 @@ class MonitorTest : public WeftTest {
   }
 };
 
+// Closed with weft_close (close() once weft is down): weft forgets what it cached of
+// the descriptors, which a later pipe may reuse.
 struct Pipe {
   int fd[2] = {-1, -1};
   Pipe() { EXPECT_EQ(pipe(fd), 0); }
   ~Pipe() {
-    close(fd[0]);
-    close(fd[1]);
+    weft_close(fd[0]);
+    weft_close(fd[1]);
   }
 };
 
@@ -316,17 +318,8 @@ TEST_F(MonitorTest, TimerOfAVpBlockedInTheKernelFires) {
 // it, the reader is queued on the stalled VP, and its spare runs it. Under each
 // engine this build and kernel offer; without the monitor's poll the join never
 // returns (watchdog).
-struct WeftPipe {  // closed with weft_close: weft forgets what it cached of the fds
-  int fd[2] = {-1, -1};
-  WeftPipe() { EXPECT_EQ(pipe(fd), 0); }
-  ~WeftPipe() {
-    weft_close(fd[0]);
-    weft_close(fd[1]);
-  }
-};
-
 struct EchoPipes {
-  WeftPipe in, out;
+  Pipe in, out;
   char got = 0;
 };
 
