@@ -66,6 +66,7 @@ int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline) {
   weft__qlock_lock(&x->qlock);
   weft__wq_push(&x->q, &w);
   nwait_add(x, 1);
+  weft__mutex_owner_drop(WEFT__M(m));
   uint32_t st = weft__wait_on(&w, WEFT__WAITING(c, WEFT__WK_COND), &x->qlock, weft__mutex_unlock_cont, WEFT__M(m));
   if (w.morphed) return weft__mutex_lock_woken(WEFT__M(m), &w);
   int rc = 0;

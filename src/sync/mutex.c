@@ -216,10 +216,7 @@ void weft__mutex_assert_mine(weft__mutex_t *m) {
 
 /* cond_wait's continuation: the waiter (already saved) gives up its mutex. */
 void weft__mutex_unlock_cont(void *p) {
-  weft__mutex_t *m = p;
-#ifdef WEFT_CHECKED
-  atomic_store_explicit(&m->owner, NULL, memory_order_relaxed);
-#endif
+  weft__mutex_t *m = p;  /* the waiter dropped its holder token (weft__mutex_owner_drop) */
   if (atomic_exchange_explicit(&m->word, 0, memory_order_release) == 2) unlock_slow(m);
 }
 

@@ -256,4 +256,19 @@ static inline int weft__mutex_check_held(weft__mutex_t *m) {
   return 0;
 }
 
+/* Checked builds: a cond waiter gives up the holder token just before it blocks,
+ * not in its continuation (weft__mutex_unlock_cont). The continuation arms the
+ * waiter's timer before it releases the word, so a timer fired at once by another
+ * VP can resume the waiter elsewhere first; its re-lock then waits for the word
+ * as any locker does, and must not take itself for the holder. relaxed: as
+ * OWNER_SET, a diagnostic; the word's release/acquire orders it for the next
+ * holder. */
+static inline void weft__mutex_owner_drop(weft__mutex_t *m) {
+#ifdef WEFT_CHECKED
+  atomic_store_explicit(&m->owner, NULL, memory_order_relaxed);
+#else
+  (void)m;
+#endif
+}
+
 #endif
