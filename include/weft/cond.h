@@ -6,7 +6,11 @@
  * of weft_cond_signal()/broadcast() (the usual case: the signaller holds it), a
  * blocked weft-thread waiter is moved straight onto the mutex's wait queue instead
  * of being woken only to block again on the mutex: C-Threads §4.4's continuation
- * recognition, today called wait morphing. It runs when the holder unlocks.
+ * recognition, today called wait morphing. It runs when the holder unlocks. With
+ * one VP (weft_config_t.nvps 1) a signal from a weft thread makes the waiter ready
+ * instead: it cannot run before the signaller gives up the VP, by when the mutex
+ * is usually free, and the trip through the mutex's queue would cost more than it
+ * saves.
  *
  * Usable from weft threads and plain OS threads (which block in the kernel). An
  * all-zero object is valid; WEFT_COND_INIT is the static initializer. Waiting with
@@ -52,8 +56,8 @@ WEFT_API int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m);
  * entry). */
 WEFT_API int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline);
 
-/* weft_cond_signal() wakes (or morphs onto the mutex queue) the longest-waiting
- * thread, if any. Callable from any thread, mutex held or not. Never switches.
+/* weft_cond_signal() wakes (or morphs onto the mutex queue, as above) the
+ * longest-waiting thread, if any. Callable from any thread, mutex held or not. Never switches.
  * Errors: WEFT_EINVAL. */
 WEFT_API int weft_cond_signal(weft_cond_t *c);
 

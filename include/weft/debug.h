@@ -98,7 +98,7 @@ typedef enum weft_debug_obj {
  * a wake-up, unlock or timeout lets it go on) until it is woken or times out, so a
  * test can wait for the count to reach n instead of sleeping "long enough" for n
  * threads to block. A condition waiter that a signal moved onto its mutex's queue
- * (wait morphing) counts on the mutex, no longer on the condition. Spinning in a
+ * (wait morphing, weft/cond.h) counts on the mutex, no longer on the condition. Spinning in a
  * lock's spin phase is not waiting. The count is a snapshot taken under the
  * object's queue lock (a walk of the queue: for tests and diagnostics, not for
  * hot paths); it may be stale as soon as it returns. Never switches; callable from

@@ -11,7 +11,8 @@
  * thread is then moved onto its mutex's queue if the mutex is held (wait morphing,
  * C-Threads §4.4): it runs when the holder unlocks, instead of waking only to
  * block on the mutex. Its timer is cancelled first, so no timeout can fire while it
- * sits on the mutex queue.
+ * sits on the mutex queue. A signaller on the only VP wakes the waiter instead
+ * (deliver says why).
  */
 #include "sync/sync.h"
 
@@ -88,9 +89,24 @@ int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m) {
   return weft_cond_timedwait(c, m, WEFT_FOREVER);
 }
 
-/* Hands a claimed weft-thread waiter to its mutex (or wakes it). */
+/* Hands a claimed weft-thread waiter to its mutex (or wakes it).
+ * Morphing pays only where the waiter could run while the mutex is still held:
+ * on another VP. A signaller on the only VP (rt.nvps is 1) keeps that VP until it
+ * blocks or yields, and the usual next step is to unlock: the woken waiter then
+ * finds the mutex free and takes it on the fast path. Morphing there would cost a
+ * trip through the mutex's queue (its queue lock, the word set to 2, unlock's slow
+ * path, the waiter's re-lock as 2 and then its own slow unlock), about a fifth of
+ * a round of condition ping-pong (the L7 row). If the signaller blocks while
+ * holding the mutex (or a monitor spare runs the waiter), the waiter only blocks
+ * again on the mutex. A plain OS thread's signal (no VP) still morphs: the VP runs
+ * the waiter at once. rt.nvps is fixed while weft runs. */
 static void deliver(weft__waiter_t *w) {
   if (w->heap) weft__timer_cancel(w);
+  weft_vp_t *vp = weft__vp();
+  if (vp && weft__rt.nvps < 2) {
+    weft__unblock(vp, w->t);
+    return;
+  }
   weft__mutex_morph(WEFT__M(w->mutex), w);
 }
 

@@ -178,13 +178,13 @@ TEST_P(CondTest, SignalWithOsWaitersWhileHoldingMutex) {
   for (int r = 0; r < Scaled(10, 2); ++r) WakeCrowd(8, 3, false);
 }
 
-// Wait morphing (C-Threads §4.4): a weft-thread waiter signalled while the
-// signaller holds the mutex is moved onto the mutex's queue and is made ready only
-// when the holder unlocks. Seen through the waiter counts: at once after the
-// signal it waits on the mutex, no longer on the condition (without morphing it
-// would be ready instead, and on one VP could not have queued on the mutex yet);
-// and through the UNBLOCKED event, raised for it by the unlock only, never by the
-// signal (on any number of VPs).
+// Wait morphing (C-Threads §4.4): with more than one VP, a weft-thread waiter
+// signalled while the signaller holds the mutex is moved onto the mutex's queue and
+// is made ready only when the holder unlocks. Seen through the waiter counts: at
+// once after the signal it waits on the mutex, no longer on the condition (without
+// morphing it would be ready instead); and through the UNBLOCKED event, raised for it
+// by the unlock only, never by the signal. With one VP the signal makes it ready
+// instead (src/sync/cond.c deliver; SignalOnTheOnlyVpMakesTheWaiterReady below).
 struct MorphRec {
   std::atomic<weft_thread_t *> target{nullptr};
   std::atomic<int> unblocked{0};
@@ -195,6 +195,7 @@ void OnMorphUnblocked(weft_hook_event_t, weft_thread_t *t, int, void *, void *) 
 }
 
 TEST_P(CondTest, SignalMorphsWaiterOntoHeldMutex) {
+  if (nvps() < 2) GTEST_SKIP() << "one VP: the signal makes the waiter ready (next test)";
   weft_mutex_t m = WEFT_MUTEX_INIT;
   weft_cond_t c = WEFT_COND_INIT;
   int hooks = weft_hook_push(WEFT_HOOK_UNBLOCKED, OnMorphUnblocked, nullptr);
@@ -231,6 +232,58 @@ TEST_P(CondTest, SignalMorphsWaiterOntoHeldMutex) {
     if (hooks == 0) {
       EXPECT_EQ(g_morph.unblocked.load(), 1) << "round " << r << ": made ready once, by the unlock";
     }
+  }
+  if (hooks == 0) {
+    ASSERT_EQ(weft_hook_pop(WEFT_HOOK_UNBLOCKED), 0);
+  }
+  EXPECT_EQ(weft_cond_destroy(&c), 0);
+  EXPECT_EQ(weft_mutex_destroy(&m), 0);
+}
+
+// On the only VP a signal made under the mutex makes the waiter ready at once (its
+// UNBLOCKED event comes from the signal, and it waits on neither object): it cannot
+// run before the signaller gives up the VP, by when the mutex is usually free. If
+// the signaller yields while still holding the mutex, the waiter runs, finds the
+// mutex held and waits on it; the unlock then lets it return, holding the mutex,
+// exactly once.
+TEST_P(CondTest, SignalOnTheOnlyVpMakesTheWaiterReady) {
+  if (nvps() != 1) GTEST_SKIP() << "more than one VP: the waiter is morphed (previous test)";
+  weft_mutex_t m = WEFT_MUTEX_INIT;
+  weft_cond_t c = WEFT_COND_INIT;
+  int hooks = weft_hook_push(WEFT_HOOK_UNBLOCKED, OnMorphUnblocked, nullptr);
+  ASSERT_TRUE(hooks == 0 || hooks == WEFT_EPERM) << Err(hooks);  // EPERM: WEFT_HOOKS=OFF
+  for (int yield_holding = 0; yield_holding < 2; ++yield_holding) {
+    bool go = false;  // m
+    std::atomic<int> state{0}, held_alone{0};
+    auto waiter = [&] {
+      weft_mutex_lock(&m);
+      while (!go) weft_cond_wait(&c, &m);
+      held_alone = weft_mutex_trylock(&m) == WEFT_EBUSY;  // it holds m
+      state = 1;
+      weft_mutex_unlock(&m);
+    };
+    g_morph.unblocked = 0;
+    weft_thread_t *t = SpawnCall(&waiter);
+    g_morph.target = t;
+    ASSERT_TRUE(WaitForWaiters(&c, 1));
+    ASSERT_EQ(weft_mutex_lock(&m), 0);
+    go = true;
+    ASSERT_EQ(weft_cond_signal(&c), 0);
+    EXPECT_EQ(Waiters(&c), 0);
+    EXPECT_EQ(Waiters(&m), 0) << "the waiter was queued on the mutex";
+    if (hooks == 0) {
+      EXPECT_EQ(g_morph.unblocked.load(), 1) << "the signal did not make the waiter ready";
+    }
+    if (yield_holding) {
+      // it runs now, and waits on the mutex we hold
+      ASSERT_TRUE(YieldUntil([&] { return Waiters(&m) == 1; }));
+      EXPECT_EQ(state.load(), 0);
+    }
+    ASSERT_EQ(weft_mutex_unlock(&m), 0);
+    Join(t);
+    EXPECT_EQ(state.load(), 1);
+    EXPECT_EQ(held_alone.load(), 1);
+    EXPECT_EQ(Waiters(&m), 0);
   }
   if (hooks == 0) {
     ASSERT_EQ(weft_hook_pop(WEFT_HOOK_UNBLOCKED), 0);
