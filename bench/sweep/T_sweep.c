@@ -85,6 +85,8 @@ static long share(long n, int p, int i) { return n / p + (i < n % p); }
 /* ---- T2's user work ---------------------------------------------------------------- */
 
 static double t2_us = 1.0;   /* mean user work per thread (us) */
+static int freelist_local;   /* weft_config_t.freelist_local; 0: the default */
+static int spin_us;          /* weft_config_t.spin_us; 0: the default */
 static double units_per_us;  /* calibrated */
 
 /* One unit: 16 dependent multiply-adds. */
@@ -325,6 +327,8 @@ static void run_weft(int p, int oversub, long n) {
   weft_config_t cfg;
   weft_config_init(&cfg);
   cfg.nvps = p;
+  if (freelist_local) cfg.freelist_local = freelist_local;
+  if (spin_us) cfg.spin_us = spin_us;
   bench_check(weft_init(&cfg), "weft_init");
   double sec[MAX_REPS];
   for (int t = 0; t < NTESTS; t++) {
@@ -536,8 +540,12 @@ int main(int argc, char **argv) {
       {"--t2-units-per-us", BENCH_DOUBLE, &units_per_us, NULL, 0, "T2 work units per us (else calibrated)"},
       {"--t3-n", BENCH_LONG, &t3_n, NULL, 0, "T3 threads"},
       {"--t3-k", BENCH_INTS, t3_k, &t3_nk, MAX_K, "T3 runnable-thread counts K"},
+      {"--freelist-local", BENCH_INT, &freelist_local, NULL, 0,
+       "weft's T (weft_config_t.freelist_local; default: the library's)"},
+      {"--spin-us", BENCH_INT, &spin_us, NULL, 0,
+       "how long an idle weft VP polls before it sleeps (weft_config_t.spin_us; default: the library's)"},
   };
-  bench_args(argc, argv, opts, 13, "T1-T5: elapsed time against processors");
+  bench_args(argc, argv, opts, 15, "T1-T5: elapsed time against processors");
   if (reps < 1 || reps > MAX_REPS) bench_die(argv[0], "--reps out of range");
   for (int t = 0; t < NTESTS; t++) run_test[t] = bench_list_has(tests, test_name[t]);
   if (run_test[T2]) {
