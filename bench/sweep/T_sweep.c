@@ -87,6 +87,7 @@ static long share(long n, int p, int i) { return n / p + (i < n % p); }
 static double t2_us = 1.0;   /* mean user work per thread (us) */
 static int freelist_local;   /* weft_config_t.freelist_local; 0: the default */
 static int spin_us;          /* weft_config_t.spin_us; 0: the default */
+static int tcb_local;        /* weft_config_t.tcb_local; 0: the default */
 static double units_per_us;  /* calibrated */
 
 /* One unit: 16 dependent multiply-adds. */
@@ -329,6 +330,7 @@ static void run_weft(int p, int oversub, long n) {
   cfg.nvps = p;
   if (freelist_local) cfg.freelist_local = freelist_local;
   if (spin_us) cfg.spin_us = spin_us;
+  if (tcb_local) cfg.tcb_local = tcb_local;
   bench_check(weft_init(&cfg), "weft_init");
   double sec[MAX_REPS];
   for (int t = 0; t < NTESTS; t++) {
@@ -544,8 +546,10 @@ int main(int argc, char **argv) {
        "weft's T (weft_config_t.freelist_local; default: the library's)"},
       {"--spin-us", BENCH_INT, &spin_us, NULL, 0,
        "how long an idle weft VP polls before it sleeps (weft_config_t.spin_us; default: the library's)"},
+      {"--tcb-local", BENCH_INT, &tcb_local, NULL, 0,
+       "free control blocks a weft VP keeps (weft_config_t.tcb_local; default: the library's)"},
   };
-  bench_args(argc, argv, opts, 15, "T1-T5: elapsed time against processors");
+  bench_args(argc, argv, opts, 16, "T1-T5: elapsed time against processors");
   if (reps < 1 || reps > MAX_REPS) bench_die(argv[0], "--reps out of range");
   for (int t = 0; t < NTESTS; t++) run_test[t] = bench_list_has(tests, test_name[t]);
   if (run_test[T2]) {

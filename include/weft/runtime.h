@@ -32,9 +32,15 @@ typedef struct weft_config {
                             never memory. A frame larger than the guard can jump it:
                             compile code with big frames with -fstack-clash-protection
                             (docs/design.md "Stacks"). */
-  int freelist_local;    /* T of FastThreads §3.3: a VP keeps at most 2T free control
-                            blocks and 2T free stacks locally, moving T at a time to or
-                            from the global pool; default 32. */
+  int freelist_local;    /* T of FastThreads §3.3: a VP keeps at most 2T free stacks
+                            (and tcb_local free control blocks) locally, moving T at a
+                            time to or from the global pool; default 32. */
+  int tcb_local;         /* most free control blocks one VP keeps locally (they are
+                            256 bytes: the default 1024 is 256 KiB a VP); 0: the
+                            default. A program that holds many unstarted or unjoined
+                            threads per VP at a time and then releases them reuses its
+                            own, cache-warm blocks up to this count instead of trading
+                            them through the global pool's lock with the other VPs. */
   int freelist_global;   /* most control blocks (and, separately, stacks) the global
                             pool caches; beyond it memory goes back to the system;
                             default 1024. */

@@ -300,7 +300,7 @@ weft_thread_t *weft__tcb_alloc_slow(weft_vp_t *vp) {
   }
   /* refill up to T from the global pool, then fall back to the system */
   weft__pool_t *p = &weft__rt.pool;
-  int want = vp && vp->free_limit ? weft__rt.cfg.freelist_local : 1;
+  int want = vp && vp->tcb_limit ? weft__rt.cfg.freelist_local : 1;
   weft__spin_lock(&p->lock);
   weft_thread_t *got = NULL;
   int n = 0;
@@ -324,7 +324,7 @@ weft_thread_t *weft__tcb_alloc_slow(weft_vp_t *vp) {
 
 void weft__tcb_free_slow(weft_vp_t *vp, weft_thread_t *t) {
   int T = weft__rt.cfg.freelist_local;
-  if (vp && atomic_load_explicit(&vp->ntcb, memory_order_relaxed) < vp->free_limit) {
+  if (vp && atomic_load_explicit(&vp->ntcb, memory_order_relaxed) < vp->tcb_limit) {
     t->next = vp->tcb_free;
     vp->tcb_free = t;
     weft__own_add(&vp->ntcb, 1);

@@ -102,7 +102,7 @@ static inline weft_thread_t *weft__tcb_alloc(weft_vp_t *vp) {
 
 /* vp may be NULL (a plain OS thread): then straight to the pool. */
 static inline void weft__tcb_free(weft_vp_t *vp, weft_thread_t *t) {
-  if (WEFT__LIKELY(vp && atomic_load_explicit(&vp->ntcb, memory_order_relaxed) < vp->free_limit)) {
+  if (WEFT__LIKELY(vp && atomic_load_explicit(&vp->ntcb, memory_order_relaxed) < vp->tcb_limit)) {
     t->next = vp->tcb_free;
     vp->tcb_free = t;
     weft__own_add(&vp->ntcb, 1);

@@ -93,9 +93,11 @@ static weft_vp_t *vp_new(int index) {
   weft_vp_t *vp = weft__sys_calloc_aligned(sizeof *vp, WEFT__CACHELINE);
   if (!vp) return NULL;
   vp->index = index;
-  /* 2T; none on the system monitor's spare VPs (their frees and allocations go to
-   * the pool: the caches stay bounded by nvps * 2T + G) */
+  /* 2T stacks and tcb_local control blocks; none on the system monitor's spare VPs
+   * (their frees and allocations go to the pool: the caches stay bounded by
+   * nvps * (2T stacks + tcb_local blocks) + G of each) */
   vp->free_limit = index < weft__rt.nvps ? 2 * weft__rt.cfg.freelist_local : 0;
+  vp->tcb_limit = index < weft__rt.nvps ? weft__rt.cfg.tcb_local : 0;
   vp->def_stack = weft__rt.cfg.stack_size;
   atomic_store_explicit(&vp->tm.earliest, UINT64_MAX, memory_order_relaxed); /* no timer */
   return vp;
@@ -118,6 +120,7 @@ void weft_config_init(weft_config_t *cfg) {
   cfg->stack_guard = WEFT_DEFAULT_STACK_GUARD;
   cfg->freelist_local = 32;
   cfg->freelist_global = 1024;
+  cfg->tcb_local = 1024;
   cfg->spin_us = 50;
   cfg->stack_alloc = NULL;
   cfg->stack_free = NULL;
@@ -185,7 +188,8 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
   if (!in) return 0;
   if (in->nvps < 0 || in->nvps > WEFT_MAX_VPS || in->freelist_local < 0 ||
       in->freelist_global < 0 || in->spin_us < 0 || in->spin_us > 1000000 ||
-      in->freelist_local > (1 << 20) || in->freelist_global > (1 << 24))
+      in->freelist_local > (1 << 20) || in->freelist_global > (1 << 24) || in->tcb_local < 0 ||
+      in->tcb_local > (1 << 24))
     return WEFT_EINVAL;
   if (in->stack_size && in->stack_size < WEFT_MIN_STACK_SIZE) return WEFT_EINVAL;
   if (in->stack_size > ((size_t)1 << 36)) return WEFT_EINVAL;
@@ -203,6 +207,7 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
   if (in->stack_guard) out->stack_guard = in->stack_guard;
   if (in->freelist_local) out->freelist_local = in->freelist_local;
   if (in->freelist_global) out->freelist_global = in->freelist_global;
+  if (in->tcb_local) out->tcb_local = in->tcb_local;
   out->spin_us = in->spin_us ? in->spin_us : out->spin_us;
   out->stack_alloc = in->stack_alloc;
   out->stack_free = in->stack_free;

@@ -143,6 +143,41 @@ TEST_F(AllocTest, FreeListsReuseBlocks) {
   EXPECT_GE(st.stacks_cached, 1u);
 }
 
+// weft_config_t.tcb_local: a VP keeps up to tcb_local freed control blocks itself
+// (beyond 2T, the stacks' bound), so a burst of threads created and then joined on
+// one VP is reused from that VP's own list; with a small tcb_local the blocks beyond
+// it go to the global pool, which keeps freelist_global of them and gives the rest
+// back to the system.
+void CachedAfterBurst(int tcb_local, long n, uint64_t *cached) {
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  cfg.nvps = 1;
+  cfg.freelist_local = 4;
+  cfg.freelist_global = 16;
+  if (tcb_local) cfg.tcb_local = tcb_local;
+  ASSERT_EQ(weft_init(&cfg), 0);
+  std::vector<weft_thread_t *> ts(static_cast<size_t>(n));
+  for (auto &t : ts) ASSERT_EQ(weft_create(&t, nullptr, +[](void *a) { return a; }, nullptr), 0);
+  for (auto *t : ts) ASSERT_EQ(weft_join(t, nullptr), 0);
+  weft_debug_stats_t st;
+  weft_debug_stats(&st);
+  *cached = st.tcb_cached;
+  ASSERT_EQ(weft_shutdown(), 0);
+}
+
+TEST_F(AllocTest, VpKeepsTcbLocalControlBlocks) {
+  const long n = 600;
+  uint64_t cached = 0;
+  CachedAfterBurst(0, n, &cached);  // the default, 1024
+  EXPECT_GE(cached, static_cast<uint64_t>(n)) << "the VP kept fewer than the burst";
+  CachedAfterBurst(8, n, &cached);
+  EXPECT_LE(cached, 8u + 16u + 4u) << "more cached than tcb_local + freelist_global (+ T)";
+  weft_config_t bad;
+  weft_config_init(&bad);
+  bad.tcb_local = -1;
+  EXPECT_EQ(weft_init(&bad), WEFT_EINVAL);
+}
+
 // ---- the failure-injection sweep ------------------------------------------------------
 
 // Results other than success or WEFT_ENOMEM seen inside weft threads.

@@ -61,6 +61,7 @@ TEST(RuntimeConfig, DefaultsAreDocumented) {
   EXPECT_EQ(cfg.stack_size, WEFT_DEFAULT_STACK_SIZE);
   EXPECT_EQ(cfg.freelist_local, 32);
   EXPECT_EQ(cfg.freelist_global, 1024);
+  EXPECT_EQ(cfg.tcb_local, 1024);
   EXPECT_EQ(cfg.spin_us, 50);
   EXPECT_EQ(cfg.max_threads, 0);  // derived at weft_init: weft_max_threads()
   EXPECT_EQ(cfg.deadlock_report, WEFT_DEADLOCK_REPORT);
@@ -129,6 +130,8 @@ TEST_F(RuntimeTest, InvalidConfigIsRejected) {
       {"stack_size = SIZE_MAX - 4095", [](weft_config_t *c) { c->stack_size = SIZE_MAX - 4095; }},
       {"freelist_local = -1", [](weft_config_t *c) { c->freelist_local = -1; }},
       {"freelist_global = -1", [](weft_config_t *c) { c->freelist_global = -1; }},
+      {"tcb_local = -1", [](weft_config_t *c) { c->tcb_local = -1; }},
+      {"tcb_local = 2^24 + 1", [](weft_config_t *c) { c->tcb_local = (1 << 24) + 1; }},
       {"spin_us = -1", [](weft_config_t *c) { c->spin_us = -1; }},
       {"max_threads = -1", [](weft_config_t *c) { c->max_threads = -1; }},
       {"deadlock_report = 2", [](weft_config_t *c) { c->deadlock_report = 2; }},
