@@ -10,7 +10,8 @@
  * (weft_time_now() nanoseconds; WEFT_FOREVER: none). When the deadline passes
  * before the operation could be made, the call fails with errno ETIMEDOUT and
  * nothing has been transferred: the operation is cancelled and the data stays in
- * the kernel for the next call. A write that had already sent part of its buffer
+ * the kernel for the next call. A deadline that has already passed still lets an
+ * operation that can be made at once be made (from a plain OS thread too). A write that had already sent part of its buffer
  * returns that count instead (as a blocking write interrupted by a signal does).
  *
  * How weft waits (docs/io.md): it tries the system call without blocking and, if it
@@ -33,7 +34,8 @@
  *
  * Closing: weft_close(fd) wakes every weft thread parked on fd; each of them fails
  * with EBADF, and none has transferred any data (nothing is lost: it had not been
- * read). Close descriptors that weft threads may be waiting on with weft_close: a
+ * read), except a write that had already sent part of its buffer: it returns that
+ * count, as at a deadline. Close descriptors that weft threads may be waiting on with weft_close: a
  * plain close() leaves them parked (until their deadline, if any). A descriptor
  * closed with close() and reused by a new open keeps weft's cached notion of its
  * kind until weft_close or a weft_openat/weft_accept returns it; at worst a call on
@@ -83,19 +85,23 @@ WEFT_API long weft_io_parked(void);
 /* read(2), write(2). weft_write (and weft_writev, weft_send, weft_sendmsg) on a
  * stream writes the whole buffer, parking as often as needed, as a blocking write
  * does; it returns less only when an error or the deadline comes after some bytes
- * went out. weft_read returns as soon as some bytes (or end of file) are there. */
+ * went out. weft_read returns as soon as some bytes (or end of file) are there; a
+ * read of 0 bytes returns 0 at once, on a socket too. */
 WEFT_API ssize_t weft_read(int fd, void *buf, size_t count);
 WEFT_API ssize_t weft_write(int fd, const void *buf, size_t count);
 WEFT_API ssize_t weft_read_deadline(int fd, void *buf, size_t count, uint64_t deadline);
 WEFT_API ssize_t weft_write_deadline(int fd, const void *buf, size_t count, uint64_t deadline);
 
-/* readv(2), writev(2). iovcnt as POSIX (at most IOV_MAX, else EINVAL). */
+/* readv(2), writev(2). iovcnt as POSIX (0 to IOV_MAX, else EINVAL). A readv of 0
+ * bytes returns 0 at once. */
 WEFT_API ssize_t weft_readv(int fd, const struct iovec *iov, int iovcnt);
 WEFT_API ssize_t weft_writev(int fd, const struct iovec *iov, int iovcnt);
 WEFT_API ssize_t weft_readv_deadline(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline);
 WEFT_API ssize_t weft_writev_deadline(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline);
 
-/* pread(2), pwrite(2): positioned, so regular files mostly (those never park). */
+/* pread(2), pwrite(2): positioned, so regular files mostly (those never park). A
+ * negative offset fails with EINVAL (the io_uring engine would otherwise take -1
+ * for the file position). */
 WEFT_API ssize_t weft_pread(int fd, void *buf, size_t count, off_t offset);
 WEFT_API ssize_t weft_pwrite(int fd, const void *buf, size_t count, off_t offset);
 WEFT_API ssize_t weft_pread_deadline(int fd, void *buf, size_t count, off_t offset, uint64_t deadline);
@@ -188,8 +194,10 @@ WEFT_API int weft_blocking(void *(*fn)(void *), void *arg, void **result);
 
 /* weft_blocking_limits() sets the pool's most threads (1 to 4096; threads held by
  * wired weft threads are not counted) and the idle time after which a pool thread
- * exits (nanoseconds, > 0); 0 in either leaves it. Threads above a lowered limit exit
- * once idle. Errors: WEFT_EINVAL. Callable anytime. */
+ * exits (nanoseconds, > 0); 0 in either leaves it. At most max_threads jobs run at
+ * once, from the moment the call returns (a limit of 1 serialises the jobs); threads
+ * above a lowered limit take no job and exit once idle. Errors: WEFT_EINVAL.
+ * Callable anytime. */
 WEFT_API int weft_blocking_limits(int max_threads, uint64_t idle_ns);
 
 /* weft_blocking_threads() returns the number of pool threads alive now, those held

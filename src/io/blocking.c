@@ -29,7 +29,8 @@
  *
  * The limit bounds the threads that are not held: held ones (nheld) are counted in
  * nthreads but not against max, so wired threads neither wait for nor starve
- * weft_blocking jobs. A thread above the limit, or idle for the idle time, exits once
+ * weft_blocking jobs. It also bounds the jobs that run at once (nrunning): after a
+ * lowered limit, idle threads above it take no job. A thread above the limit, or idle for the idle time, exits once
  * no reservation needs it (nqueued <= the other idle threads plus nsoon): a thread a
  * caller has counted on never leaves before it takes that caller's job or hold.
  *
@@ -66,6 +67,7 @@ static struct {
   int nheld;              /* threads held by a hold, or reserved for one: mu */
   int nsoon;              /* threads on their way to the loop that needs no signal: started
                            * and not yet in it, or back from a hold (weft__pool_hold_done): mu */
+  int nrunning;           /* threads running a job: at most max (mu) */
   int max;
   uint64_t idle_ns;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .max = 64, .idle_ns = 10000000000ull};
@@ -91,7 +93,7 @@ static void fork_parent(void) { pthread_mutex_unlock(&pool.mu); }
 static void fork_child(void) {
   pool.head = pool.tail = NULL;
   pool.holds = pool.holds_tail = NULL;
-  pool.nqueued = pool.nthreads = pool.nidle = pool.nheld = pool.nsoon = 0;
+  pool.nqueued = pool.nthreads = pool.nidle = pool.nheld = pool.nsoon = pool.nrunning = 0;
   cond_init();
   pthread_mutex_unlock(&pool.mu);
 }
@@ -109,7 +111,9 @@ static void *worker(void *unused) {
   pool.nsoon--;  /* counted by start_worker */
   for (;;) {
     int timed_out = 0;
-    while (!pool.holds && !pool.head) {
+    /* a job only while fewer than max run: a lowered limit holds at once, not only
+     * once the threads above it have left (which they do only when idle) */
+    while (!pool.holds && !(pool.head && pool.nrunning < pool.max)) {
       /* idle for the idle time, or above a lowered limit, and no reservation counts on
        * this thread (the other idle threads cover them all): leave */
       if ((timed_out || pool.nthreads - pool.nheld > pool.max) &&
@@ -136,11 +140,13 @@ static void *worker(void *unused) {
     pool.head = j->next;
     if (!pool.head) pool.tail = NULL;
     pool.nqueued--;
+    pool.nrunning++;
     pthread_mutex_unlock(&pool.mu);
     j->result = j->fn(j->arg);
     weft_thread_t *t = j->w.t;  /* before the claim: j dies once its caller runs */
     if (weft__waiter_claim(&j->w)) weft__wake(t, &j->w);
     pthread_mutex_lock(&pool.mu);
+    pool.nrunning--;  /* this thread takes the next queued job itself, if any */
   }
 leave:
   pool.nthreads--;

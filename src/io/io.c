@@ -384,17 +384,24 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
 /* From a plain OS thread: poll(2) until ready or the deadline. 0 or -errno. */
 static int os_wait(int fd, uint32_t mode, uint64_t deadline) {
   for (;;) {
-    int ms = -1;
+    int ms = -1, last = 0;
     if (deadline != WEFT_FOREVER) {
       uint64_t now = weft__os_now_ns();
-      if (now >= deadline) return -ETIMEDOUT;
-      uint64_t left = (deadline - now + 999999u) / 1000000u;
-      ms = left > INT_MAX ? INT_MAX : (int)left;
+      if (now >= deadline) {
+        /* past the deadline: one look that does not wait, so that a descriptor
+         * that is ready still has its operation made (as on a weft thread) */
+        ms = 0;
+        last = 1;
+      } else {
+        uint64_t left = (deadline - now + 999999u) / 1000000u;
+        ms = left > INT_MAX ? INT_MAX : (int)left;
+      }
     }
     struct pollfd p = {.fd = fd, .events = (short)mode, .revents = 0};
     int r = poll(&p, 1, ms);
     if (r > 0) return 0;
     if (r < 0 && err_now() != EINTR) return -err_now();
+    if (r == 0 && last) return -ETIMEDOUT;
   }
 }
 
@@ -852,6 +859,8 @@ static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
 }
 #endif
 
+static size_t iov_total(const struct iovec *iov, int cnt);
+
 /* After a try that would have blocked: park until d is ready, try again, until the
  * operation completes or fails. gen: d's generation read before the first try (a
  * weft_close between the try and the park is then seen). */
@@ -867,6 +876,10 @@ static ssize_t op_park(iod_t *d, uint32_t gen, op_t *o, uint64_t deadline) {
 /* One operation: try, park while it would block. Returns its result, or -1 with
  * errno (ETIMEDOUT, EBADF after weft_close, ...). */
 static ssize_t op_run(op_t *o, uint64_t deadline) {
+  /* read(2) and readv(2) of nothing return 0 at once (a socket's too, where the
+   * recv that op_try makes instead would wait for data) */
+  if ((o->kind == OP_READ && o->len == 0) || (o->kind == OP_READV && iov_total(o->iov, o->iovcnt) == 0))
+    return op_plain(o, 0);
   int nowait = (o->kind >= OP_RECV) && (o->flags & MSG_DONTWAIT);
   if (!here()) {
     if (deadline == WEFT_FOREVER || nowait) return op_plain(o, 0);
@@ -983,7 +996,7 @@ ssize_t weft_read_deadline(int fd, void *buf, size_t count, uint64_t deadline) {
  * records yet) takes the general path. Measured by I0 (bench/io/I0_read.c): a read
  * that completes at once cost 117 instructions against read(2)'s 17 through op_run. */
 ssize_t weft_read(int fd, void *buf, size_t count) {
-  if (WEFT__LIKELY(fd >= 0 && fd < IOD_PAGE * IOD_PAGES && here())) {
+  if (WEFT__LIKELY(fd >= 0 && fd < IOD_PAGE * IOD_PAGES && count && here())) {
     /* acquire: pairs with iod_get's release publication of the page */
     iod_t *p = atomic_load_explicit(&io.pages[fd / IOD_PAGE], memory_order_acquire);
     if (WEFT__LIKELY(p != NULL)) {
@@ -1011,6 +1024,7 @@ ssize_t weft_write(int fd, const void *buf, size_t count) {
 }
 
 ssize_t weft_readv_deadline(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline) {
+  if (iovcnt < 0 || iovcnt > IOV_MAX || (iovcnt > 0 && !iov)) return (int)fail(EINVAL);
   op_t o = {.kind = OP_READV, .fd = fd, .iov = iov, .iovcnt = iovcnt};
   return op_run(&o, deadline);
 }
@@ -1028,6 +1042,8 @@ ssize_t weft_writev(int fd, const struct iovec *iov, int iovcnt) {
 }
 
 ssize_t weft_pread_deadline(int fd, void *buf, size_t count, off_t offset, uint64_t deadline) {
+  /* pread(2)'s EINVAL; io_uring would take -1 for "the file position" */
+  if (offset < 0) return (int)fail(EINVAL);
   op_t o = {.kind = OP_PREAD, .fd = fd, .buf = buf, .len = count, .off = offset};
   return op_run(&o, deadline);
 }
@@ -1036,6 +1052,7 @@ ssize_t weft_pread(int fd, void *buf, size_t count, off_t offset) {
 }
 
 ssize_t weft_pwrite_deadline(int fd, const void *buf, size_t count, off_t offset, uint64_t deadline) {
+  if (offset < 0) return (int)fail(EINVAL);  /* as weft_pread_deadline */
   op_t o = {.kind = OP_PWRITE, .fd = fd, .buf = (void *)buf, .len = count, .off = offset};
   return op_run(&o, deadline);
 }

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -824,6 +825,81 @@ TEST_P(IoTest, PlainOsThreadsBlock) {
   weft_close(p[1]);
 }
 
+// Arguments POSIX answers at once: a read or readv of 0 bytes returns 0 on an empty
+// socket and pipe (the socket's recv with MSG_DONTWAIT would say EAGAIN, and the
+// thread parked until data came); readv's iovcnt out of 0..IOV_MAX is EINVAL; pread
+// and pwrite at a negative offset are EINVAL and leave the file alone (io_uring
+// takes -1 for "the file position": the uring engine read and wrote there).
+TEST_P(IoTest, ZeroLengthReadsAndBadArguments) {
+  int sv[2], p[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  char b[8];
+  for (int fd : {sv[0], p[0]}) {
+    EXPECT_EQ(weft_read(fd, b, 0), 0);
+    EXPECT_EQ(weft_read_deadline(fd, b, 0, weft_deadline_after(5000000000ull)), 0);
+    iovec none = {b, 0};
+    EXPECT_EQ(weft_readv(fd, &none, 1), 0);
+    EXPECT_EQ(weft_readv(fd, nullptr, 0), 0);
+  }
+  ASSERT_EQ(weft_write(sv[1], "x", 1), 1);  // a read of 0 leaves the byte there
+  EXPECT_EQ(weft_read(sv[0], b, 0), 0);
+  EXPECT_EQ(weft_read(sv[0], b, sizeof b), 1);
+  iovec one = {b, sizeof b};
+  for (int cnt : {-1, IOV_MAX + 1}) {
+    SetErr(0);
+    EXPECT_EQ(weft_readv(sv[0], &one, cnt), -1) << cnt;
+    EXPECT_EQ(Err(), EINVAL) << cnt;
+    SetErr(0);
+    EXPECT_EQ(weft_writev(sv[0], &one, cnt), -1) << cnt;
+    EXPECT_EQ(Err(), EINVAL) << cnt;
+  }
+  char path[] = "/tmp/weft_io_test_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  ASSERT_EQ(weft_pwrite(fd, "0123456789", 10, 0), 10);
+  ASSERT_EQ(lseek(fd, 2, SEEK_SET), 2);
+  SetErr(0);
+  EXPECT_EQ(weft_pread(fd, b, 3, -1), -1);
+  EXPECT_EQ(Err(), EINVAL);
+  SetErr(0);
+  EXPECT_EQ(weft_pwrite(fd, "XY", 2, -1), -1);
+  EXPECT_EQ(Err(), EINVAL);
+  EXPECT_EQ(lseek(fd, 0, SEEK_CUR), 2) << "the file position moved";
+  ASSERT_EQ(weft_pread(fd, b, 10, 0), 10);
+  EXPECT_EQ(std::string(b, 8) + std::string(b + 8, 2), "0123456789");
+  for (int x : {sv[0], sv[1], p[0], p[1], fd}) EXPECT_EQ(weft_close(x), 0);
+}
+
+// From a plain OS thread, a deadline that has already passed still lets an
+// operation that can be made at once be made, as on a weft thread: a read with
+// data queued, a write with room, an accept with a connection pending.
+TEST_P(IoTest, PlainOsThreadPastDeadlineOnAReadyDescriptor) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  int port = 0;
+  int ls = Listen(&port);
+  ASSERT_GE(ls, 0);
+  int s = Dial(port);
+  ASSERT_GE(s, 0);
+  ASSERT_EQ(weft_write(sv[1], "abc", 3), 3);
+  std::thread t([&] {
+    uint64_t past = weft_time_now() - 1;
+    char b[8];
+    EXPECT_EQ(weft_read_deadline(sv[0], b, sizeof b, past), 3);
+    EXPECT_EQ(weft_write_deadline(sv[0], "z", 1, past), 1);
+    int c = weft_accept_deadline(ls, nullptr, nullptr, SOCK_CLOEXEC, past);
+    EXPECT_GE(c, 0) << strerror(Err());
+    if (c >= 0) close(c);
+    // and nothing ready: ETIMEDOUT at once
+    EXPECT_EQ(weft_read_deadline(sv[0], b, sizeof b, past), -1);
+    EXPECT_EQ(Err(), ETIMEDOUT);
+  });
+  t.join();
+  for (int x : {sv[0], sv[1], ls, s}) EXPECT_EQ(weft_close(x), 0);
+}
+
 // Every weft thread blocked on I/O that only another process can complete: that
 // is not a deadlock (the report would abort the process).
 TEST_P(IoTest, ThreadsWaitingOnIoAreNotADeadlock) {
@@ -1109,6 +1185,47 @@ TEST_F(BlockingTest, PoolIsBounded) {
   EXPECT_EQ(done.load(), 4);
   EXPECT_EQ(most.load(), 1);
   EXPECT_LE(weft_blocking_threads(), 1);
+  EXPECT_EQ(weft_blocking_limits(64, 0), 0);
+}
+
+// A lowered limit holds at once: pool threads that are still there from before
+// (idle, above the new limit) take no job, so with a limit of 1 the jobs run one at
+// a time (they ran up to as many at once as threads were left).
+TEST_F(BlockingTest, LoweredLimitHoldsWhileThreadsAboveItRemain) {
+  const int k = 6;
+  static std::atomic<int> arrived, active, most;
+  arrived = 0;
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < k; i++)  // grow the pool to k threads
+    ts.push_back(Spawn(+[](void *) -> void * {
+      weft_blocking(+[](void *) -> void * {
+        arrived++;
+        while (arrived.load() < k) usleep(100);
+        return nullptr;
+      }, nullptr, nullptr);
+      return nullptr;
+    }));
+  for (auto *t : ts) Join(t);
+  ts.clear();
+  ASSERT_GE(weft_blocking_threads(), k);
+  ASSERT_EQ(weft_blocking_limits(1, 0), 0);
+  active = 0;
+  most = 0;
+  for (int i = 0; i < k; i++)
+    ts.push_back(Spawn(+[](void *) -> void * {
+      weft_blocking(+[](void *) -> void * {
+        int a = ++active;
+        int m = most.load();
+        while (a > m && !most.compare_exchange_weak(m, a)) {
+        }
+        usleep(2000);
+        --active;
+        return nullptr;
+      }, nullptr, nullptr);
+      return nullptr;
+    }));
+  for (auto *t : ts) Join(t);
+  EXPECT_EQ(most.load(), 1) << "more jobs ran at once than the limit";
   EXPECT_EQ(weft_blocking_limits(64, 0), 0);
 }
 
