@@ -6,6 +6,7 @@
  * Listens on 127.0.0.1:port (0, the default: a free port, printed on stdout), and
  * echoes every byte back until the client closes. After `connections` connections
  * have been accepted and served (0, the default: never) it shuts down. */
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,15 @@ int main(int argc, char **argv) {
   for (long served = 0; limit == 0 || served < limit; served++) {
     int c = weft_accept(ls, NULL, NULL, SOCK_CLOEXEC);
     if (c < 0) {
+      /* out of descriptors or memory, or a connection that went away while it
+       * queued: wait a little and go on accepting (as Go's net/http does) */
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM ||
+          errno == ECONNABORTED || errno == EPROTO || errno == EINTR) {
+        if (errno == EMFILE || errno == ENFILE) perror("echo_server: accept (retrying in 10 ms)");
+        weft_sleep_ns(10000000);
+        served--;  /* nobody was served */
+        continue;
+      }
       perror("echo_server: accept");
       break;
     }

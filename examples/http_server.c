@@ -9,6 +9,7 @@
  * closes it, sends "Connection: close", or sends a request head over 16 KiB (heads
  * over 2 KiB are read into a heap buffer). */
 #define _GNU_SOURCE /* memmem */
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,14 @@ int main(int argc, char **argv) {
   for (;;) {
     int c = weft_accept(ls, NULL, NULL, SOCK_CLOEXEC);
     if (c < 0) {
+      /* out of descriptors or memory, or a connection that went away while it
+       * queued: wait a little and go on accepting (as Go's net/http does) */
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM ||
+          errno == ECONNABORTED || errno == EPROTO || errno == EINTR) {
+        if (errno == EMFILE || errno == ENFILE) perror("http_server: accept (retrying in 10 ms)");
+        weft_sleep_ns(10000000);
+        continue;
+      }
       perror("http_server: accept");
       break;
     }
