@@ -471,7 +471,11 @@ static int look(uint64_t now, int full) {
     }
     /* relaxed: the front of the queue, as idle pollers read it: only compared */
     weft_thread_t *h = atomic_load_explicit(&v->q.head, memory_order_relaxed);
-    if (!h && !m->stalled && !full) {
+    /* relaxed, a hint as the head: the hand-off slot, where the VP's own wake-up put
+     * the one thread it made ready (its queue was empty) just before its kernel thread
+     * went into a call; only that VP (or a thief) takes it from there */
+    int slot = !h && atomic_load_explicit(&v->q.next, memory_order_relaxed) != NULL;
+    if (!h && !slot && !m->stalled && !full) {
       m->last_head = NULL;
       if (m->quiet) risk = 2;
       continue;
@@ -482,10 +486,19 @@ static int look(uint64_t now, int full) {
      * loaded machine): not a reason to look closely, which would cost the CPU it lacks */
     int sleeping = idle_cpu && kthread_sleeps(tid);
     m->quiet = sleeping;
+    if (slot && sleeping) {
+      /* into the queue, where this look and the next see it as the front and a
+       * spare can take it (the slot is filled only while the queue is empty, under
+       * its lock: under the lock a full slot means an empty queue) */
+      weft__spin_lock(&v->q.lock);
+      weft__slot_flush_locked(v);
+      weft__spin_unlock(&v->q.lock);
+      h = atomic_load_explicit(&v->q.head, memory_order_relaxed);
+    }
     /* at risk: threads queued, or an awake VP whose kernel thread hardly ran (it may
      * sleep in a call: a thread made ready onto it now must be seen within the bound) */
     if (sleeping || m->stalled) risk = 2;
-    else if (h && risk < 1) risk = 1;
+    else if ((h || slot) && risk < 1) risk = 1;
     if (h != m->last_head) m->head_since = now;
     if (m->stalled) {
       if (!idle_cpu) {

@@ -108,6 +108,65 @@ TEST_F(MonitorTest, OneVpMainWritesTheByte) {
   EXPECT_EQ(reinterpret_cast<intptr_t>(res), 'y');
 }
 
+// The only VP's thread wakes one thread and then blocks its kernel thread in a call
+// weft is not told about. The woken thread sits in the VP's hand-off slot (the queue
+// was empty), where the monitor did not look: it never ran during the call, and
+// here, where only it can end the call, nothing ran again. With a semaphore, a
+// mutex and a condition variable as the waking object.
+struct SlotCase {
+  int kind = 0;  // 0 semaphore, 1 mutex, 2 condition
+  weft_sem_t s = WEFT_SEM_INIT(0);
+  weft_mutex_t m = WEFT_MUTEX_INIT;
+  weft_cond_t c = WEFT_COND_INIT;
+  bool go = false;  // m
+  Pipe p;
+};
+
+void *SlotWaiter(void *arg) {
+  auto *k = static_cast<SlotCase *>(arg);
+  if (k->kind == 0) {
+    weft_sem_wait(&k->s);
+  } else if (k->kind == 1) {
+    weft_mutex_lock(&k->m);  // blocks: the main thread holds it
+    weft_mutex_unlock(&k->m);
+  } else {
+    weft_mutex_lock(&k->m);
+    while (!k->go) weft_cond_wait(&k->c, &k->m);
+    weft_mutex_unlock(&k->m);
+  }
+  char x = 'w';
+  return reinterpret_cast<void *>(static_cast<intptr_t>(write(k->p.fd[1], &x, 1)));
+}
+
+TEST_F(MonitorTest, ThreadWokenJustBeforeTheVpBlocksRuns) {
+  Watchdog wd(60);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  for (int kind = 0; kind < 3; ++kind) {
+    SlotCase k;
+    k.kind = kind;
+    if (kind == 1) ASSERT_EQ(weft_mutex_lock(&k.m), 0);
+    weft_thread_t *w = Spawn(SlotWaiter, &k);
+    ASSERT_NE(w, nullptr);
+    if (kind == 0) ASSERT_TRUE(WaitForWaiters(&k.s, 1));
+    if (kind == 1) ASSERT_TRUE(WaitForWaiters(&k.m, 1));
+    if (kind == 2) ASSERT_TRUE(WaitForWaiters(&k.c, 1));
+    if (kind == 0) ASSERT_EQ(weft_sem_signal(&k.s), 0);
+    if (kind == 1) ASSERT_EQ(weft_mutex_unlock(&k.m), 0);
+    if (kind == 2) {
+      ASSERT_EQ(weft_mutex_lock(&k.m), 0);
+      k.go = true;
+      ASSERT_EQ(weft_cond_signal(&k.c), 0);
+      ASSERT_EQ(weft_mutex_unlock(&k.m), 0);
+    }
+    char x = 0;
+    ASSERT_EQ(read(k.p.fd[0], &x, 1), 1) << "kind " << kind;  // only the woken thread writes
+    EXPECT_EQ(x, 'w');
+    void *res = nullptr;
+    ASSERT_EQ(weft_join(w, &res), 0);
+    EXPECT_EQ(reinterpret_cast<intptr_t>(res), 1);
+  }
+}
+
 // A thread left on a spare after the stall ended: the reader blocks the only VP,
 // the main thread goes on on a spare (the only place left to it) and ends the read; once the VP has had time to
 // run again and park (the stall is over, the spare takes no more), the main thread,
