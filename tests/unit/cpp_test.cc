@@ -562,6 +562,46 @@ TEST(CppCondVar, HugeDurationsWaitForTheNotify) {
   EXPECT_EQ(stage, 3);
 }
 
+// Time points at the ends of their range, on steady and system clocks and in a coarse
+// unit: a point long past times out at once (tp - now() overflowed for
+// time_point::min() and the waits slept about for ever), a point far ahead waits
+// for the notify.
+TEST(CppCondVar, ExtremeTimePointsDoNotOverflow) {
+  using namespace std::chrono;
+  weft::runtime rt(1);
+  weft::mutex m;
+  weft::condition_variable cv;
+  weft::condition_variable_any cva;
+  weft::timed_mutex tm;
+  std::unique_lock<weft::mutex> l(m);
+  EXPECT_EQ(cv.wait_until(l, steady_clock::time_point::min()), std::cv_status::timeout);
+  EXPECT_EQ(cv.wait_until(l, system_clock::time_point::min()), std::cv_status::timeout);
+  EXPECT_EQ(cv.wait_until(l, time_point<system_clock, hours>::min()), std::cv_status::timeout);
+  EXPECT_EQ(cva.wait_until(l, steady_clock::time_point::min()), std::cv_status::timeout);
+  EXPECT_FALSE(cv.wait_until(l, steady_clock::time_point::min(), [] { return false; }));
+  EXPECT_EQ(cv.wait_until(l, steady_clock::now() - 1s), std::cv_status::timeout);
+  l.unlock();
+  std::unique_lock<weft::timed_mutex> held(tm);
+  weft::thread t([&] {
+    EXPECT_FALSE(tm.try_lock_until(steady_clock::time_point::min()));
+    EXPECT_FALSE(tm.try_lock_until(time_point<steady_clock, hours>::min()));
+  });
+  t.join();
+  held.unlock();
+  // far ahead: waits for the notify (clamped, not "at once")
+  bool ready = false;
+  weft::thread n([&] {
+    weft::this_thread::sleep_for(5ms);
+    std::lock_guard<weft::mutex> g(m);
+    ready = true;
+    cv.notify_all();
+  });
+  l.lock();
+  EXPECT_TRUE(cv.wait_until(l, time_point<system_clock, hours>::max(), [&] { return ready; }));
+  l.unlock();
+  n.join();
+}
+
 // ---- semaphores, barriers, atomic_int ---------------------------------------------------
 
 TEST_P(CppVp, CountingSemaphoreAndBinarySemaphore) {

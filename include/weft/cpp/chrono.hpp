@@ -27,11 +27,25 @@ inline uint64_t deadline_after(const std::chrono::duration<Rep, Period> &d) noex
   return weft_deadline_after(clamp_ns(d));
 }
 
-// The weft deadline of tp on any clock: weft's clock is steady_clock's on Linux, so
-// steady_clock time points convert exactly; others go through "time left now".
+// The weft deadline of tp on any clock, through "time left now". tp is compared
+// with, and subtracted from, now rounded down to tp's own unit: converting tp to a
+// finer unit, as tp - Clock::now() does, overflows for time_point::min() and max()
+// (and for far points of a coarse unit), and the overflow waited about for ever. A
+// point not after now is a deadline passed; one more than ~31 years ahead is
+// clamped, as deadline_after clamps.
 template <class Clock, class Duration>
 inline uint64_t deadline_at(const std::chrono::time_point<Clock, Duration> &tp) noexcept {
-  return deadline_after(tp - Clock::now());
+  using namespace std::chrono;
+  const auto now = Clock::now();
+  const time_point<Clock, Duration> now_d = floor<Duration>(now);
+  if (tp <= now_d) return weft_deadline_after(0);
+  // > 0, and no overflow: tp <= Duration's max and now_d >= 0 (clocks count up
+  // from an epoch in the past)
+  const Duration ahead = tp.time_since_epoch() - now_d.time_since_epoch();
+  if (duration<double>(ahead) > duration<double>(1e9)) return deadline_after(ahead);
+  // now - now_d is less than one unit of Duration: both fit in nanoseconds
+  const nanoseconds left = ceil<nanoseconds>(ahead) - duration_cast<nanoseconds>(now - now_d);
+  return deadline_after(left);
 }
 
 // The steady_clock time point of a weft deadline (weft's clock is steady_clock's):
