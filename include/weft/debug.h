@@ -41,7 +41,8 @@ WEFT_API void weft_debug_stats(weft_debug_stats_t *out);
 
 /* weft_dump() writes a snapshot of the runtime to f: each VP and what it runs,
  * then every live thread (the main one included) with its id, name, state (running
- * on a VP; ready on a VP; blocked on an object, named by kind and address; in
+ * on a VP; ready on a VP, with what it was woken from if it has not run since;
+ * blocked on an object, named by kind and address; in
  * weft_join on another thread; sleeping; new; finished and not joined; parked
  * elsewhere: a thread list, weft_thread_block or a custom scheduler), its bundle
  * if not the root, and for each parked thread a backtrace from its saved context,

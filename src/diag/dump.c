@@ -448,7 +448,31 @@ struct dump_ctx {
   sink_t *o;
   int symbols;
   long n;
+  long nready;  /* threads in dispatch queues and hand-off slots when the dump began */
 };
+
+/* How many threads the dispatch queues and hand-off slots hold (a snapshot; a queue
+ * whose lock could not be had counts as one). */
+static long count_queued(void) {
+  long n = 0;
+  for (int i = 0; i < weft__rt.nvps_all; i++) {
+    weft_vp_t *v = weft__rt.vps[i];
+    if (!try_lock(&v->q.lock)) {
+      n++;
+      continue;
+    }
+    /* relaxed: a snapshot under the queue lock */
+    n += atomic_load_explicit(&v->q.next, memory_order_relaxed) != NULL;
+    for (weft_thread_t *q = atomic_load_explicit(&v->q.head, memory_order_relaxed); q; q = q->next) n++;
+    weft__spin_unlock(&v->q.lock);
+  }
+  return n;
+}
+
+/* A woken thread keeps its waiting word until it runs again (weft__wait_on clears
+ * it then): look for it in the queues, but only while they are short, so that a
+ * dump of many waiting threads beside many ready ones stays linear. */
+#define DUMP_READY_SCAN_MAX 4096
 
 static void put_thread_head(sink_t *o, const weft_thread_t *t) {
   puts_(o, "thread ");
@@ -502,7 +526,16 @@ static void dump_thread(weft_thread_t *t, void *arg) {
     puts_(o, "running on VP ");
     put_slot(o, vp);
   } else if (waiting) {
-    put_waiting(o, waiting);
+    int q = c->nready > 0 && c->nready <= DUMP_READY_SCAN_MAX ? queued_on(t) : -1;
+    if (q >= 0) {
+      puts_(o, "ready on VP ");
+      put_slot(o, q);
+      puts_(o, " (woken; it was ");
+      put_waiting(o, waiting);
+      puts_(o, ")");
+    } else {
+      put_waiting(o, waiting);
+    }
     parked = 1;
   } else if ((j = joinee_of(t)) != NULL) {
     puts_(o, "blocked in weft_join on thread ");
@@ -569,7 +602,7 @@ static int dump(sink_t *o, int symbols) {
     put_thread_head(o, cur);
     puts_(o, "\n");
   }
-  struct dump_ctx c = {o, symbols, 0};
+  struct dump_ctx c = {o, symbols, 0, count_queued()};
   int rc = 0;
   if (!try_lock(&rt->pool.lock)) {
     puts_(o, "weft: dump: the control-block pool is locked: threads not listed\n");

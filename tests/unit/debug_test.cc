@@ -334,6 +334,27 @@ TEST_P(DebugTest, DumpStates) {
     free(buf);
     EXPECT_NE(out.find("\"fresh\": new, ready on VP 0"), std::string::npos) << out;
     Join(fresh);
+    // a thread a signal made ready keeps its waiting word until it runs: the dump
+    // finds it in the VP's hand-off slot and says ready, not blocked
+    weft_sem_t sem = WEFT_SEM_INIT(0);
+    weft_thread_t *woken = Spawn(+[](void *p) -> void * {
+      weft_set_name(nullptr, "woken");
+      weft_sem_wait(static_cast<weft_sem_t *>(p));
+      return nullptr;
+    }, &sem);
+    ASSERT_TRUE(WaitForWaiters(&sem, 1));
+    ASSERT_EQ(weft_sem_signal(&sem), 0);
+    buf = nullptr;
+    len = 0;
+    f = open_memstream(&buf, &len);
+    weft_dump(f);
+    fclose(f);
+    out.assign(buf, len);
+    free(buf);
+    EXPECT_NE(out.find("\"woken\": ready on VP 0 (woken; it was blocked on semaphore " + Hex(&sem) + ")"),
+              std::string::npos)
+        << out;
+    Join(woken);
   }
 }
 

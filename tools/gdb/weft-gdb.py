@@ -102,6 +102,29 @@ def _slot(rt, i):
     return "%d (spare %d)" % (j if j < nvps else 0, i)
 
 
+def _queued_on(rt, t, nvps):
+    """The VP slot whose dispatch queue or hand-off slot holds t, or None."""
+    for i in range(nvps):
+        q = rt["vps"][i]["q"]
+        if _u(q["next"]) == _u(t):
+            return i
+        h = q["head"]
+        seen = 0
+        while _u(h) and seen < 100000:
+            if _u(h) == _u(t):
+                return i
+            h = h["next"]
+            seen += 1
+    return None
+
+
+def _waiting_text(w):
+    k = w & 7
+    if k == 6:
+        return "sleeping"
+    return "blocked on %s 0x%x" % (KINDS.get(k, "?"), w & ~7)
+
+
 def _state(rt, t, by_addr):
     """(state text, parked) as weft_dump shows them."""
     nvps = int(rt["nvps_all"])  # the monitor's spares too
@@ -112,27 +135,22 @@ def _state(rt, t, by_addr):
         if _u(rt["vps"][i]["current"]) == _u(t):
             return "running on VP %s" % _slot(rt, i), False
     w = _u(t["waiting"])
+    q = _queued_on(rt, t, nvps)
     if w:
-        k = w & 7
-        if k == 6:
-            return "sleeping", True
-        return "blocked on %s 0x%x" % (KINDS.get(k, "?"), w & ~7), True
+        # a woken thread keeps its waiting word until it runs again
+        if q is not None:
+            return "ready on VP %s (woken; it was %s)" % (_slot(rt, q), _waiting_text(w)), True
+        return _waiting_text(w), True
     j = _u(t["blocked_on"])
     if j in by_addr:
         jj = by_addr[j]
         jjw = _u(jj["join"])
         if jjw & 7 == JW_WEFT and (jjw & ~7) == _u(t):
             return "blocked in weft_join on thread %d" % int(jj["id"]), True
-    for i in range(nvps):
-        q = rt["vps"][i]["q"]["head"]
-        seen = 0
-        while _u(q) and seen < 100000:
-            if _u(q) == _u(t):
-                if _u(t["ctx"]["sp"]):
-                    return "ready on VP %s" % _slot(rt, i), True
-                return "new, ready on VP %s" % _slot(rt, i), False
-            q = q["next"]
-            seen += 1
+    if q is not None:
+        if _u(t["ctx"]["sp"]):
+            return "ready on VP %s" % _slot(rt, q), True
+        return "new, ready on VP %s" % _slot(rt, q), False
     if not _u(t["ctx"]["sp"]):
         return "new, not started", False
     return "parked (thread list, weft_thread_block, or its scheduler's)", True
