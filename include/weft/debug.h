@@ -66,8 +66,13 @@ WEFT_API int weft_dump(FILE *f);
  * changing (it shows what it finds, and reads stacks with process_vm_readv(2) so
  * that a stack unmapped meanwhile is not a fault), and with libunwind it finds the
  * unwind tables through dl_iterate_phdr(3). What libunwind needs allocated is made
- * by weft_init(), weft_dump() and weft_dump_on_signal(), never here. Errors: as
- * weft_dump (WEFT_EINVAL: fd < 0). */
+ * by weft_init(), weft_dump() and weft_dump_on_signal(), never here. A descriptor
+ * in non-blocking mode is waited on (poll(2)) when full, up to 10 s at a time, as a
+ * blocking write would wait (weft_dump writes a FILE that has a descriptor through
+ * it the same way). One dump is written at a time: a dump that starts while another
+ * is being written (a dump signal delivered twice) waits for it, up to 2 s, else
+ * writes a one-line note and returns WEFT_EBUSY. Errors: as weft_dump (WEFT_EINVAL:
+ * fd < 0). */
 WEFT_API int weft_dump_fd(int fd);
 
 /* weft_dump_on_signal() installs a handler for signal `signo` that calls

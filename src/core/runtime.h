@@ -99,6 +99,9 @@ int weft__create_os_allowed(void);
  * On a wire kernel thread weft__vp() is NULL; the wired weft thread running there is
  * this (NULL elsewhere). Out of line: only the cold "no VP" branches call it. */
 weft_thread_t *weft__wired_self(void);
+/* The kernel thread id t runs on if t is wired now, 0 if it is not, -1 if the
+ * registry's lock could not be had (weft_dump; wire.c). */
+long weft__wired_tid(const weft_thread_t *t);
 int weft__wire_returning(void);          /* wire kernel threads still handing a thread back */
 
 #endif

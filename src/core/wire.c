@@ -44,6 +44,9 @@
  * nreturning: seq_cst; shutdown waits until no K is inside unwire_cont.
  */
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "core/internal.h"
 #include "io/io.h"
 #include "weft/hook.h"
@@ -59,6 +62,8 @@
 /* K's record while a weft thread is wired to it: on K's own stack (wire_run). */
 struct weft__wire {
   weft_thread_t *t;             /* the wired thread */
+  struct weft__wire *next, *prev;  /* the registry of wired threads (wired_lock) */
+  long tid;                     /* K's kernel thread id */
   weft_ctx_t base;              /* K's own context (its pthread stack): K only */
   unsigned char ctx_storage[WEFT__CTX_SELF_SIZE + 1] __attribute__((aligned(16)));
 };
@@ -72,6 +77,11 @@ struct wire_req {
 /* On a wire kernel thread: its record (set by K itself while t is wired to it). */
 static __thread struct weft__wire *tls_wire;
 static _Atomic int nwired;      /* threads wired now (seq_cst) */
+/* The wired threads, for weft_dump (a wired thread's saved context is stale while it
+ * runs on K): added by K before it resumes t, removed in unwire_cont before t can
+ * run elsewhere. Wires and unwires are slow paths (a kernel thread hand-over). */
+static weft__spin_t wired_lock;
+static struct weft__wire *wired_head;  /* wired_lock */
 static _Atomic int nreturning;  /* Ks inside unwire_cont (seq_cst) */
 
 /* The record of the calling kernel thread. Out of line and never inlined: TLS is read
@@ -89,6 +99,22 @@ weft_thread_t *weft__wired_self(void) {
 }
 
 int weft_is_wired(void) { return wire_get() != NULL; }
+
+long weft__wired_tid(const weft_thread_t *t) {
+  /* a dump may run in a signal handler that interrupted a wire on this kernel
+   * thread: try the lock a while, never wait for ever */
+  int got = 0;
+  for (int i = 0; i < 100000 && !(got = weft__spin_trylock(&wired_lock)); i++) weft__os_relax();
+  if (!got) return -1;
+  long tid = 0;
+  for (struct weft__wire *w = wired_head; w; w = w->next)
+    if (w->t == t) {
+      tid = w->tid;
+      break;
+    }
+  weft__spin_unlock(&wired_lock);
+  return tid;
+}
 
 int weft_wired_count(void) { return atomic_load(&nwired); }
 
@@ -108,6 +134,13 @@ static void wire_run(weft__pool_hold_t *h) {
   weft__san_init_self(&w.base);
 #endif
   tls_wire = &w;
+  w.tid = (long)syscall(SYS_gettid);
+  weft__spin_lock(&wired_lock);
+  w.prev = NULL;
+  w.next = wired_head;
+  if (wired_head) wired_head->prev = &w;
+  wired_head = &w;
+  weft__spin_unlock(&wired_lock);
   weft__switch(&w.base, &w.t->ctx, nop_cont, NULL);
   /* t has unwired: unwire_cont made it ready; nothing else refers to w */
   tls_wire = NULL;
@@ -152,6 +185,12 @@ static void unwire_cont(void *p) {
    * shutdown waits until no K is between these two counts (weft__wire_returning).
    * The increment happens before t can run again: t's finish, which shutdown waits
    * for, comes after it through the dispatch queue's lock. */
+  struct weft__wire *w = wire_get();  /* K's record: out of the registry first */
+  weft__spin_lock(&wired_lock);
+  if (w->prev) w->prev->next = w->next;
+  else wired_head = w->next;
+  if (w->next) w->next->prev = w->prev;
+  weft__spin_unlock(&wired_lock);
   weft__pool_hold_done();  /* K counts as idle for the next wire or job from now */
   atomic_fetch_add(&nreturning, 1);
   atomic_fetch_sub(&nwired, 1);

@@ -35,7 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/internal.h"
@@ -77,6 +79,14 @@ static void flush(sink_t *o) {
   while (n > 0) {
     ssize_t w = write(o->fd, p, n);
     if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      /* a descriptor in non-blocking mode (weft's own I/O calls set O_NONBLOCK on
+       * pipes, a stderr shared with stdout too): wait for room, as a blocking
+       * write would, instead of dropping the rest (at most 10 s without room) */
+      struct pollfd pf = {.fd = o->fd, .events = POLLOUT, .revents = 0};
+      if (poll(&pf, 1, 10000) > 0) continue;
+      return;
+    }
     if (w <= 0) return;
     p += w;
     n -= (size_t)w;
@@ -520,6 +530,7 @@ static void dump_thread(weft_thread_t *t, void *arg) {
   uintptr_t waiting = atomic_load_explicit(&t->waiting, memory_order_relaxed);
   int vp = running_on(t);
   const weft_thread_t *j;
+  long tid;
   if (jw == WEFT__JW_DONE) {
     puts_(o, "finished, not yet joined");
   } else if (vp >= 0) {
@@ -549,6 +560,11 @@ static void dump_thread(weft_thread_t *t, void *arg) {
       parked = t->ctx.sp != NULL;
     } else if (!t->ctx.sp) {
       puts_(o, "new, not started");
+    } else if ((tid = weft__wired_tid(t)) > 0) {
+      /* it runs (or blocks in the kernel) on a kernel thread of its own: its saved
+       * context is stale, so no backtrace */
+      puts_(o, "wired, on kernel thread ");
+      putu(o, (unsigned long long)tid);
     } else {
       /* off every dispatch queue and not in a known wait: a thread list,
        * weft_thread_block, a custom scheduler's queue, wired, or in between */
@@ -565,8 +581,37 @@ static void dump_thread(weft_thread_t *t, void *arg) {
   if (parked) backtrace_of(o, t, c->symbols);
 }
 
-/* The dump proper; 0 or WEFT_ENOTINIT / WEFT_EBUSY (a lock could not be had). */
+/* One dump at a time: two (a dump signal delivered twice, to two VPs' kernel
+ * threads) would interleave their lines. A dump that finds another being written
+ * waits for it, sleeping 1 ms at a time (async-signal-safe), for at most 2 s: a
+ * dump signal that interrupted a dump on its own kernel thread cannot wait for it. */
+static _Atomic int dumping;
+
+static int dump_locked(sink_t *o, int symbols);
+
+/* The dump proper; 0 or WEFT_ENOTINIT / WEFT_EBUSY (a lock could not be had, or
+ * another dump was being written). */
 static int dump(sink_t *o, int symbols) {
+  for (int i = 0;; i++) {
+    int free_ = 0;
+    /* acquire: pairs with the previous dump's release store (its output came first) */
+    if (atomic_compare_exchange_strong_explicit(&dumping, &free_, 1, memory_order_acquire,
+                                                memory_order_relaxed))
+      break;
+    if (i == 2000) {
+      puts_(o, "weft: dump: another dump is being written; this one is skipped\n");
+      flush(o);
+      return WEFT_EBUSY;
+    }
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  int rc = dump_locked(o, symbols);
+  atomic_store_explicit(&dumping, 0, memory_order_release);
+  return rc;
+}
+
+static int dump_locked(sink_t *o, int symbols) {
   weft__rt_t *rt = &weft__rt;
   if (atomic_load_explicit(&rt->state, memory_order_acquire) != 1) {
     puts_(o, "weft: dump: weft is not running\n");
@@ -623,9 +668,13 @@ static int dump(sink_t *o, int symbols) {
 int weft_dump(FILE *f) {
   if (!f) return WEFT_EINVAL;
   weft__dump_prepare();
-  sink_t o = {.f = f, .fd = -1, .n = 0};
+  /* a FILE on a descriptor is written through the descriptor (after what f
+   * buffered): stdio drops what a non-blocking descriptor refuses (EAGAIN) */
+  int fd = fileno(f);
+  if (fd >= 0) fflush(f);
+  sink_t o = {.f = fd >= 0 ? NULL : f, .fd = fd, .n = 0};
   int rc = dump(&o, 1);
-  fflush(f);
+  if (fd < 0) fflush(f);
   return rc;
 }
 

@@ -233,6 +233,9 @@ void weft__mutex_morph(weft__mutex_t *m, weft__waiter_t *w) {
                                                         memory_order_relaxed)) {
       atomic_store_explicit(&w->state, WEFT__W_WAITING, memory_order_relaxed);
       w->morphed = 1;
+      /* it waits on the mutex now (weft_dump; relaxed, as weft__wait_on's store:
+       * the waiter, still blocked, clears it when it runs again) */
+      atomic_store_explicit(&t->waiting, WEFT__WAITING(m, WEFT__WK_MUTEX), memory_order_relaxed);
       weft__wq_push(&m->q, w);
       weft__spin_unlock(&m->qlock);
       return;

@@ -9,6 +9,9 @@
 
 #include "sync_test_util.h"
 
+#include <stdio.h>
+#include <weft/debug.h>
+
 using namespace weft_sync_test;
 
 namespace {
@@ -219,6 +222,19 @@ TEST_P(CondTest, SignalMorphsWaiterOntoHeldMutex) {
     ASSERT_EQ(weft_cond_signal(&c), 0);
     EXPECT_EQ(Waiters(&c), 0) << "round " << r;
     EXPECT_EQ(Waiters(&m), 1) << "round " << r << ": the signalled waiter is not on the held mutex";
+    if (r == 0) {  // and weft_dump says so: blocked on the mutex, not the condition
+      char *buf = nullptr;
+      size_t len = 0;
+      FILE *f = open_memstream(&buf, &len);
+      ASSERT_NE(f, nullptr);
+      weft_dump(f);
+      fclose(f);
+      std::string out(buf, len);
+      free(buf);
+      char want[64];
+      std::snprintf(want, sizeof want, "blocked on mutex 0x%llx", (unsigned long long)(uintptr_t)&m);
+      EXPECT_NE(out.find(want), std::string::npos) << out;
+    }
     if (hooks == 0) {
       EXPECT_EQ(g_morph.unblocked.load(), 0) << "round " << r << ": the signal made the waiter ready";
     }

@@ -8,6 +8,10 @@
 #include <weft/future.h>
 #include <weft/weft.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+#include <thread>
+#include <vector>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -292,6 +296,51 @@ TEST_P(DebugTest, DumpFromPlainOsThreadAndFd) {
   EndScene(s);
 }
 
+// A dump longer than a pipe's buffer, to a pipe in non-blocking mode (weft's own I/O
+// calls set O_NONBLOCK on pipes: a stderr shared with stdout) whose reader is slow:
+// every line arrives (write's EAGAIN cut it short at 64 KiB), from weft_dump_fd and
+// from weft_dump on a FILE of that descriptor.
+TEST_P(DebugTest, DumpToANonBlockingPipeIsWhole) {
+  if (nvps() != 1) GTEST_SKIP() << "one configuration is enough";
+  weft_sem_t sem = WEFT_SEM_INIT(0);
+  const int n = 1500;  // about 60 bytes a line: over 64 KiB
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < n; i++)
+    ts.push_back(Spawn(+[](void *p) -> void * {
+      weft_sem_wait(static_cast<weft_sem_t *>(p));
+      return nullptr;
+    }, &sem));
+  ASSERT_TRUE(WaitForWaiters(&sem, n));
+  for (int form = 0; form < 2; form++) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    ASSERT_EQ(fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK), 0);
+    std::string piped;
+    std::thread reader([&] {
+      usleep(100000);  // the writer fills the pipe first
+      char b[4096];
+      ssize_t k;
+      while ((k = read(fds[0], b, sizeof b)) > 0) piped.append(b, (size_t)k);
+    });
+    if (form == 0) {
+      EXPECT_EQ(weft_dump_fd(fds[1]), 0);
+    } else {
+      FILE *f = fdopen(fds[1], "w");
+      ASSERT_NE(f, nullptr);
+      EXPECT_EQ(weft_dump(f), 0);
+      fclose(f);  // closes fds[1]
+    }
+    if (form == 0) close(fds[1]);
+    reader.join();
+    close(fds[0]);
+    EXPECT_GT(piped.size(), 65536u) << "form " << form;
+    EXPECT_NE(piped.find("weft: dump: " + std::to_string(n + 1) + " threads\n"), std::string::npos)
+        << "form " << form << ": the dump was cut short at " << piped.size() << " bytes";
+  }
+  for (int i = 0; i < n; i++) weft_sem_signal(&sem);
+  for (auto *t : ts) Join(t);
+}
+
 // A sleeping thread, a new thread that has not run, a finished one not yet joined.
 TEST_P(DebugTest, DumpStates) {
   weft_future_t stop = WEFT_FUTURE_INIT;
@@ -321,6 +370,38 @@ TEST_P(DebugTest, DumpStates) {
   weft_future_set(&stop, nullptr);
   Join(sleeper);
   Join(done);
+  // a wired thread blocked in the kernel (here on a semaphore, as a plain OS thread
+  // blocks): it shows as wired, with no backtrace from its stale saved context
+  {
+    weft_sem_t sem = WEFT_SEM_INIT(0);
+    std::atomic<int> wired{0};
+    struct W { weft_sem_t *sem; std::atomic<int> *wired; } wa{&sem, &wired};
+    weft_thread_t *wt = Spawn(+[](void *p) -> void * {
+      auto *x = static_cast<W *>(p);
+      weft_set_name(nullptr, "wired");
+      if (weft_wire() != 0) return P(1);
+      x->wired->store(1);
+      weft_sem_wait(x->sem);
+      return P(weft_unwire());
+    }, &wa);
+    ASSERT_TRUE(YieldUntil([&] { return wired.load() == 1; }, 60.0));
+    ASSERT_TRUE(YieldUntil([&] {
+      char *buf = nullptr;
+      size_t len = 0;
+      FILE *f = open_memstream(&buf, &len);
+      weft_dump(f);
+      fclose(f);
+      out.assign(buf, len);
+      free(buf);
+      return out.find("\"wired\": wired, on kernel thread ") != std::string::npos;
+    }, 60.0)) << out;
+    size_t at = out.find("\"wired\": wired");
+    size_t eol = out.find('\n', at);
+    EXPECT_TRUE(eol == std::string::npos || out.compare(eol + 1, 5, "    #") != 0)
+        << "a backtrace was printed for the wired thread:\n" << out;
+    ASSERT_EQ(weft_sem_signal(&sem), 0);
+    EXPECT_EQ(Join(wt), nullptr);
+  }
   if (nvps() == 1) {
     // on one VP a new thread cannot run before this one switches
     weft_thread_t *fresh = Spawn(+[](void *) -> void * { return nullptr; });

@@ -834,7 +834,7 @@ TEST_P(IoTest, ZeroLengthReadsAndBadArguments) {
   int sv[2], p[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
   ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
-  char b[8];
+  char b[16];
   for (int fd : {sv[0], p[0]}) {
     EXPECT_EQ(weft_read(fd, b, 0), 0);
     EXPECT_EQ(weft_read_deadline(fd, b, 0, weft_deadline_after(5000000000ull)), 0);
@@ -868,7 +868,7 @@ TEST_P(IoTest, ZeroLengthReadsAndBadArguments) {
   EXPECT_EQ(Err(), EINVAL);
   EXPECT_EQ(lseek(fd, 0, SEEK_CUR), 2) << "the file position moved";
   ASSERT_EQ(weft_pread(fd, b, 10, 0), 10);
-  EXPECT_EQ(std::string(b, 8) + std::string(b + 8, 2), "0123456789");
+  EXPECT_EQ(std::string(b, 10), "0123456789");
   for (int x : {sv[0], sv[1], p[0], p[1], fd}) EXPECT_EQ(weft_close(x), 0);
 }
 

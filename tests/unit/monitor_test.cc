@@ -144,15 +144,19 @@ TEST_F(MonitorTest, ThreadWokenJustBeforeTheVpBlocksRuns) {
   for (int kind = 0; kind < 3; ++kind) {
     SlotCase k;
     k.kind = kind;
-    if (kind == 1) ASSERT_EQ(weft_mutex_lock(&k.m), 0);
+    if (kind == 1) {
+      ASSERT_EQ(weft_mutex_lock(&k.m), 0);
+    }
     weft_thread_t *w = Spawn(SlotWaiter, &k);
     ASSERT_NE(w, nullptr);
-    if (kind == 0) ASSERT_TRUE(WaitForWaiters(&k.s, 1));
-    if (kind == 1) ASSERT_TRUE(WaitForWaiters(&k.m, 1));
-    if (kind == 2) ASSERT_TRUE(WaitForWaiters(&k.c, 1));
-    if (kind == 0) ASSERT_EQ(weft_sem_signal(&k.s), 0);
-    if (kind == 1) ASSERT_EQ(weft_mutex_unlock(&k.m), 0);
-    if (kind == 2) {
+    if (kind == 0) {
+      ASSERT_TRUE(WaitForWaiters(&k.s, 1));
+      ASSERT_EQ(weft_sem_signal(&k.s), 0);
+    } else if (kind == 1) {
+      ASSERT_TRUE(WaitForWaiters(&k.m, 1));
+      ASSERT_EQ(weft_mutex_unlock(&k.m), 0);
+    } else {
+      ASSERT_TRUE(WaitForWaiters(&k.c, 1));
       ASSERT_EQ(weft_mutex_lock(&k.m), 0);
       k.go = true;
       ASSERT_EQ(weft_cond_signal(&k.c), 0);
