@@ -497,9 +497,19 @@ int weft_trace_write_file(FILE *f) {
   }
   for (int vp = 0; vp < g.nvps; vp++) write_vp(&o, vp);
   const vpbuf_t *ob = &g.bufs[g.nvps];
-  for (size_t i = 0; i < ob->n; i++)
-    if (ob->recs[i].ev == WEFT_HOOK_UNBLOCKED)
-      instant(&o, g.nvps, "unblocked", ob->recs[i].ts, ob->recs[i].tid, "waker", ob->recs[i].aux, 0);
+  /* the shared buffer holds the plain OS threads' wake-ups and the events of
+   * threads that ran on the system monitor's spare VPs (their index is past the
+   * VPs'): slices of several spares cannot be rebuilt from one buffer, but a
+   * thread that started or finished there keeps its lifetime span */
+  for (size_t i = 0; i < ob->n; i++) {
+    const rec_t *r = &ob->recs[i];
+    if (r->ev == WEFT_HOOK_UNBLOCKED)
+      instant(&o, g.nvps, "unblocked", r->ts, r->tid, "waker", r->aux, 0);
+    else if (r->ev == WEFT_HOOK_ENTRY)
+      lifetime(&o, g.nvps, "b", r->ts, r->tid);
+    else if (r->ev == WEFT_HOOK_EXIT)
+      lifetime(&o, g.nvps, "e", r->ts, r->tid);
+  }
   uint64_t dropped = weft_trace_dropped();
   if (dropped) {
     sep(&o);

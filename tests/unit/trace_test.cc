@@ -583,6 +583,52 @@ TEST_P(TraceTest, StealsAreRecordedPerVp) {
 
 WEFT_INSTANTIATE_VPS(TraceTest);
 
+// A thread that runs on a spare VP of the system monitor (the only VP's kernel
+// thread blocks in a plain read(2)) keeps its lifetime span: its events go to the
+// shared buffer (a spare's index is past the VPs'), whose starts and ends were
+// dropped when the trace was written.
+class TraceSpareTest : public weft_test::WeftTest {};
+
+void *PlainRead(void *p) {
+  char c = 0;
+  return weft_test::P(read(*static_cast<int *>(p), &c, 1));
+}
+
+TEST_F(TraceSpareTest, ThreadOnASpareKeepsItsLifetime) {
+  unsetenv("WEFT_MONITOR");
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  cfg.nvps = 1;
+  ASSERT_EQ(weft_init(&cfg), 0);
+  if (!Start(0)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  weft_thread_t *r = weft_test::Spawn(PlainRead, &fds[0]);
+  weft_yield();  // the reader blocks the only VP; this thread goes on on a spare
+  weft_thread_t *w = weft_test::Spawn(+[](void *p) -> void * {
+    char c = 'x';
+    return weft_test::P(write(*static_cast<int *>(p), &c, 1));
+  }, &fds[1]);
+  uint64_t wid = weft_thread_id(w);
+  EXPECT_EQ(weft_test::Join(w), weft_test::P(1));
+  EXPECT_EQ(weft_test::Join(r), weft_test::P(1));
+  ASSERT_EQ(weft_trace_stop(), 0);
+  std::string path = TempPath("spare");
+  ASSERT_EQ(weft_trace_write(path.c_str()), 0);
+  Json root;
+  ASSERT_NO_FATAL_FAILURE(Load(path, &root));
+  int b = 0, e = 0;
+  for (const Json &ev : root.Get("traceEvents")->arr) {
+    std::string ph = ev.Str("ph");
+    if ((ph == "b" || ph == "e") && static_cast<uint64_t>(ev.Num("id")) == wid) (ph == "b" ? b : e)++;
+  }
+  EXPECT_EQ(b, 1) << "lifetime start of the writer";
+  EXPECT_EQ(e, 1) << "lifetime end of the writer";
+  close(fds[0]);
+  close(fds[1]);
+  std::remove(path.c_str());
+}
+
 TEST(TraceApi, StartNeedsARunningRuntime) {
   int rc = weft_trace_start(nullptr);
   EXPECT_TRUE(rc == WEFT_ENOTINIT || rc == WEFT_EPERM) << weft_err_name(rc);

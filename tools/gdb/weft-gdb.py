@@ -118,6 +118,21 @@ def _queued_on(rt, t, nvps):
     return None
 
 
+def _wired_tid(t):
+    """The kernel thread id t runs on if it is wired (wire.c's registry), else None."""
+    try:
+        w = gdb.parse_and_eval("'wire.c'::wired_head")
+    except gdb.error:
+        return None
+    seen = 0
+    while _u(w) and seen < 100000:
+        if _u(w["t"]) == _u(t):
+            return int(w["tid"])
+        w = w["next"]
+        seen += 1
+    return None
+
+
 def _waiting_text(w):
     k = w & 7
     if k == 6:
@@ -153,6 +168,10 @@ def _state(rt, t, by_addr):
         return "new, ready on VP %s" % _slot(rt, q), False
     if not _u(t["ctx"]["sp"]):
         return "new, not started", False
+    tid = _wired_tid(t)
+    if tid is not None:
+        # it runs on a kernel thread of its own: its saved context is stale
+        return "wired, on kernel thread %d" % tid, False
     return "parked (thread list, weft_thread_block, or its scheduler's)", True
 
 
