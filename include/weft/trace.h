@@ -70,7 +70,9 @@ WEFT_API uint64_t weft_trace_dropped(void);
 WEFT_API void weft_trace_discard(void);
 
 /* weft_trace_from_env(): if the environment variable WEFT_TRACE names a file, starts
- * tracing (capacity from WEFT_TRACE_CAPACITY if set) and arranges, with atexit(),
+ * tracing (capacity from WEFT_TRACE_CAPACITY if set; a value that is not a positive
+ * number is reported on stderr and the default used; a start that fails is reported
+ * on stderr too) and arranges, with atexit(),
  * for the trace to be stopped and written there when the process exits; returns 1
  * if it started, 0 if WEFT_TRACE is unset or empty, or an error of
  * weft_trace_start(). weft_init() calls it; weft_shutdown() then stops the

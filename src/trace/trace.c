@@ -560,9 +560,21 @@ int weft_trace_from_env(void) {
   weft_trace_config_init(&cfg);
   cfg.path = p;
   const char *c = getenv("WEFT_TRACE_CAPACITY");
-  if (c && *c) cfg.capacity = (size_t)strtoull(c, NULL, 10);
+  if (c && *c) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(c, &end, 10);
+    if (errno || end == c || *end || c[0] == '-' || v == 0)
+      fprintf(stderr, "weft: WEFT_TRACE_CAPACITY=%s is not a number of events: the default is used\n", c);
+    else
+      cfg.capacity = (size_t)v;
+  }
   int rc = weft_trace_start(&cfg);
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    /* said, not silent: the user asked for a trace */
+    fprintf(stderr, "weft: WEFT_TRACE=%s: tracing not started: %s\n", p, weft_strerror(rc));
+    return rc;
+  }
   if (!g.env_registered && atexit(at_exit_write) == 0) g.env_registered = 1;
   return 1;
 }
