@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "diag/diag.h"
 
 #if defined(WEFT_ASAN)
 #include <sanitizer/asan_interface.h>
@@ -652,11 +653,13 @@ static void canary_check(weft_thread_t *t, weft__stack_rec_t *r) {
   uint32_t i = (uint32_t)((size_t)((char *)r->lo - weft__rt.pool.guard - ch->base) / weft__rt.pool.slot);
   if (i < ch->nguarded) return;
   if (*slot_canary(r->lo) != (WEFT__CANARY ^ (uintptr_t)r->lo)) {
+    char nm[WEFT_NAME_MAX];
+    int named = weft__name_copy(t, nm, sizeof nm) > 0;
     fprintf(stderr,
-            "weft: stack overflow in thread %llu: stack [%p, %p) has no guard region (the "
+            "weft: stack overflow in thread %llu%s%s%s: stack [%p, %p) has no guard region (the "
             "mprotect guard budget is used up) and its canary at %p was overwritten\n",
-            (unsigned long long)t->id, r->lo, (void *)((char *)r->lo + weft__rt.cfg.stack_size),
-            (void *)slot_canary(r->lo));
+            (unsigned long long)t->id, named ? " \"" : "", named ? nm : "", named ? "\"" : "", r->lo,
+            (void *)((char *)r->lo + weft__rt.cfg.stack_size), (void *)slot_canary(r->lo));
     abort();
   }
 #else

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "diag/diag.h"
 
 static struct sigaction old_segv, old_bus;
 #define WEFT__ALTSTACK_SIZE (64 * 1024)
@@ -48,6 +49,12 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
       char buf[256], *p = buf;
       p = fmt_str(p, "weft: stack overflow in thread ");
       p = fmt_dec(p, t->id);
+      char nm[WEFT_NAME_MAX];  /* its name too, if it has one (a copy: no locks) */
+      if (weft__name_copy(t, nm, sizeof nm)) {
+        p = fmt_str(p, " \"");
+        p = fmt_str(p, nm);
+        p = fmt_str(p, "\"");
+      }
       p = fmt_str(p, ": stack [");
       p = fmt_hex(p, lo);
       p = fmt_str(p, ", ");

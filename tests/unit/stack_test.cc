@@ -119,6 +119,7 @@ Overflow g_overflow = Overflow::kSmallFrames;
 
 void *OverflowThread(void *) {
   char local = 0;
+  weft_set_name(nullptr, "overflower");  // the report names it
   std::fprintf(stderr, "overflowing thread id=%llu local=%p\n",
                static_cast<unsigned long long>(weft_thread_id(weft_self())),
                static_cast<void *>(&local));
@@ -179,6 +180,10 @@ class OverflowReport : public ::testing::MatcherInterface<const std::string &> {
       return false;
     }
     const std::string text = line[0].str();
+    if (text.find(" \"overflower\": ") == std::string::npos) {
+      *listener << "the report line '" << text << "' does not name the thread";
+      return false;
+    }
     std::vector<uintptr_t> addrs;
     std::regex hex("0x[0-9a-fA-F]+");
     for (auto it = std::sregex_iterator(text.begin(), text.end(), hex); it != std::sregex_iterator(); ++it) {
