@@ -162,6 +162,19 @@ std::string Hex(const void *p) {
   return b;
 }
 
+// weft_dump's text (its return code not checked: the callers look at the text).
+std::string DumpText() {
+  char *buf = nullptr;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return std::string();
+  weft_dump(f);
+  fclose(f);
+  std::string out(buf, len);
+  free(buf);
+  return out;
+}
+
 // Waits until every thread of the scene is parked where the test put it: the dump
 // itself says so (no time assumed). A thread shows as blocked from the moment it
 // announces its wait, a little before its context is saved (weft_dump is a snapshot
@@ -356,13 +369,7 @@ TEST_P(DebugTest, DumpStates) {
   weft_thread_t *done = Spawn(+[](void *) -> void * { return nullptr; });
   std::string out;
   ASSERT_TRUE(YieldUntil([&] {
-    char *buf = nullptr;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    weft_dump(f);
-    fclose(f);
-    out.assign(buf, len);
-    free(buf);
+    out = DumpText();
     return out.find("\"sleeper\": sleeping") != std::string::npos &&
            out.find("thread " + std::to_string(weft_thread_id(done)) +
                     ": finished, not yet joined") != std::string::npos;
@@ -386,13 +393,7 @@ TEST_P(DebugTest, DumpStates) {
     }, &wa);
     ASSERT_TRUE(YieldUntil([&] { return wired.load() == 1; }, 60.0));
     ASSERT_TRUE(YieldUntil([&] {
-      char *buf = nullptr;
-      size_t len = 0;
-      FILE *f = open_memstream(&buf, &len);
-      weft_dump(f);
-      fclose(f);
-      out.assign(buf, len);
-      free(buf);
+      out = DumpText();
       return out.find("\"wired\": wired, on kernel thread ") != std::string::npos;
     }, 60.0)) << out;
     size_t at = out.find("\"wired\": wired");
@@ -406,13 +407,7 @@ TEST_P(DebugTest, DumpStates) {
     // on one VP a new thread cannot run before this one switches
     weft_thread_t *fresh = Spawn(+[](void *) -> void * { return nullptr; });
     weft_set_name(fresh, "fresh");
-    char *buf = nullptr;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    weft_dump(f);
-    fclose(f);
-    out.assign(buf, len);
-    free(buf);
+    out = DumpText();
     EXPECT_NE(out.find("\"fresh\": new, ready on VP 0"), std::string::npos) << out;
     Join(fresh);
     // a thread a signal made ready keeps its waiting word until it runs: the dump
@@ -425,13 +420,7 @@ TEST_P(DebugTest, DumpStates) {
     }, &sem);
     ASSERT_TRUE(WaitForWaiters(&sem, 1));
     ASSERT_EQ(weft_sem_signal(&sem), 0);
-    buf = nullptr;
-    len = 0;
-    f = open_memstream(&buf, &len);
-    weft_dump(f);
-    fclose(f);
-    out.assign(buf, len);
-    free(buf);
+    out = DumpText();
     EXPECT_NE(out.find("\"woken\": ready on VP 0 (woken; it was blocked on semaphore " + Hex(&sem) + ")"),
               std::string::npos)
         << out;
