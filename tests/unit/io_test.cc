@@ -1159,15 +1159,15 @@ TEST_F(BlockingTest, PoolGrowsAndShrinks) {
   EXPECT_EQ(weft_blocking_limits(64, 10000000000ull), 0);
 }
 
-// With a limit of one pool thread, concurrent calls queue and run one at a time.
-TEST_F(BlockingTest, PoolIsBounded) {
-  static std::atomic<int> active, most, done;
+// Runs n concurrent weft_blocking jobs of 2 ms (one per weft thread) and returns
+// the most that ran at once; *done (if not NULL): how many ran to the end.
+int MostJobsAtOnce(int n, int *done = nullptr) {
+  static std::atomic<int> active, most, finished;
   active = 0;
   most = 0;
-  done = 0;
-  ASSERT_EQ(weft_blocking_limits(1, 0), 0);
+  finished = 0;
   std::vector<weft_thread_t *> ts;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < n; i++)
     ts.push_back(Spawn(+[](void *) -> void * {
       weft_blocking(+[](void *) -> void * {
         int a = ++active;
@@ -1176,14 +1176,22 @@ TEST_F(BlockingTest, PoolIsBounded) {
         }
         usleep(2000);
         --active;
-        ++done;
+        ++finished;
         return nullptr;
       }, nullptr, nullptr);
       return nullptr;
     }));
   for (auto *t : ts) Join(t);
-  EXPECT_EQ(done.load(), 4);
-  EXPECT_EQ(most.load(), 1);
+  if (done) *done = finished.load();
+  return most.load();
+}
+
+// With a limit of one pool thread, concurrent calls queue and run one at a time.
+TEST_F(BlockingTest, PoolIsBounded) {
+  ASSERT_EQ(weft_blocking_limits(1, 0), 0);
+  int done = 0;
+  EXPECT_EQ(MostJobsAtOnce(4, &done), 1);
+  EXPECT_EQ(done, 4);
   EXPECT_LE(weft_blocking_threads(), 1);
   EXPECT_EQ(weft_blocking_limits(64, 0), 0);
 }
@@ -1193,7 +1201,7 @@ TEST_F(BlockingTest, PoolIsBounded) {
 // a time (they ran up to as many at once as threads were left).
 TEST_F(BlockingTest, LoweredLimitHoldsWhileThreadsAboveItRemain) {
   const int k = 6;
-  static std::atomic<int> arrived, active, most;
+  static std::atomic<int> arrived;
   arrived = 0;
   std::vector<weft_thread_t *> ts;
   for (int i = 0; i < k; i++)  // grow the pool to k threads
@@ -1209,23 +1217,7 @@ TEST_F(BlockingTest, LoweredLimitHoldsWhileThreadsAboveItRemain) {
   ts.clear();
   ASSERT_GE(weft_blocking_threads(), k);
   ASSERT_EQ(weft_blocking_limits(1, 0), 0);
-  active = 0;
-  most = 0;
-  for (int i = 0; i < k; i++)
-    ts.push_back(Spawn(+[](void *) -> void * {
-      weft_blocking(+[](void *) -> void * {
-        int a = ++active;
-        int m = most.load();
-        while (a > m && !most.compare_exchange_weak(m, a)) {
-        }
-        usleep(2000);
-        --active;
-        return nullptr;
-      }, nullptr, nullptr);
-      return nullptr;
-    }));
-  for (auto *t : ts) Join(t);
-  EXPECT_EQ(most.load(), 1) << "more jobs ran at once than the limit";
+  EXPECT_EQ(MostJobsAtOnce(k), 1) << "more jobs ran at once than the limit";
   EXPECT_EQ(weft_blocking_limits(64, 0), 0);
 }
 
