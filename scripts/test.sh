@@ -35,9 +35,34 @@ run_config() {
   cmake -S . -B "$dir" -G Ninja -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TESTS=ON -DWEFT_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
   echo "=== [$name] ctest"
-  if ! ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 300; then
+  # The log is kept so that the end of this script can name what failed: CI shows only the
+  # last lines of a run, and a failure in the first configuration would scroll out of them.
+  if ! ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 300 2>&1 | tee "$dir/ctest.log"; then
     failed+=("$name")
   fi
+}
+
+# For each failed configuration: the last lines its failed tests printed (ctest's
+# --output-on-failure blocks, each from a test's status line to the next one), then, last of all
+# because CI may show only the final twenty lines or so, the failed tests and their first telling
+# lines (a sanitizer's warning, a failed expectation, an abort).
+failure_summary() {
+  local name dir
+  for name in "$@"; do
+    dir=build-test-$name
+    [ -f "$dir/ctest.log" ] || continue
+    echo "=== [$name] output of the failed tests"
+    awk '/^[[:space:]]*[0-9]+\/[0-9]+ Test +#[0-9]+: /{ keep = ($0 ~ /\*\*\*|Failed|Timeout|Exception/) }
+         keep' "$dir/ctest.log" | tail -n 80
+  done
+  for name in "$@"; do
+    dir=build-test-$name
+    [ -f "$dir/ctest.log" ] || continue
+    echo "=== [$name] failed:"
+    grep -E '^[[:space:]]*[0-9]+/[0-9]+ Test +#[0-9]+: .*(\*\*\*|Failed|Timeout|Exception)' "$dir/ctest.log" | head -n 6 || true
+    grep -E 'WARNING: [A-Za-z]+Sanitizer|ERROR: [A-Za-z]+Sanitizer|Failure$|FAILED  \]|weft: .*(abort|assert)|Assertion|Timeout' \
+      "$dir/ctest.log" | head -n 6 || true
+  done
 }
 
 release_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_CHECKED=ON)
@@ -93,6 +118,7 @@ for c in "${configs[@]}"; do
 done
 
 if [ ${#failed[@]} -ne 0 ]; then
+  failure_summary "${failed[@]}"
   echo "FAILED configurations: ${failed[*]}"
   exit 1
 fi
