@@ -52,6 +52,14 @@
 enum { WEFT__WK_MUTEX = 1, WEFT__WK_COND = 2, WEFT__WK_SEM = 3, WEFT__WK_RWLOCK = 4,
        WEFT__WK_FUTURE = 5, WEFT__WK_SLEEP = 6, WEFT__WK_BARRIER = 7 };
 #define WEFT__WAITING(obj, kind) ((uintptr_t)(const void *)(obj) | (uintptr_t)(kind))
+/* Waits outside weft's sync objects: kind bits 0 and the word nonzero, an extended
+ * kind in bits 3..7 and a value from bit 8 on: for the fd waits a descriptor, for a
+ * ring request the descriptor (32 bits) above the io_uring opcode (8 bits), for
+ * weft_blocking the address of the function the pool runs (user-space addresses
+ * fit in 56 bits; a tagged pointer loses its tag, and the dump then names no symbol). */
+enum { WEFT__WX_FD_READ = 1, WEFT__WX_FD_WRITE = 2, WEFT__WX_FD_RW = 3, WEFT__WX_RING = 4,
+       WEFT__WX_BLOCKING = 5 };
+#define WEFT__WAITING_X(xkind, value) (((uintptr_t)(value) << 8) | ((uintptr_t)(xkind) << 3))
 
 enum {
   WEFT__TF_MAIN = 1,      /* the main weft thread: runs on its OS thread's stack */

@@ -43,6 +43,7 @@
 #include "core/internal.h"
 #include "core/monitor.h"
 #include "diag/diag.h"
+#include "io/io.h"
 #include "weft/debug.h"
 
 #if defined(WEFT_HAVE_LIBUNWIND) && defined(__x86_64__) && !defined(WEFT_CONTEXT_UCONTEXT)
@@ -496,9 +497,50 @@ static void put_thread_head(sink_t *o, const weft_thread_t *t) {
   if (t == weft__rt.main) puts_(o, " (main)");
 }
 
+/* The waits outside weft's sync objects (WEFT__WAITING_X words): I/O and
+ * weft_blocking. */
+static void put_waiting_x(sink_t *o, uintptr_t w, int symbols) {
+  unsigned xk = (unsigned)((w >> 3) & 31);
+  uint64_t v = (uint64_t)(w >> 8);
+  if (xk == WEFT__WX_FD_READ || xk == WEFT__WX_FD_WRITE || xk == WEFT__WX_FD_RW) {
+    puts_(o, "waiting in weft I/O for fd ");
+    putu(o, (unsigned long long)(uint32_t)v);
+    puts_(o, xk == WEFT__WX_FD_READ    ? " to be readable"
+             : xk == WEFT__WX_FD_WRITE ? " to be writable"
+                                       : " to be readable or writable");
+  } else if (xk == WEFT__WX_RING) {
+    const char *op = weft__io_op_names[v & 63];
+    int fd = (int)(uint32_t)(v >> 8);
+    puts_(o, "waiting in weft I/O for an io_uring ");
+    puts_(o, op ? op : "request");
+    if (fd >= 0) {
+      puts_(o, " on fd ");
+      putu(o, (unsigned long long)fd);
+    }
+  } else if (xk == WEFT__WX_BLOCKING) {
+    puts_(o, "in weft_blocking, running ");
+    putp(o, (void *)(uintptr_t)v);
+    Dl_info di;
+    if (symbols && dladdr((void *)(uintptr_t)v, &di) && di.dli_sname &&
+        (uintptr_t)di.dli_saddr == (uintptr_t)v) {
+      puts_(o, " ");
+      puts_(o, di.dli_sname);
+    }
+    puts_(o, " on a pool kernel thread");
+  } else {
+    puts_(o, "blocked (waiting word ");
+    puthex(o, w);
+    puts_(o, ")");
+  }
+}
+
 /* "mutex 0x..." etc. for a waiting word, or nothing for 0. */
-static void put_waiting(sink_t *o, uintptr_t w) {
+static void put_waiting(sink_t *o, uintptr_t w, int symbols) {
   unsigned k = (unsigned)(w & 7);
+  if (k == 0) {
+    put_waiting_x(o, w, symbols);
+    return;
+  }
   if (k == WEFT__WK_SLEEP) {
     puts_(o, "sleeping");
     return;
@@ -542,10 +584,10 @@ static void dump_thread(weft_thread_t *t, void *arg) {
       puts_(o, "ready on VP ");
       put_slot(o, q);
       puts_(o, " (woken; it was ");
-      put_waiting(o, waiting);
+      put_waiting(o, waiting, c->symbols);
       puts_(o, ")");
     } else {
-      put_waiting(o, waiting);
+      put_waiting(o, waiting, c->symbols);
     }
     parked = 1;
   } else if ((j = joinee_of(t)) != NULL) {

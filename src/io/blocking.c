@@ -203,7 +203,8 @@ int weft_blocking(void *(*fn)(void *), void *arg, void **result) {
   }
   pool.nqueued++;
   pthread_mutex_unlock(&pool.mu);
-  weft__wait(&j.w, NULL, submit, &j);
+  /* weft_dump names the function the pool runs for us */
+  weft__wait_on(&j.w, WEFT__WAITING_X(WEFT__WX_BLOCKING, (uintptr_t)fn), NULL, submit, &j);
   if (result) *result = j.result;
   return 0;
 }

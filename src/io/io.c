@@ -231,6 +231,17 @@ typedef struct uop {
 } __attribute__((aligned(8))) uop_t;
 
 static void kick(void *unused);
+#endif
+
+const char *const weft__io_op_names[64] = {
+#ifdef WEFT_HAVE_URING
+    [IORING_OP_READV] = "readv",   [IORING_OP_WRITEV] = "writev", [IORING_OP_FSYNC] = "fsync",
+    [IORING_OP_OPENAT] = "openat", [IORING_OP_CLOSE] = "close",   [IORING_OP_READ] = "read",
+    [IORING_OP_WRITE] = "write",
+#endif
+};
+
+#ifdef WEFT_HAVE_URING
 
 /* Submits *tmpl and parks the caller until its completion: returns its result (>= 0
  * or -errno). At the deadline it cancels the request and waits for its completion
@@ -255,7 +266,9 @@ static int uring_call(struct io_uring_sqe *tmpl, uint64_t deadline) {
   }
   /* seq_cst: the deadlock check (quiet) and the pollers read it */
   atomic_fetch_add_explicit(&io.nwait, 1, memory_order_seq_cst);
-  uint32_t st = weft__wait(&u.w, &u.lock, kick, NULL);
+  /* weft_dump: the descriptor and the opcode (weft__io_op_names) */
+  uintptr_t what = WEFT__WAITING_X(WEFT__WX_RING, ((uint64_t)(uint32_t)tmpl->fd << 8) | tmpl->opcode);
+  uint32_t st = weft__wait_on(&u.w, what, &u.lock, kick, NULL);
   if (st != WEFT__W_SIGNALED) {
     struct io_uring_sqe c;
     io_uring_prep_cancel64(&c, ud, 0);
@@ -263,7 +276,7 @@ static int uring_call(struct io_uring_sqe *tmpl, uint64_t deadline) {
     weft__qlock_lock(&u.lock);
     if (!u.done) {  /* the completion (cancelled or not) is still to come */
       weft__waiter_init(&u.w, WEFT_FOREVER);
-      (void)weft__wait(&u.w, &u.lock, kick, NULL);
+      (void)weft__wait_on(&u.w, what, &u.lock, kick, NULL);
     } else {
       weft__spin_unlock(&u.lock);
     }
@@ -360,7 +373,10 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
   weft__wq_push(&d->q, &w);
   /* seq_cst: the deadlock check (quiet) and the pollers read it */
   atomic_fetch_add_explicit(&io.nwait, 1, memory_order_seq_cst);
-  uint32_t st = weft__wait(&w, &d->lock, kick, NULL);
+  /* weft_dump: the descriptor and whether it waits to read, to write, or either */
+  int xk = (mode & EPOLLOUT) ? ((mode & ~(uint32_t)EPOLLOUT) ? WEFT__WX_FD_RW : WEFT__WX_FD_WRITE)
+                             : WEFT__WX_FD_READ;
+  uint32_t st = weft__wait_on(&w, WEFT__WAITING_X(xk, (uint32_t)d->fd), &d->lock, kick, NULL);
   if (st != WEFT__W_SIGNALED) {
     weft__qlock_lock(&d->lock);
     if (w.linked) weft__wq_remove(&d->q, &w);

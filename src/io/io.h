@@ -17,6 +17,11 @@ int weft__io_init(void);
 /* Stops it and frees every descriptor record (no thread waits: weft_shutdown). */
 void weft__io_fini(void);
 
+/* Names of the io_uring requests a thread can park in, by opcode (NULL for the
+ * others; all NULL in a build without the ring): the low 8 bits of the value of a
+ * WEFT__WX_RING waiting word (core/tcb.h). weft_dump and the gdb extension read it. */
+extern const char *const weft__io_op_names[64];
+
 /* Called by an idle VP in place of its futex wait on vp->park (runtime.c vp_sleep),
  * park already 1 and the VP on the sleeper stack: when threads wait on I/O and no
  * other VP polls, it waits in the engine instead, until an event, `until` (a

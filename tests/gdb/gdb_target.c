@@ -1,6 +1,6 @@
 /* tests/gdb/gdb_target.c - the program the gdb extension's test debugs: weft threads
  * parked on a mutex, a condition, and a join (of a thread parked on a semaphore),
- * and one in switch mode ALL (whose saved frame resumes through weft__ctx_fp_resume)
+ * one in weft_read on a pipe, one in weft_blocking, and one in switch mode ALL (whose saved frame resumes through weft__ctx_fp_resume)
  * parked on the mutex too, then a call of weft_gdb_test_ready(), where the test's breakpoint stops it. It
  * finds out that every thread is parked from weft_dump's own report. */
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "weft/debug.h"
+#include "weft/io.h"
 #include "weft/weft.h"
 
 static weft_mutex_t m = WEFT_MUTEX_INIT, cm = WEFT_MUTEX_INIT;
@@ -74,6 +75,27 @@ static void *late_joiner(void *a) {
   return NULL;
 }
 
+static int pipefd[2];
+static void *reader(void *a) {
+  (void)a;
+  weft_set_name(NULL, "on-read");
+  char ch;
+  return weft_read(pipefd[0], &ch, 1) == 1 ? NULL : &ch;
+}
+
+static weft_sem_t pool_release = WEFT_SEM_INIT(0);
+/* runs on a kernel thread of weft_blocking's pool, which the semaphore blocks */
+__attribute__((noinline)) void *gdb_pool_job(void *a) {
+  (void)a;
+  weft_sem_wait(&pool_release);
+  return NULL;
+}
+static void *pooled(void *a) {
+  (void)a;
+  weft_set_name(NULL, "pooled");
+  return weft_blocking(gdb_pool_job, NULL, NULL) == 0 ? NULL : &pool_release;
+}
+
 static int dump_has(const char *what) {
   char *buf = NULL;
   size_t len = 0;
@@ -90,7 +112,8 @@ static int dump_has(const char *what) {
 static int all_parked(void) {
   return dump_has("\"on-mutex\": blocked on mutex") && dump_has("\"on-cond\": blocked on condition") &&
          dump_has("\"on-sem\": blocked on semaphore") && dump_has("\"joiner\": blocked in weft_join") &&
-         dump_has("\"fp-all\": blocked on mutex");
+         dump_has("\"fp-all\": blocked on mutex") && dump_has("\"on-read\": waiting in weft I/O") &&
+         dump_has("\"pooled\": in weft_blocking");
 }
 
 int main(void) {
@@ -102,12 +125,14 @@ int main(void) {
   weft_config_init(&cfg);
   cfg.nvps = 1;
   if (weft_init(&cfg) != 0) return 2;
-  weft_thread_t *t[4];
+  weft_thread_t *t[6];
   void *r = NULL;
+  if (pipe(pipefd) != 0) return 3;
   weft_mutex_lock(&m);
   if (weft_create(&t[0], NULL, mutex_waiter, NULL) || weft_create(&t[1], NULL, cond_waiter, NULL) ||
       weft_create(&sem_thread, NULL, sem_waiter, NULL) || weft_create(&t[2], NULL, joiner, NULL) ||
-      weft_create(&t[3], NULL, fp_all_waiter, NULL))
+      weft_create(&t[3], NULL, fp_all_waiter, NULL) || weft_create(&t[4], NULL, reader, NULL) ||
+      weft_create(&t[5], NULL, pooled, NULL))
     return 3;
   while (!all_parked()) weft_yield();
   mutex_thread = t[0];
@@ -121,10 +146,16 @@ int main(void) {
   weft_cond_broadcast(&c);
   weft_mutex_unlock(&cm);
   weft_sem_signal(&s);
+  weft_sem_signal(&pool_release);
+  if (write(pipefd[1], "x", 1) != 1) return 3;
   weft_join(late, NULL);  /* which joined t[0] */
   weft_join(t[1], NULL);
   weft_join(t[2], NULL);
   weft_join(t[3], &r);
+  if (r) return 5;
+  weft_join(t[4], &r);
+  if (r) return 5;
+  weft_join(t[5], &r);
   if (r) return 5;
   return weft_shutdown() == 0 ? 0 : 4;
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/gdb/run.sh TARGET SCRIPT - runs gdb -batch on TARGET (tests/gdb/gdb_target.c)
 # with the extension SCRIPT loaded by hand, stops where every thread is parked, and
-# checks `info weft-threads` and `weft-thread NAME bt` (a thread in switch mode ALL
+# checks `info weft-threads` (threads in weft's I/O and in weft_blocking too) and `weft-thread NAME bt` (a thread in switch mode ALL
 # too, whose frame resumes through weft__ctx_fp_resume); then writes a core of it there
 # (gcore; WEFT_STACK_GUARD=mprotect, since gcore cannot read stack mappings holding
 # MADV_GUARD_INSTALL guard regions) and checks the listing, backtraces (the frame
@@ -29,6 +29,8 @@ check '"on-mutex" +blocked on mutex 0x[0-9a-f]+'
 check '"on-cond" +blocked on condition 0x[0-9a-f]+'
 check '"on-sem" +blocked on semaphore 0x[0-9a-f]+'
 check '"joiner" +blocked in weft_join on thread [0-9]+'
+check '"on-read" +waiting in weft I/O for fd [0-9]+ to be readable'
+check '"pooled" +in weft_blocking, running 0x[0-9a-f]+ gdb_pool_job on a pool kernel thread'
 check ' +running on VP [0-9]+ \(main\)'
 # each backtrace reaches the thread's own function through weft's frames
 check '#[0-9]+ .*(weft_mutex_lock|lock_common|lock_slow|lock_queue)'
@@ -68,6 +70,8 @@ echo "$out"
 check '"on-mutex" +blocked on mutex 0x[0-9a-f]+'
 check '"on-cond" +blocked on condition 0x[0-9a-f]+'
 check '"joiner" +blocked in weft_join on thread [0-9]+'
+check '"on-read" +waiting in weft I/O for fd [0-9]+ to be readable'
+check '"pooled" +in weft_blocking, running 0x[0-9a-f]+ gdb_pool_job on a pool kernel thread'
 check ' +running on VP [0-9]+ \(main\)'
 check '^#[0-9]+ .*(weft_mutex_lock|lock_common|lock_slow|lock_queue)'
 check '^#[0-9]+ .*mutex_waiter'

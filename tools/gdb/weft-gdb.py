@@ -133,8 +133,49 @@ def _wired_tid(t):
     return None
 
 
+def _op_name(op):
+    try:
+        v = gdb.parse_and_eval("weft__io_op_names[%d]" % op)
+        return v.string() if _u(v) else None
+    except gdb.error:
+        return None
+
+
+def _symbol_at(addr):
+    try:
+        b = gdb.block_for_pc(addr)
+        f = b.function if b else None
+        if f is not None and _u(f.value().address) == addr:
+            return f.name
+    except (gdb.error, RuntimeError):
+        pass
+    return None
+
+
+def _waiting_x_text(w):
+    """The waits outside weft's sync objects (core/tcb.h, WEFT__WAITING_X)."""
+    xk = (w >> 3) & 31
+    v = w >> 8
+    if xk in (1, 2, 3):
+        how = {1: "readable", 2: "writable", 3: "readable or writable"}[xk]
+        return "waiting in weft I/O for fd %d to be %s" % (v & 0xffffffff, how)
+    if xk == 4:
+        fd = (v >> 8) & 0xffffffff
+        if fd >= 1 << 31:
+            fd -= 1 << 32
+        text = "waiting in weft I/O for an io_uring %s" % (_op_name(v & 63) or "request")
+        return text + (" on fd %d" % fd if fd >= 0 else "")
+    if xk == 5:
+        name = _symbol_at(v)
+        return "in weft_blocking, running 0x%x%s on a pool kernel thread" % (
+            v, " " + name if name else "")
+    return "blocked (waiting word 0x%x)" % w
+
+
 def _waiting_text(w):
     k = w & 7
+    if k == 0:
+        return _waiting_x_text(w)
     if k == 6:
         return "sleeping"
     return "blocked on %s 0x%x" % (KINDS.get(k, "?"), w & ~7)
