@@ -7,6 +7,8 @@
 # MADV_GUARD_INSTALL guard regions) and checks the listing, backtraces (the frame
 # unwinder) and `weft-thread NAME select` with `frame` and `info locals` on the core
 # (not in sanitizer builds, WEFT_TEST_SANITIZED).
+# A loaded machine may make the system monitor run VP 0's queue on a spare kernel thread:
+# 'running on VP 0 (spare 1)' is accepted.
 # Exit 77 (skipped) without gdb, under an emulator, or where ptrace is not allowed.
 target=$1
 script=$2
@@ -31,7 +33,7 @@ check '"on-sem" +blocked on semaphore 0x[0-9a-f]+'
 check '"joiner" +blocked in weft_join on thread [0-9]+'
 check '"on-read" +waiting in weft I/O for fd [0-9]+ to be readable'
 check '"pooled" +in weft_blocking, running 0x[0-9a-f]+ gdb_pool_job on a pool kernel thread'
-check ' +running on VP [0-9]+ \(main\)'
+check ' +running on VP [0-9]+( \(spare [0-9]+\))? \(main\)'
 # each backtrace reaches the thread's own function through weft's frames
 check '#[0-9]+ .*(weft_mutex_lock|lock_common|lock_slow|lock_queue)'
 check '#[0-9]+ .*mutex_waiter'
@@ -72,7 +74,7 @@ check '"on-cond" +blocked on condition 0x[0-9a-f]+'
 check '"joiner" +blocked in weft_join on thread [0-9]+'
 check '"on-read" +waiting in weft I/O for fd [0-9]+ to be readable'
 check '"pooled" +in weft_blocking, running 0x[0-9a-f]+ gdb_pool_job on a pool kernel thread'
-check ' +running on VP [0-9]+ \(main\)'
+check ' +running on VP [0-9]+( \(spare [0-9]+\))? \(main\)'
 check '^#[0-9]+ .*(weft_mutex_lock|lock_common|lock_slow|lock_queue)'
 check '^#[0-9]+ .*mutex_waiter'
 check '^#[0-9]+ .*weft_join'
