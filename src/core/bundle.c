@@ -17,8 +17,8 @@
 #include "core/monitor.h"
 #include "weft/hook.h"
 
-static __thread int idle_held;   /* this kernel thread holds bundle_lock for idle events */
-static __thread int pass_depth;  /* nesting of weft_sched_idle_pass on this kernel thread */
+static WEFT__TLS int idle_held;   /* this kernel thread holds bundle_lock for idle events */
+static WEFT__TLS int pass_depth;  /* nesting of weft_sched_idle_pass on this kernel thread */
 
 /* The calls that take the bundle lock themselves would deadlock inside processor_idle
  * (the lock is held around it): a checked build says so instead. */

@@ -15,6 +15,13 @@
 
 #define WEFT__LIKELY(x) __builtin_expect(!!(x), 1)
 #define WEFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* Thread-local variables of the library: the initial-exec model, a load from the
+ * thread pointer, as weft__tls_vp has. The default for -fPIC code (general or local
+ * dynamic) calls __tls_get_addr on every access from libweft.so: two calls per
+ * own-bundle idle question and per steal's random victim. (The library is not meant
+ * to be dlopen'ed late into a process that has used up its static TLS; weft__tls_vp
+ * already asks for initial-exec.) */
+#define WEFT__TLS __thread __attribute__((tls_model("initial-exec")))
 #define WEFT__CACHELINE 64
 #define WEFT__ALIGNED __attribute__((aligned(WEFT__CACHELINE)))
 

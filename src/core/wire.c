@@ -75,7 +75,7 @@ struct wire_req {
 };
 
 /* On a wire kernel thread: its record (set by K itself while t is wired to it). */
-static __thread struct weft__wire *tls_wire;
+static WEFT__TLS struct weft__wire *tls_wire;
 static _Atomic int nwired;      /* threads wired now (seq_cst) */
 /* The wired threads, for weft_dump (a wired thread's saved context is stale while it
  * runs on K): added by K before it resumes t, removed in unwire_cont before t can

@@ -43,7 +43,7 @@ static void on_unblocked(weft_bundle_t *b, weft_thread_t *t) {
 
 /* xorshift, per calling thread; only picks a starting victim */
 static unsigned next_rand(void) {
-  static __thread unsigned s = 0x2545f491u;
+  static WEFT__TLS unsigned s = 0x2545f491u;
   s ^= s << 13;
   s ^= s >> 17;
   s ^= s << 5;

@@ -31,6 +31,8 @@
 #include "weft/runtime.h"
 #include "weft/spinlock.h"
 
+#include "core/defs.h"
+
 #define HEAP_INIT_CAP 64
 
 typedef struct entry {
@@ -54,7 +56,7 @@ typedef struct prio_sched {
 
 /* The priority given by weft_schedlib_create_priority() to the thread_created event
  * it raises on this OS thread (weft_create never switches, so the event runs here). */
-static _Thread_local struct {
+static WEFT__TLS struct {
   int set, prio;
 } pending;
 
