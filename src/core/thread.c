@@ -551,13 +551,34 @@ static __attribute__((noinline)) void finish_handoff_slow(weft_thread_t *t) {
   atomic_store_explicit(&t->join, WEFT__JW_DONE, memory_order_release);
 }
 
-/* Its common case as a leaf (no call but the tail call to the general path, so no
+/* The same for a thread of a bundle on the root's paths (a declared fast path) whose
+ * only finish event is its bundle's count: the fast stack release and that count, as
+ * finish_release does inline for finish_cont (the scheduler library's FIFO joiners
+ * come here on every join, X2). */
+static __attribute__((noinline)) void finish_handoff_bundle(weft_vp_t *vp, weft_thread_t *t) {
+  if ((weft__tflags(t) & WEFT__TF_FINISH_SLOW) != WEFT__TF_BUNDLE ||
+      !weft__stack_release_can_fast(vp, t)) {
+    finish_handoff_slow(t);
+    return;
+  }
+  weft__stack_release_fast(vp, t);
+  /* release: as in finished_slow */
+  atomic_fetch_sub_explicit(&t->bundle->nthreads, 1, memory_order_release);
+  weft__stat_inc_release(&vp->n_finished);  /* release: as in finish_handoff_slow */
+  /* release: as in finish_handoff_slow */
+  atomic_store_explicit(&t->join, WEFT__JW_DONE, memory_order_release);
+}
+
+/* Its common case as a leaf (no call but the tail calls to the other paths, so no
  * registers to save): the same steps. */
 static void finish_handoff_cont(void *p) {
   weft_thread_t *t = p;
   weft_vp_t *vp = weft__vp();
-  if (WEFT__UNLIKELY((weft__tflags(t) & WEFT__TF_FINISH_SLOW) ||
-                     !weft__stack_release_can_fast(vp, t))) {
+  if (WEFT__UNLIKELY(weft__tflags(t) & WEFT__TF_FINISH_SLOW)) {
+    finish_handoff_bundle(vp, t);
+    return;
+  }
+  if (WEFT__UNLIKELY(!weft__stack_release_can_fast(vp, t))) {
     finish_handoff_slow(t);
     return;
   }
