@@ -44,11 +44,16 @@ static inline int cas_word(weft__mutex_t *m, uint32_t from, uint32_t to) {
 
 /* Busy Spinning: polls the word up to an adaptive bound; the hybrid lock backs off
  * exponentially between polls. Returns 1 if it took the lock. */
-static int spin_phase(weft__mutex_t *m, weft_vp_t *vp, int hybrid) {
+static __attribute__((noinline)) int spin_phase_run(weft__mutex_t *m, int smax, int hybrid);
+/* Spinning helps only if the holder can run meanwhile: another VP, or the caller is
+ * a plain OS thread. The test inline, the spinning out of line. */
+static inline __attribute__((always_inline)) int spin_phase(weft__mutex_t *m, weft_vp_t *vp,
+                                                           int hybrid) {
   int smax = atomic_load_explicit(&weft__spin_max, memory_order_relaxed);
-  /* spinning helps only if the holder can run meanwhile: another VP, or the
-   * caller is a plain OS thread */
   if (smax == 0 || (vp && weft__rt.nvps < 2)) return 0;
+  return spin_phase_run(m, smax, hybrid);
+}
+static int spin_phase_run(weft__mutex_t *m, int smax, int hybrid) {
   int est = atomic_load_explicit(&m->spin, memory_order_relaxed);
   int limit = est * 2 + 16;
   if (limit > smax) limit = smax;
@@ -104,11 +109,14 @@ static void pass_on(weft__mutex_t *m) {
 
 /* The blocking part of lock. w: the caller's waiter. woken: the caller has been
  * queued before (takes the word as 2). */
-static int lock_queue(weft__mutex_t *m, weft__waiter_t *w, int woken) {
+static inline __attribute__((always_inline)) int lock_queue(weft__mutex_t *m, weft__waiter_t *w,
+                                                           int woken, uint64_t deadline) {
   for (;;) {
     if (woken && cas_word(m, 0, 2)) return 0;
-    if (w->deadline != WEFT_FOREVER) {
-      int rc = weft__os_now_ns() >= w->deadline ? WEFT_ETIMEDOUT : 0;
+    /* deadline is w->deadline, passed as a value: a constant for the untimed callers
+     * (w's address escapes to the queue, so w->deadline would be loaded again) */
+    if (deadline != WEFT_FOREVER) {
+      int rc = weft__os_now_ns() >= deadline ? WEFT_ETIMEDOUT : 0;
       if (!rc && w->t) rc = weft__timer_reserve(weft__vp());
       if (rc) {
         if (woken) pass_on(m);
@@ -141,7 +149,11 @@ static int lock_queue(weft__mutex_t *m, weft__waiter_t *w, int woken) {
   }
 }
 
-static int lock_slow(weft__mutex_t *m, uint64_t deadline, int hybrid) {
+/* lock_queue is inlined into each of its three callers below (out of line
+ * themselves): the untimed ones keep the deadline a constant, so its timer tests fold
+ * away. */
+static inline __attribute__((always_inline)) int lock_slow(weft__mutex_t *m, uint64_t deadline,
+                                                          int hybrid) {
   weft_vp_t *vp = weft__vp();
   weft__sync_count(WEFT__ST_MISSED);
   WEFT__ASSERT(!OWNER_IS_ME(m), "weft_mutex_lock of a mutex the caller holds");
@@ -151,13 +163,21 @@ static int lock_slow(weft__mutex_t *m, uint64_t deadline, int hybrid) {
   }
   weft__waiter_t w;
   weft__waiter_init(&w, deadline);
-  return lock_queue(m, &w, 0);
+  return lock_queue(m, &w, 0, deadline);
+}
+
+static __attribute__((noinline)) int lock_slow_forever(weft__mutex_t *m, int hybrid) {
+  return lock_slow(m, WEFT_FOREVER, hybrid);
+}
+static __attribute__((noinline)) int lock_slow_until(weft__mutex_t *m, uint64_t deadline,
+                                                     int hybrid) {
+  return lock_slow(m, deadline, hybrid);
 }
 
 int weft__mutex_lock_woken(weft__mutex_t *m, weft__waiter_t *w) {
   w->deadline = WEFT_FOREVER;
   w->heap = NULL;
-  int rc = lock_queue(m, w, 1);
+  int rc = lock_queue(m, w, 1, WEFT_FOREVER);
   if (rc == 0) OWNER_SET(m);
   return rc;
 }
@@ -173,7 +193,9 @@ static inline int lock_common(weft__mutex_t *m, uint64_t deadline, int hybrid) {
     OWNER_SET(m);
     return (int)seen;
   }
-  int rc = lock_slow(m, deadline, hybrid);
+  /* a constant in weft_mutex_lock and weft_hybrid_lock: the test folds away */
+  int rc = deadline == WEFT_FOREVER ? lock_slow_forever(m, hybrid)
+                                    : lock_slow_until(m, deadline, hybrid);
   if (rc == 0) OWNER_SET(m);
   return rc;
 }
