@@ -48,7 +48,7 @@ int weft_barrier_wait(weft_barrier_t *b) {
     weft__waiter_init(&w, WEFT_FOREVER);
     weft__wq_push(&x->q, &w);
     /* no deadline: always SIGNALED */
-    weft__wait_on(&w, WEFT__WAITING(b, WEFT__WK_BARRIER), &x->qlock, NULL, NULL);
+    weft__wait_q(&w, WEFT__WAITING(b, WEFT__WK_BARRIER), &x->qlock);
     return 0;
   }
   /* the serial thread: release the round; wake after the lock is dropped */

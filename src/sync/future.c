@@ -131,7 +131,7 @@ static int wait_slow(weft__future_t *x, uint64_t deadline, void **value) {
     return 0;
   }
   weft__wq_push(&x->q, &w);
-  if (weft__wait_on(&w, WEFT__WAITING(x, WEFT__WK_FUTURE), &x->qlock, NULL, NULL) ==
+  if (weft__wait_q(&w, WEFT__WAITING(x, WEFT__WK_FUTURE), &x->qlock) ==
       WEFT__W_SIGNALED) {
     if (value) *value = x->value;  /* ordered by the acquire of w.state in weft__wait */
     return 0;

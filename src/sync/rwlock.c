@@ -164,7 +164,7 @@ static int lock_slow(weft__rwlock_t *x, int mode, uint64_t deadline) {
      * since gone): wake them now, under qlock (rare), since the wait below drops it
      * only once this thread is blocked */
     weft__wakeset_run(&ws);
-    if (weft__wait_on(&w, WEFT__WAITING(x, WEFT__WK_RWLOCK), &x->qlock, NULL, NULL) != WEFT__W_SIGNALED) break;
+    if (weft__wait_q(&w, WEFT__WAITING(x, WEFT__WK_RWLOCK), &x->qlock) != WEFT__W_SIGNALED) break;
     if (!(w.mode & MODE_COMPETE)) return 0;   /* handed the lock */
     /* woken to compete: it goes before every waiter, but bargers may hold it */
     w.mode &= ~(uint32_t)MODE_COMPETE;

@@ -38,6 +38,8 @@ typedef struct weft__waiter {
   uint32_t passes;                  /* rwlock: competitions this waiter has lost */
   uint32_t morphed;                 /* cond: moved onto the mutex queue */
   weft_mutex_t *mutex;              /* cond: the waiter's mutex */
+  weft__spin_t *qlock;              /* weft__wait_q/_cond: the queue lock its
+                                       continuation releases */
   /* timer (weft threads with a deadline) */
   uint64_t deadline;                /* WEFT_FOREVER: none */
   weft__tmheap_t *heap;             /* the heap it is armed in: set in the
@@ -196,6 +198,14 @@ uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *
  * resumes (relaxed: a diagnostic). weft__wait records nothing (0). */
 uint32_t weft__wait_on(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock,
                        void (*extra)(void *), void *arg);
+
+/* weft__wait_on's common cases, with the waiter itself as the continuation's argument
+ * (no argument block to fill, no extra step to test): weft__wait_q(w, what, qlock) is
+ * weft__wait_on(w, what, qlock, NULL, NULL), qlock not NULL; weft__wait_cond(w, what,
+ * qlock) is weft__wait_on(w, what, qlock, weft__mutex_unlock_cont, WEFT__M(w->mutex))
+ * (weft_cond_wait). */
+uint32_t weft__wait_q(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock);
+uint32_t weft__wait_cond(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock);
 
 /* How many waiters on q still wait (state WAITING: a timed-out one may stay linked
  * a moment), counted under qlock (weft_debug_waiters; never on a hot path). */

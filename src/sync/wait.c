@@ -126,6 +126,53 @@ uint32_t weft__wait_on(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock,
   return st;
 }
 
+/* The continuations of weft__wait_q and weft__wait_cond: wait_cont's steps with the
+ * waiter as the argument. Everything is read from w before qlock is released. */
+static inline __attribute__((always_inline)) void wait_cont_w(weft__waiter_t *w,
+                                                              weft__mutex_t *m) {
+  weft__spin_t *qlock = w->qlock;
+  weft_thread_t *self = w->t;
+  uint32_t f = weft__tflags(self);
+  if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) weft__blocked_slow(self, f, qlock);
+  weft_vp_t *vp = weft__vp();
+  if (!vp->current) weft__stat_inc(&vp->sync_st[WEFT__ST_IDLED]); /* nothing else to run */
+  if (WEFT__UNLIKELY(w->deadline != WEFT_FOREVER)) weft__timer_arm(vp, w);
+  /* from here on w (on the waiter's stack) may be resumed and reused: only locals */
+  weft__spin_unlock(qlock);  /* release: pairs with the waker's lock */
+  if (m) weft__mutex_unlock_cont(m);
+}
+static void wait_cont_q(void *p) { wait_cont_w(p, NULL); }
+static void wait_cont_cond(void *p) {
+  weft__waiter_t *w = p;
+  wait_cont_w(w, WEFT__M(w->mutex));
+}
+
+static inline __attribute__((always_inline)) uint32_t weft__wait_block(weft__waiter_t *w, uintptr_t what,
+                                                             weft__spin_t *qlock, int cond) {
+  weft_thread_t *self = w->t;
+  if (!self)
+    return cond ? wait_os(w, qlock, weft__mutex_unlock_cont, WEFT__M(w->mutex))
+                : wait_os(w, qlock, NULL, NULL);
+  weft_vp_t *vp = weft__vp();
+  w->qlock = qlock;
+  /* relaxed (both): read only by weft_dump, which orders nothing by it */
+  atomic_store_explicit(&self->waiting, what, memory_order_relaxed);
+  weft__block(vp, self, cond ? wait_cont_cond : wait_cont_q, w);
+  atomic_store_explicit(&self->waiting, 0, memory_order_relaxed);
+  /* acquire: pairs with the waker's (or the timer's) acq_rel CAS */
+  uint32_t st = atomic_load_explicit(&w->state, memory_order_acquire);
+  if (w->heap) weft__timer_cancel(w);
+  return st;
+}
+
+uint32_t weft__wait_q(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock) {
+  return weft__wait_block(w, what, qlock, 0);
+}
+
+uint32_t weft__wait_cond(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock) {
+  return weft__wait_block(w, what, qlock, 1);
+}
+
 uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg) {
   return weft__wait_on(w, 0, qlock, extra, arg);
 }
