@@ -135,12 +135,16 @@ WEFT_API int weft_init(const weft_config_t *cfg);
  * WEFT_ENOTINIT; plain OS threads' joins and wake-ups keep working until every weft
  * thread has finished, then return WEFT_ENOTINIT (or do nothing) too, and
  * weft_shutdown() waits for any still inside weft before it frees anything. If threads are
- * still alive but none can run (all are blocked and every VP is idle), it returns
- * WEFT_EBUSY and the runtime keeps running (wake or finish them and call again).
- * (OS-thread creations are allowed again.)
+ * still alive but none can run (all are blocked, or held by a stopped bundle, and
+ * every VP is idle), it returns WEFT_EBUSY and the runtime keeps running (wake or
+ * finish them and call again). (OS-thread creations are allowed again.) Threads a
+ * bundle's scheduler holds (never run, in its own structures) are asked for and run
+ * while it waits, as an idle VP would, with one VP too.
  * Finished threads nobody joined are reclaimed; their results are lost. On success
- * the VPs are stopped, all cached memory is returned, the caller is back on its own
- * OS thread, and weft_init() may be called again.
+ * the VPs are stopped, all cached memory is returned, bundles not destroyed are freed
+ * (with the scheduler library's state of those it made; data a program gave
+ * weft_bundle_create() stays the program's; their handles are invalid from then on),
+ * the caller is back on its own OS thread, and weft_init() may be called again.
  * fork(2): a child forked while weft runs has only the forking kernel thread, so none
  * of the VPs, the monitor or the other weft threads: as in any multithreaded process,
  * it may only call async-signal-safe functions until it execs or exits (calling weft

@@ -141,7 +141,10 @@ WEFT_API int weft_exit(void *result);
 
 /* weft_yield() lets other ready threads run; the caller stays ready and resumes
  * later, possibly on another VP. From a plain OS thread it calls sched_yield().
- * If nothing else is ready it returns at once. */
+ * With one VP and nothing else in its dispatch queue it asks the bundles' schedulers
+ * for a thread they hold, as an idle VP would (docs/schedulers.md; with more VPs the
+ * idle ones ask, and a VP whose dispatch queue never empties runs those threads
+ * first). If nothing else is ready it returns at once. */
 WEFT_API void weft_yield(void);
 
 /* weft_self() returns the calling weft thread, or NULL from a plain OS thread.

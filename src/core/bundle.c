@@ -35,6 +35,19 @@ weft_bundle_t *weft__bundle_new_root(void) {
 
 void weft__bundle_free_root(weft_bundle_t *b) { weft__sys_free(b); }
 
+void weft__bundle_free_all(void) {
+  /* no thread and no VP is left: nothing else reads the registry */
+  weft_bundle_t *b = weft__rt.bundles;
+  while (b) {
+    weft_bundle_t *n = b->list_next;
+    if (b->data_free) b->data_free(b->data);
+    weft__sys_free(b);
+    b = n;
+  }
+  weft__rt.bundles = NULL;
+  atomic_store_explicit(&weft__rt.nbundles, 0, memory_order_relaxed);
+}
+
 weft_bundle_t *weft_bundle_root(void) { return weft_is_running() ? weft__rt.root : NULL; }
 
 int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,

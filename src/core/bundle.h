@@ -26,6 +26,10 @@ struct weft_bundle {
    * by the idle paths (relaxed: the lock orders it; weft_bundle_continue's
    * weft_sched_notify() fence covers sleepers, see bundle.c) */
   _Atomic int stopped;
+  /* frees data when weft_shutdown frees a bundle left undestroyed: set by the
+   * scheduler library for the state it made (weft_schedlib_bundle_create); NULL for
+   * data a user made, which stays the user's */
+  void (*data_free)(void *data);
 };
 
 /* ---- idle-event routing (bundle.c; docs/schedulers.md) --------------------------- */
@@ -47,6 +51,9 @@ int weft__bundle_stopped(const weft_bundle_t *b);
 /* The root bundle (weft_init), freed by teardown. */
 weft_bundle_t *weft__bundle_new_root(void);
 void weft__bundle_free_root(weft_bundle_t *b);
+/* weft_shutdown's teardown: frees every bundle not destroyed (and the scheduler
+ * library's state of each); their handles are dangling from then on. */
+void weft__bundle_free_all(void);
 
 static inline int weft__is_default(const weft_bundle_t *b) {
   return b->ops_id == &weft_sched_default;

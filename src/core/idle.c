@@ -133,6 +133,8 @@ static weft_thread_t *raise_idle(weft_vp_t *vp, int steal) {
   return t ? t : custom_idle(vp);
 }
 
+weft_thread_t *weft__idle_bundles(weft_vp_t *vp) { return raise_idle(vp, 0); }
+
 /* ---- steal back-off ---------------------------------------------------------------
  * A steal moves threads to another processor: their control blocks and the queue's
  * lock come over, and a joiner later reads the join word back (each a cache-line

@@ -39,6 +39,13 @@ void weft__bind_failed(weft_vp_t *vp, weft_thread_t *t);
 /* The oldest thread waiting for a stack, with its stack now bound on vp; NULL if
  * there is none or binding still fails (then it keeps its turn). */
 weft_thread_t *weft__nostack_retry(weft_vp_t *vp);
+/* What an idle VP would take from the bundles, without stealing from other VPs: the
+ * focus bundle's processor_idle, then every other non-root bundle's (under the
+ * bundle lock; stopped bundles skipped). For a yield that finds nothing else ready
+ * on its VP, and weft_shutdown's wait: without it, threads that a scheduler keeps to
+ * itself (the scheduler library's run lists, a priority heap) never run on a VP that
+ * never goes idle. NULL if none. */
+weft_thread_t *weft__idle_bundles(weft_vp_t *vp);
 
 /* ---- when nothing can move any more (deadlock.c) ------------------------------------ */
 /* Kernel threads in this process (field 20 of /proc/self/stat), or -1. */

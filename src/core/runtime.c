@@ -247,6 +247,7 @@ static void teardown(void) {
   weft__pool_free_all();
   weft__io_fini();
   weft__sys_free(rt->sleepers);
+  weft__bundle_free_all();
   if (rt->root) weft__bundle_free_root(rt->root);
   weft__sys_free(rt->main);
   weft__dump_fini();
@@ -418,6 +419,14 @@ int weft_shutdown(void) {
     weft_thread_t *waiting = weft__nostack_retry(vp);
     if (waiting) {
       weft__push(vp, waiting);
+      quiet_rounds = 0;
+      continue;
+    }
+    /* threads a bundle's scheduler keeps to itself are asked for only by an idle
+     * VP, and with one VP this one never is: ask as it would */
+    weft_thread_t *held = weft__idle_bundles(vp);
+    if (held) {
+      weft__push(vp, held);
       quiet_rounds = 0;
       continue;
     }

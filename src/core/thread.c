@@ -956,9 +956,25 @@ void weft_yield(void) {
  * scheduler may hold ready threads of its own (a LIFO stack, a priority heap), so
  * ask it (processor_idle) for one to switch to. */
 static __attribute__((noinline, cold)) void yield_to_scheduler(weft_vp_t *vp, weft_thread_t *self) {
-  weft_bundle_t *b = self->bundle;
-  /* under the bundle lock, skipped while b is stopped (bundle.c) */
-  weft_thread_t *next = weft__bundle_yield_idle(b, vp);
+  /* under the bundle lock, skipped while the bundle is stopped (bundle.c); then the
+   * other bundles, as for a root thread (yield_to_bundles) */
+  weft_thread_t *next = weft__bundle_yield_idle(self->bundle, vp);
+  if (!next && weft__rt.nvps == 1) next = weft__idle_bundles(vp);  /* see yield_to_bundles */
+  if (!next) return;
+  weft__prepare(vp, &next);
+  if (!next) return;
+  vp->current = next;
+  weft__switch(&self->ctx, &next->ctx, yield_cont, self);
+}
+
+/* A root thread yields on the only VP with an empty dispatch queue: nothing else is
+ * ready there, but a bundle's scheduler may hold threads of its own that only an idle
+ * VP would ask for, and with one VP none ever is (a thread that waits for them by
+ * yielding would wait for ever). Ask the bundles as an idle VP does. With more VPs
+ * an idle one asks them; a yield does not, since a scheduler's processor_idle may
+ * steal from other VPs, which a yield must not do (placement is the scheduler's). */
+static __attribute__((noinline, cold)) void yield_to_bundles(weft_vp_t *vp, weft_thread_t *self) {
+  weft_thread_t *next = weft__idle_bundles(vp);
   if (!next) return;
   weft__prepare(vp, &next);
   if (!next) return;
@@ -1033,6 +1049,11 @@ static inline void yield_on(weft_vp_t *vp) {
       yield_generic(vp, self);
     else if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_BUNDLE))
       yield_to_scheduler(vp, self);
+    /* relaxed: a hint (bundles created since are found by the next yield); nvps is
+     * fixed while weft runs */
+    else if (WEFT__UNLIKELY(atomic_load_explicit(&weft__rt.nbundles, memory_order_relaxed)) &&
+             weft__rt.nvps == 1)
+      yield_to_bundles(vp, self);
     return;
   }
   if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_YIELD_SLOW)) {

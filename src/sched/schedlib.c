@@ -8,6 +8,8 @@
 
 #include "weft/runtime.h"
 
+#include "core/internal.h"
+
 int weft_schedlib_kind_valid(unsigned kind) {
   return kind < 8 || kind == WEFT_SCHED_PRIORITY || kind == WEFT_SCHED_WORK_FIRST;
 }
@@ -64,6 +66,9 @@ int weft_schedlib_bundle_create(weft_bundle_t **out, weft_bundle_t *parent, unsi
     weft_schedlib_data_destroy(data);
     return rc;
   }
+  /* weft_shutdown frees it with the bundle if it is never destroyed (set before any
+   * thread of b exists; the bundle is not yet shared) */
+  b->data_free = weft_schedlib_data_destroy;
   *out = b;
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "weft_test.h"
+#include "weft/schedlib.h"
 
 using namespace weft_test;
 
@@ -732,6 +733,65 @@ TEST_P(BundleTest, UnblockFromPlainThread) {
   });
   EXPECT_EQ(Join(t), P(31));
   plain.join();
+}
+
+// ---- threads a scheduler keeps to itself, on a VP that never goes idle -----------------
+
+// With one VP, a root thread that waits for a bundle's thread by yielding lets it run:
+// the yield, finding nothing in the dispatch queue, asks the bundles as an idle VP
+// would (the scheduler library's FIFO keeps new threads in its run lists, which only
+// processor_idle hands out). It waited for ever before.
+TEST_F(BundleOneVpTest, YieldingRootThreadLetsHeldThreadsRun) {
+  for (unsigned kind : {unsigned(WEFT_SCHED_FIFO), unsigned(WEFT_SCHED_PRIORITY)}) {
+    weft_bundle_t *b = nullptr;
+    ASSERT_EQ(weft_schedlib_bundle_create(&b, nullptr, kind), 0);
+    static std::atomic<int> flag;
+    flag = 0;
+    weft_attr_t at;
+    weft_attr_init(&at);
+    at.bundle = b;
+    weft_thread_t *t = nullptr;
+    ASSERT_EQ(weft_create(&t, &at, +[](void *) -> void * {
+      flag = 1;
+      return nullptr;
+    }, nullptr), 0);
+    long n = 0;
+    while (!flag && n < 1000000) {
+      weft_yield();
+      ++n;
+    }
+    EXPECT_EQ(flag.load(), 1) << weft_schedlib_kind_name(kind) << ": never ran in " << n << " yields";
+    EXPECT_EQ(Join(t), nullptr);
+    EXPECT_EQ(weft_schedlib_bundle_destroy(b), 0);
+  }
+}
+
+// weft_shutdown runs the threads a bundle's scheduler holds, with one VP too (it
+// returned WEFT_EBUSY and ran none of them), and frees a bundle the program did not
+// destroy (with the scheduler library's state): the fixture's teardown checks that
+// nothing is left.
+TEST_F(BundleOneVpTest, ShutdownRunsHeldThreadsAndFreesBundles) {
+  static std::atomic<int> ran;
+  ran = 0;
+  for (unsigned kind : {unsigned(WEFT_SCHED_FIFO), unsigned(WEFT_SCHED_LIFO | WEFT_SCHED_EAGER),
+                        unsigned(WEFT_SCHED_PRIORITY)}) {
+    weft_bundle_t *b = nullptr, *child = nullptr;
+    ASSERT_EQ(weft_schedlib_bundle_create(&b, nullptr, kind), 0);
+    ASSERT_EQ(weft_schedlib_bundle_create(&child, b, WEFT_SCHED_FIFO), 0);
+    for (weft_bundle_t *x : {b, child}) {
+      weft_attr_t at;
+      weft_attr_init(&at);
+      at.bundle = x;
+      at.detached = 1;
+      for (int i = 0; i < 3; i++)
+        ASSERT_EQ(weft_create(nullptr, &at, +[](void *) -> void * {
+          ran.fetch_add(1);
+          return nullptr;
+        }, nullptr), 0);
+    }
+  }
+  EXPECT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(ran.load(), 18);
 }
 
 // ---- misuse caught by checked builds ------------------------------------------------------
