@@ -17,7 +17,7 @@ void weft_sync_stats(weft_sync_stats_t *out) {
   uint64_t c[WEFT__ST_N];
   for (int k = 0; k < WEFT__ST_N; k++) c[k] = atomic_load_explicit(&weft__sync_os_counts[k], memory_order_relaxed);
   if (weft_is_running())
-    for (int i = 0; i < weft__rt.nvps; i++)
+    for (int i = 0; i < weft__rt.nvps_all; i++)  /* the monitor's spares count too */
       for (int k = 0; k < WEFT__ST_N; k++)
         c[k] += atomic_load_explicit(&weft__rt.vps[i]->sync_st[k], memory_order_relaxed);
   out->mutex_missed = c[WEFT__ST_MISSED];
@@ -31,7 +31,7 @@ void weft_sync_stats(weft_sync_stats_t *out) {
 void weft_sync_stats_reset(void) {
   for (int k = 0; k < WEFT__ST_N; k++) atomic_store_explicit(&weft__sync_os_counts[k], 0, memory_order_relaxed);
   if (!weft_is_running()) return;
-  for (int i = 0; i < weft__rt.nvps; i++)
+  for (int i = 0; i < weft__rt.nvps_all; i++)
     for (int k = 0; k < WEFT__ST_N; k++)
       atomic_store_explicit(&weft__rt.vps[i]->sync_st[k], 0, memory_order_relaxed);
 }
