@@ -249,9 +249,13 @@ void sleep_for(const std::chrono::duration<Rep, Period> &d) {
 }
 
 // sleep_until() blocks the calling weft thread until Clock::now() >= tp.
+// Compared in tp's own unit (now rounded down) and slept through detail::deadline_at:
+// `Clock::now() < tp` and `tp - now` convert tp to now's finer unit, which overflows
+// for far points of a coarse unit (time_point<steady_clock, hours>::max() returned at
+// once). Looping covers a Clock that is not weft's (steady) clock.
 template <class Clock, class Duration>
 void sleep_until(const std::chrono::time_point<Clock, Duration> &tp) {
-  for (auto now = Clock::now(); now < tp; now = Clock::now()) sleep_for(tp - now);
+  while (std::chrono::floor<Duration>(Clock::now()) < tp) weft_sleep_until(detail::deadline_at(tp));
 }
 
 // While a `wired` object lives, the calling thread runs on a kernel thread of its
