@@ -256,6 +256,14 @@ static void teardown(void) {
 
 static _Atomic int init_lock; /* 0 free, 1 someone in init or shutdown */
 
+/* weft_shutdown's continuation on a spare VP: the main thread, saved, goes to the
+ * back of the queue of the VP the spare stands in for (a plain enqueue: it wakes that
+ * VP if it sleeps). */
+static void back_to_vp_cont(void *p) {
+  weft_thread_t *self = p;
+  weft__enqueue(weft__rt.vps[weft__vp_public_index(weft__vp())], self);
+}
+
 int weft_init(const weft_config_t *cfg) {
   weft_config_t c;
   int rc = config_resolve(cfg, &c);
@@ -427,6 +435,16 @@ int weft_shutdown(void) {
     weft_thread_t *held = weft__idle_bundles(vp);
     if (held) {
       weft__push(vp, held);
+      quiet_rounds = 0;
+      continue;
+    }
+    /* On a spare (the monitor ran our queue there while our VP's kernel thread was
+     * stuck in a call): a spare retires only once its running thread comes back to
+     * it, and while one is busy no EBUSY is given, so waiting here on the spare's
+     * kernel thread waited for ever once every other thread was blocked. Go back to
+     * the VP the spare stands in for (queued there, which wakes it), and go on there. */
+    if (vp->index >= rt->nvps) {
+      weft__block(vp, self, back_to_vp_cont, self);
       quiet_rounds = 0;
       continue;
     }

@@ -306,6 +306,48 @@ TEST_F(MonitorTest, ShutdownWithSpareActive) {
   }
 }
 
+// weft_shutdown called while the only other thread sleeps in an unannounced call
+// and then blocks for good: the main thread goes on on a spare meanwhile, and must
+// still see that nothing can run (WEFT_EBUSY), not wait for ever on the spare (it
+// hung in about a third of the runs of a prober's program on a loaded machine). The
+// reader here blocks the VP until the main thread, on the spare, writes the byte;
+// then it waits on a condition nobody signals.
+struct ReadThenWaitCase {
+  Pipe p;
+  weft_mutex_t m = WEFT_MUTEX_INIT;
+  weft_cond_t c = WEFT_COND_INIT;
+  bool go = false;
+};
+
+void *ReadThenWait(void *a) {
+  auto *k = static_cast<ReadThenWaitCase *>(a);
+  Reader(&k->p);
+  weft_mutex_lock(&k->m);
+  while (!k->go) weft_cond_wait(&k->c, &k->m);
+  weft_mutex_unlock(&k->m);
+  return nullptr;
+}
+
+TEST_F(MonitorTest, ShutdownOnASpareSeesEveryThreadBlocked) {
+  Watchdog wd(60);
+  for (int round = 0; round < 3; round++) {
+    ASSERT_EQ(InitMonitor(1, 0), 0);
+    ReadThenWaitCase k;
+    weft_thread_t *r = nullptr;
+    ASSERT_EQ(weft_create(&r, nullptr, ReadThenWait, &k), 0);
+    weft_yield();  // the reader blocks the VP in read(); we go on on a spare
+    char x = 'x';
+    ASSERT_EQ(write(k.p.fd[1], &x, 1), 1);
+    EXPECT_EQ(weft_shutdown(), WEFT_EBUSY) << round;
+    ASSERT_EQ(weft_mutex_lock(&k.m), 0);
+    k.go = true;
+    ASSERT_EQ(weft_cond_signal(&k.c), 0);
+    ASSERT_EQ(weft_mutex_unlock(&k.m), 0);
+    ASSERT_EQ(weft_join(r, nullptr), 0);
+    ASSERT_EQ(weft_shutdown(), 0) << round;
+  }
+}
+
 TEST_F(MonitorTest, ConfigAndEnvironment) {
   EXPECT_EQ(InitMonitor(1, -2), WEFT_EINVAL);
   EXPECT_EQ(InitMonitor(1, 1000001), WEFT_EINVAL);
