@@ -10,7 +10,8 @@
  * first waits for the threads that can still run, as weft_shutdown() does. Make that
  * first call from the thread that will return from main() or call exit() (the
  * initial thread, as with Mach). A program that starts weft itself (weft_init) may
- * use this interface too; weft is then left to it.
+ * use this interface too; weft is then left to it, except that cthread_exit() from
+ * its main weft thread (the main C-Thread) still waits and stops weft (below).
  *
  * Types are pointers, as in Mach: cthread_t, mutex_t, condition_t. mutex_alloc() and
  * condition_alloc() return initialized heap objects (NULL when out of memory) that

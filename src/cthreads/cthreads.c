@@ -316,6 +316,12 @@ void cthread_exit(void *status) {
     weft_exit(status);
   } else if (c && c->kind == CT_ADOPTED) {
     weft_exit(status);  /* a thread made by weft_create */
+    /* back with WEFT_EPERM: the program's own main weft thread (it started weft
+     * itself), which is the main C-Thread: cthread_exit still waits for the threads
+     * that can run and stops weft before the process ends (the process exited under
+     * them) */
+    if (weft_is_running()) (void)weft_shutdown();  /* frees c (its key's destructor) */
+    exit((int)(intptr_t)status);
   }
   /* the main C-Thread (or a plain OS thread): the process ends with it */
   if (c && c->kind == CT_MAIN) at_exit();

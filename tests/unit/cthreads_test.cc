@@ -81,6 +81,19 @@ void *SlowFinisher(void *) {
   return nullptr;
 }
 
+// A program that started weft itself: cthread_exit from its main thread (the main
+// C-Thread) still waits for the threads that can run, then exits (it exited under
+// them: found by a prober).
+TEST(CThreads, ExitFromMainWaitsWhenTheProgramStartedWeft) {
+  EXPECT_EXIT(
+      {
+        if (!weft_is_running() && weft_init(nullptr) != 0) exit(2);
+        cthread_detach(cthread_fork(SlowFinisher, nullptr));
+        cthread_exit(P(5));
+      },
+      ::testing::ExitedWithCode(5), "finisher done");
+}
+
 // Returning from main (exit) waits for the threads that can still run, then stops weft.
 TEST(CThreads, ExitWaitsForRunningThreads) {
   EXPECT_EXIT(
