@@ -73,12 +73,12 @@ struct wait_cont {
 /* Runs on the next thread's (or the idle loop's) stack once the waiter's context
  * is saved. Copies everything first: once the queue lock is released (or the
  * timer armed) the waiter may be resumed elsewhere and its stack reused. */
-static void wait_cont(void *p) {
-  struct wait_cont *c = p;
-  weft__waiter_t *w = c->w;
-  weft__spin_t *qlock = c->qlock;
-  void (*extra)(void *) = c->extra;
-  void *arg = c->arg;
+/* Every wait continuation's steps once the waiter is saved, up to the release of its
+ * queue lock: the BLOCKED events, the idle count, the timer. From the release on, w
+ * (on the waiter's stack) may be resumed and reused: callers use only locals after. */
+static inline __attribute__((always_inline)) void cont_publish(weft__waiter_t *w,
+                                                               weft__spin_t *qlock,
+                                                               int may_be_null) {
   weft_thread_t *self = w->t;
   uint32_t f = weft__tflags(self);
   /* obj for the BLOCKED callback: the wait queue's lock word identifies the object
@@ -87,8 +87,15 @@ static void wait_cont(void *p) {
   weft_vp_t *vp = weft__vp();
   if (!vp->current) weft__stat_inc(&vp->sync_st[WEFT__ST_IDLED]); /* nothing else to run */
   if (WEFT__UNLIKELY(w->deadline != WEFT_FOREVER)) weft__timer_arm(vp, w);
-  /* from here on w (on the waiter's stack) may be resumed and reused: only locals */
-  if (qlock) weft__spin_unlock(qlock);  /* release: pairs with the waker's lock */
+  /* release: pairs with the waker's lock */
+  if (!may_be_null || qlock) weft__spin_unlock(qlock);
+}
+
+static void wait_cont(void *p) {
+  struct wait_cont *c = p;
+  void (*extra)(void *) = c->extra;
+  void *arg = c->arg;
+  cont_publish(c->w, c->qlock, 1);
   if (extra) extra(arg);
 }
 
@@ -130,15 +137,7 @@ uint32_t weft__wait_on(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock,
  * waiter as the argument. Everything is read from w before qlock is released. */
 static inline __attribute__((always_inline)) void wait_cont_w(weft__waiter_t *w,
                                                               weft__mutex_t *m) {
-  weft__spin_t *qlock = w->qlock;
-  weft_thread_t *self = w->t;
-  uint32_t f = weft__tflags(self);
-  if (WEFT__UNLIKELY(f & WEFT__TF_SLOW)) weft__blocked_slow(self, f, qlock);
-  weft_vp_t *vp = weft__vp();
-  if (!vp->current) weft__stat_inc(&vp->sync_st[WEFT__ST_IDLED]); /* nothing else to run */
-  if (WEFT__UNLIKELY(w->deadline != WEFT_FOREVER)) weft__timer_arm(vp, w);
-  /* from here on w (on the waiter's stack) may be resumed and reused: only locals */
-  weft__spin_unlock(qlock);  /* release: pairs with the waker's lock */
+  cont_publish(w, w->qlock, 0);  /* never NULL here */
   if (m) weft__mutex_unlock_cont(m);
 }
 static void wait_cont_q(void *p) { wait_cont_w(p, NULL); }
