@@ -54,7 +54,10 @@ WEFT_API int weft_mutex_init(weft_mutex_t *m);
 
 /* weft_mutex_destroy() checks that *m is unlocked with no waiters and leaves it
  * unusable until re-initialized. Errors: WEFT_EINVAL (m NULL); WEFT_EBUSY if it is
- * held or has waiters (in every build: the object is left untouched). */
+ * held or has waiters (in every build: the object is left untouched). A thread that
+ * has just taken and released *m may destroy it and reuse its memory at once, even
+ * while the previous holder's weft_mutex_unlock() is still returning: an unlock does
+ * not touch the mutex after freeing it. */
 WEFT_API int weft_mutex_destroy(weft_mutex_t *m);
 
 /* weft_mutex_lock() acquires *m, spinning briefly and then blocking the caller

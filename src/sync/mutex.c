@@ -4,18 +4,32 @@
  *   0  free
  *   1  held, no thread queued
  *   2  held, threads may be queued: unlock must look at the queue
+ *   3  held, its holder is releasing it (unlock's slow path, between setting 3 under
+ *      the queue lock and its compare-exchange to 0)
  * Transitions:
- *   lock fast     0 -> 1   CAS, acquire (pairs with unlock's release exchange)
+ *   lock fast     0 -> 1   CAS, acquire (pairs with unlock's release)
  *   spin phase    0 -> 1   CAS, acquire (a thread that never queued)
  *   polling/queue 0 -> 2   CAS or exchange, acquire: a thread on its way to the
  *                          queue, or woken from it, takes the lock as 2, because
  *                          others may still be queued behind it
- *   queueing      1 -> 2   exchange under the queue lock, just before linking
- *   unlock        x -> 0   exchange, release; if x was 2, wake one waiter
+ *   queueing    1|3 -> 2   exchange under the queue lock, just before linking
+ *   unlock fast   1 -> 0   CAS, release
+ *   unlock slow   2 -> 3   under the queue lock, after claiming the oldest waiter
+ *                 3 -> 0   CAS, release, after the queue lock is released; if it
+ *                          fails, a thread queued meanwhile (the word is 2): again
  * No lost wake-up: a thread queues only after its exchange under the queue lock
- * returned nonzero, so the holder's later unlock exchange returns 2 and it takes
- * the queue lock (after the queuer released it) and finds the queuer. A woken
- * waiter that loses the race to a barging thread re-queues, re-setting 2.
+ * returned nonzero. If the holder had not yet taken the queue lock, its unlock CAS
+ * then fails (the word is 2) and it takes the queue lock and finds the queuer; if
+ * the holder had set 3, its CAS 3 -> 0 fails and it goes round again. A woken waiter
+ * that loses the race to a barging thread re-queues, re-setting 2.
+ *
+ * Nothing touches the mutex after the release that frees it (the CAS to 0): once it
+ * is free, another thread may take it, release it and destroy it. So the slow unlock
+ * claims its waiter and releases the queue lock while the mutex is still held, frees
+ * the mutex last, and only then wakes the waiter (whose waiter record lives on the
+ * waiter's own stack, not in the mutex). A plain OS waiter would see a claim at once
+ * and go back to competing before the mutex is free; the unlock claims it as CLAIMED,
+ * which it keeps waiting on, and says SIGNALED after the release (claim_waiter, grant).
  */
 #include <pthread.h>
 
@@ -92,19 +106,54 @@ static int qlock_polling(weft__mutex_t *m) {
 
 static void unlock_slow(weft__mutex_t *m);
 
+/* Pops and claims the oldest waiter that has not timed out; NULL if none. Caller
+ * holds m->qlock. A weft thread is claimed as SIGNALED (it cannot run before it is
+ * unblocked); a plain OS thread as CLAIMED (wait_os keeps waiting: it must not go
+ * back to the lock word before the unlock has freed it), made SIGNALED by grant(). */
+static weft__waiter_t *claim_waiter(weft__mutex_t *m) {
+  weft__waiter_t *w;
+  while ((w = weft__wq_pop(&m->q)) != NULL) {
+    uint32_t exp = WEFT__W_WAITING;
+    /* acq_rel: as weft__waiter_claim (a timer's failed claim is ordered before) */
+    if (atomic_compare_exchange_strong_explicit(&w->state, &exp,
+                                                w->t ? WEFT__W_SIGNALED : WEFT__W_CLAIMED,
+                                                memory_order_acq_rel, memory_order_acquire))
+      return w;
+    /* it timed out: it returns on its own */
+  }
+  return NULL;
+}
+
+/* Wakes w, claimed by claim_waiter; t is w->t, read under the queue lock. Touches
+ * nothing of the mutex. */
+static void grant(weft_thread_t *t, weft__waiter_t *w) {
+  if (t) {
+    weft__unblock(weft__vp(), t);
+  } else {
+    /* release: pairs with wait_os's acquire load of the state. A claimed OS waiter
+     * waits for this store, so w is alive here. */
+    atomic_store_explicit(&w->state, WEFT__W_SIGNALED, memory_order_release);
+    weft__os_futex_wake(&w->state, 1);
+  }
+}
+
 /* A woken waiter that gives up (its deadline passed) consumed a wake-up meant to
  * keep the queue moving: pass it on. If threads are still queued, make sure the
- * word says so (1 -> 2), or, if the mutex is free, wake the next one. */
+ * word says so (1 -> 2), or, if the mutex is free, wake the next one. The caller
+ * does not hold the mutex; it still waits on it, so the mutex is alive. */
 static void pass_on(weft__mutex_t *m) {
   weft__qlock_lock(&m->qlock);
-  int queued = m->q.head != NULL;
-  uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
-  while (queued && v == 1 &&
-         !atomic_compare_exchange_weak_explicit(&m->word, &v, 2, memory_order_relaxed,
-                                                memory_order_relaxed)) {
+  weft__waiter_t *w = NULL;
+  if (m->q.head != NULL) {
+    uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
+    while (v == 1 && !atomic_compare_exchange_weak_explicit(&m->word, &v, 2, memory_order_relaxed,
+                                                            memory_order_relaxed)) {
+    }
+    if (v == 0) w = claim_waiter(m);
   }
+  weft_thread_t *t = w ? w->t : NULL;
   weft__spin_unlock(&m->qlock);
-  if (queued && v == 0) unlock_slow(m);
+  if (w) grant(t, w);
 }
 
 /* The blocking part of lock. w: the caller's waiter. woken: the caller has been
@@ -200,19 +249,50 @@ static inline int lock_common(weft__mutex_t *m, uint64_t deadline, int hybrid) {
   return rc;
 }
 
+/* unlock_slow's CAS 3 -> 0 failed: a thread queued since the claim (the word is 2).
+ * w (NULL: none was claimed), if claimed, takes the lock as 2 and finds the new one
+ * at its own unlock; if none was, claim the new one. Then release again. */
+static __attribute__((noinline, cold)) void unlock_retry(weft__mutex_t *m, weft__waiter_t *w) {
+  weft_thread_t *t = w ? w->t : NULL;
+  for (;;) {
+    weft__qlock_lock(&m->qlock);
+    if (!w) {
+      w = claim_waiter(m);
+      t = w ? w->t : NULL;
+    }
+    /* relaxed: under the queue lock, as in unlock_slow */
+    atomic_store_explicit(&m->word, 3, memory_order_relaxed);
+    weft__spin_unlock(&m->qlock);
+    uint32_t v = 3;
+    /* release: pairs with the acquire of the next lock. The last access to *m. */
+    if (atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
+                                                memory_order_relaxed))
+      break;
+  }
+  if (w) grant(t, w);
+}
+
+/* The holder releases a mutex whose word is 2: threads may be queued. */
 static void unlock_slow(weft__mutex_t *m) {
   weft__qlock_lock(&m->qlock);
-  weft__waiter_t *w;
-  while ((w = weft__wq_pop(&m->q)) != NULL) {
-    weft_thread_t *t = w->t;
-    if (weft__waiter_claim(w)) {
-      weft__spin_unlock(&m->qlock);
-      weft__wake(t, w);
-      return;
-    }
-    /* it timed out: it returns on its own */
-  }
+  weft__waiter_t *w = claim_waiter(m);
+  weft_thread_t *t = w ? w->t : NULL;
+  /* relaxed: under the queue lock; a queuer's exchange (under it too) turns 3 into
+   * 2, and the CAS below then fails */
+  atomic_store_explicit(&m->word, 3, memory_order_relaxed);
   weft__spin_unlock(&m->qlock);
+  uint32_t v = 3;
+  /* release: pairs with the acquire of the next lock. The last access to *m. */
+  if (WEFT__UNLIKELY(!atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
+                                                              memory_order_relaxed))) {
+    unlock_retry(m, w);
+    return;
+  }
+  if (t) {
+    weft__unblock(weft__vp(), t);
+    return;
+  }
+  if (w) grant(NULL, w);
 }
 
 static inline int unlock_common(weft__mutex_t *m) {
@@ -222,9 +302,11 @@ static inline int unlock_common(weft__mutex_t *m) {
                "weft_mutex_unlock by a thread that does not hold it");
   atomic_store_explicit(&m->owner, NULL, memory_order_relaxed);
 #endif
+  uint32_t old = 1;
   /* release: pairs with the acquire of the next lock */
-  uint32_t old = atomic_exchange_explicit(&m->word, 0, memory_order_release);
-  if (WEFT__LIKELY(old == 1)) return 0;
+  if (WEFT__LIKELY(atomic_compare_exchange_strong_explicit(&m->word, &old, 0, memory_order_release,
+                                                           memory_order_relaxed)))
+    return 0;
   if (old == 0) return WEFT_EPERM;
   unlock_slow(m);
   return 0;
@@ -239,7 +321,11 @@ void weft__mutex_assert_mine(weft__mutex_t *m) {
 /* cond_wait's continuation: the waiter (already saved) gives up its mutex. */
 void weft__mutex_unlock_cont(void *p) {
   weft__mutex_t *m = p;  /* the waiter dropped its holder token (weft__mutex_owner_drop) */
-  if (atomic_exchange_explicit(&m->word, 0, memory_order_release) == 2) unlock_slow(m);
+  uint32_t old = 1;
+  /* release: pairs with the acquire of the next lock */
+  if (!atomic_compare_exchange_strong_explicit(&m->word, &old, 0, memory_order_release,
+                                               memory_order_relaxed))
+    unlock_slow(m);
 }
 
 /* Wait morphing (cond.c): w, a weft-thread waiter already claimed by the

@@ -27,7 +27,9 @@
 #include "sync/timer.h"
 #include "weft/sync.h"
 
-enum { WEFT__W_WAITING = 0, WEFT__W_SIGNALED = 1, WEFT__W_TIMEDOUT = 2 };
+/* CLAIMED: a plain OS waiter claimed by a mutex unlock that has not yet freed the
+ * mutex (mutex.c); it cannot time out any more and waits on for SIGNALED. */
+enum { WEFT__W_WAITING = 0, WEFT__W_SIGNALED = 1, WEFT__W_TIMEDOUT = 2, WEFT__W_CLAIMED = 3 };
 
 typedef struct weft__waiter {
   struct weft__waiter *next, *prev; /* object queue links: queue lock */

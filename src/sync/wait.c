@@ -105,13 +105,17 @@ static uint32_t wait_os(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(vo
   for (;;) {
     /* acquire: pairs with the waker's acq_rel claim */
     uint32_t st = atomic_load_explicit(&w->state, memory_order_acquire);
+    if (st == WEFT__W_CLAIMED) {  /* a mutex unlock claimed it: SIGNALED follows */
+      weft__os_futex_wait_until(&w->state, WEFT__W_CLAIMED, WEFT_FOREVER);
+      continue;
+    }
     if (st != WEFT__W_WAITING) return st;
     if (w->deadline != WEFT_FOREVER && weft__os_now_ns() >= w->deadline) {
       uint32_t exp = WEFT__W_WAITING;
       if (atomic_compare_exchange_strong_explicit(&w->state, &exp, WEFT__W_TIMEDOUT,
                                                   memory_order_acq_rel, memory_order_acquire))
         return WEFT__W_TIMEDOUT;
-      return exp;  /* a waker claimed it first */
+      continue;  /* a waker claimed it first */
     }
     weft__os_futex_wait_until(&w->state, WEFT__W_WAITING, w->deadline);
   }
