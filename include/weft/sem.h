@@ -33,7 +33,9 @@ typedef struct weft_sem {
 WEFT_API int weft_sem_init(weft_sem_t *s, int32_t count);
 
 /* weft_sem_destroy(): Errors: WEFT_EINVAL, WEFT_EBUSY if threads wait on it (in
- * every build; the object is left untouched). */
+ * every build; the object is left untouched). A thread that has taken the last unit
+ * it expects may destroy the semaphore, and once this returns 0 reuse its memory,
+ * even while the weft_sem_signal() that gave the unit is still returning. */
 WEFT_API int weft_sem_destroy(weft_sem_t *s);
 
 /* weft_sem_wait() takes a unit, blocking while the count is 0. May switch.

@@ -1,20 +1,31 @@
 /* src/sync/sem.c - counting semaphores (weft/sem.h).
  *
- * count: free units. nwait: threads registered as waiting (written under qlock).
- * wait registers itself (nwait++, seq_cst) and then re-reads count; signal adds a
- * unit (seq_cst RMW) and then reads nwait. Store-buffering with seq_cst on both
- * sides: either the waiter's re-read sees the unit, or the signaller sees the
- * waiter and takes the slow path, which hands a unit to the oldest waiter under
- * qlock (it takes the unit from count itself, then claims the waiter; a waiter
- * that was claimed returns owning the unit it was handed). A signal that sees a
- * registered waiter before it adds (relaxed hint) hands its unit over directly
- * (signal_handoff), leaving count alone.
+ * One 64-bit word holds both halves of the state: count (free units, the public
+ * count_) and nwait (threads registered as waiting, the public nwait_). Every
+ * change to either is a read-modify-write of the whole word, so the two are never
+ * seen apart:
+ *   take      count > 0: count - 1            CAS, acquire (pairs with a signal's
+ *                                             release add)
+ *   signal    nwait == 0: count + 1           CAS, release; the signal's only access
+ *             nwait != 0: the hand-off under qlock (signal_waiters)
+ *   register  count == 0: nwait + 1           CAS, under qlock, then link
+ *   leave     nwait - 1                       atomic add, under qlock
+ * No lost wake-up: a waiter registers only by a CAS that saw count 0, and a signal
+ * adds only by a CAS that saw nwait 0; whichever comes second in the word's
+ * modification order sees the other (the waiter then takes the unit, the signal
+ * hands its unit over). The hand-off pops and claims the oldest live waiter under
+ * qlock (every registered waiter is linked there: it registers and links within one
+ * hold); if none can be claimed it adds the unit under qlock.
+ *
+ * A signal touches the semaphore after making its unit available only to release
+ * qlock (hand-off and fallback), and weft_sem_destroy takes qlock: the memory of a
+ * semaphore may be reused once weft_sem_destroy has returned 0, even if a signal
+ * is still returning. The fast signal's CAS is its last access.
  */
 #include "sync/sync.h"
 
 typedef struct weft__sem {
-  _Atomic int32_t count;
-  _Atomic uint32_t nwait;
+  _Atomic uint64_t cw;   /* count (low half of count_/nwait_ in memory) | nwait */
   weft__spin_t qlock;
   uint32_t pad;
   weft__wq_t q;          /* qlock */
@@ -22,7 +33,22 @@ typedef struct weft__sem {
 
 _Static_assert(sizeof(weft__sem_t) == sizeof(weft_sem_t), "sem layout");
 _Static_assert(offsetof(weft__sem_t, q) == offsetof(weft_sem_t, head_), "sem layout");
+_Static_assert(offsetof(weft_sem_t, nwait_) == offsetof(weft_sem_t, count_) + 4, "sem layout");
 #define S(s) ((weft__sem_t *)(void *)(s))
+
+/* count_ is the first 4 bytes of the word, nwait_ the next 4: which half of the
+ * integer each is depends on the byte order. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define CNT_SHIFT 32
+#define NW_SHIFT 0
+#else
+#define CNT_SHIFT 0
+#define NW_SHIFT 32
+#endif
+#define CNT_ONE ((uint64_t)1 << CNT_SHIFT)
+#define NW_ONE ((uint64_t)1 << NW_SHIFT)
+static inline int32_t cnt_of(uint64_t c) { return (int32_t)(uint32_t)(c >> CNT_SHIFT); }
+static inline uint32_t nw_of(uint64_t c) { return (uint32_t)(c >> NW_SHIFT); }
 
 int weft__sem_waiting(const weft_sem_t *s) {
   weft__sem_t *x = S((weft_sem_t *)(uintptr_t)s);
@@ -39,24 +65,30 @@ int weft_sem_destroy(weft_sem_t *s) {
   if (!s) return WEFT_EINVAL;
   weft__sem_t *x = S(s);
   weft__qlock_lock(&x->qlock);
-  int busy = x->q.head != NULL || atomic_load_explicit(&x->nwait, memory_order_relaxed) != 0;
+  int busy = x->q.head != NULL || nw_of(atomic_load_explicit(&x->cw, memory_order_relaxed)) != 0;
   weft__spin_unlock(&x->qlock);
   return busy ? WEFT_EBUSY : 0;
 }
 
 int32_t weft_sem_value(const weft_sem_t *s) {
-  return s ? atomic_load_explicit(&S(s)->count, memory_order_relaxed) : 0;
+  return s ? cnt_of(atomic_load_explicit(&S(s)->cw, memory_order_relaxed)) : 0;
 }
 
 /* Takes a unit if there is one: CAS count -> count-1, acquire (pairs with the
- * release of signal's add). */
+ * release of a signal's add). */
 static inline int take(weft__sem_t *x) {
-  int32_t c = atomic_load_explicit(&x->count, memory_order_relaxed);
-  while (c > 0)
-    if (atomic_compare_exchange_weak_explicit(&x->count, &c, c - 1, memory_order_acquire,
+  uint64_t c = atomic_load_explicit(&x->cw, memory_order_relaxed);
+  while (cnt_of(c) > 0)
+    if (atomic_compare_exchange_weak_explicit(&x->cw, &c, c - CNT_ONE, memory_order_acquire,
                                               memory_order_relaxed))
       return 1;
   return 0;
+}
+
+/* Under qlock: one registered waiter fewer. relaxed: qlock orders it for the other
+ * registrations; signals only test nwait against 0 and then take qlock. */
+static inline void leave(weft__sem_t *x) {
+  atomic_fetch_sub_explicit(&x->cw, NW_ONE, memory_order_relaxed);
 }
 
 int weft_sem_trywait(weft_sem_t *s) {
@@ -74,14 +106,23 @@ static inline __attribute__((always_inline)) int wait_slow(weft__sem_t *x, uint6
     if (rc) return rc;
   }
   weft__qlock_lock(&x->qlock);
-  /* seq_cst: the store-buffering pair with signal's add and load (above) */
-  atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) + 1,
-                        memory_order_seq_cst);
-  if (take(x)) {
-    atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) - 1,
-                          memory_order_relaxed);
-    weft__spin_unlock(&x->qlock);
-    return 0;
+  /* take a unit, or register (nwait + 1) if there is none: one CAS decides, against
+   * the signals' CAS on the same word */
+  uint64_t c = atomic_load_explicit(&x->cw, memory_order_relaxed);
+  for (;;) {
+    if (cnt_of(c) > 0) {
+      /* acquire: pairs with the release of a signal's add */
+      if (atomic_compare_exchange_weak_explicit(&x->cw, &c, c - CNT_ONE, memory_order_acquire,
+                                                memory_order_relaxed)) {
+        weft__spin_unlock(&x->qlock);
+        return 0;
+      }
+    } else if (atomic_compare_exchange_weak_explicit(&x->cw, &c, c + NW_ONE,
+                                                     memory_order_relaxed,
+                                                     memory_order_relaxed)) {
+      /* relaxed: a signal that sees nwait takes qlock, which orders the rest */
+      break;
+    }
   }
   weft__wq_push(&x->q, &w);
   if (weft__wait_q(&w, WEFT__WAITING(x, WEFT__WK_SEM), &x->qlock) == WEFT__W_SIGNALED) return 0;
@@ -89,8 +130,7 @@ static inline __attribute__((always_inline)) int wait_slow(weft__sem_t *x, uint6
   weft__qlock_lock(&x->qlock);
   if (w.linked) {
     weft__wq_remove(&x->q, &w);
-    atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) - 1,
-                          memory_order_relaxed);
+    leave(x);
   }
   weft__spin_unlock(&x->qlock);
   weft__sync_count(WEFT__ST_TIMEOUT);
@@ -123,77 +163,49 @@ int weft_sem_wait(weft_sem_t *s) {
   return wait_slow_forever(x);
 }
 
-static __attribute__((noinline)) void signal_slow(weft__sem_t *x) {
-  weft__qlock_lock(&x->qlock);
-  while (x->q.head && take(x)) {
-    /* we hold one unit for the oldest live waiter */
-    weft__waiter_t *w;
-    while ((w = weft__wq_pop(&x->q)) != NULL) {
-      atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) - 1,
-                            memory_order_relaxed);
-      weft_thread_t *t = w->t;
-      if (weft__waiter_claim(w)) {
-        weft__spin_unlock(&x->qlock);
-        weft__wake(t, w);
-        return;
-      }
-      /* timed out: try the next one with the same unit */
-    }
-    /* nobody left: give the unit back (release: pairs with take's acquire) */
-    atomic_fetch_add_explicit(&x->count, 1, memory_order_release);
-  }
-  weft__spin_unlock(&x->qlock);
-}
-
-/* A signal that finds a waiter registered (relaxed: a hint, confirmed under qlock)
- * hands its unit to the oldest live waiter directly, count untouched: no add that the
- * slow path would take back (two read-modify-writes of count saved per wake-up, the
- * ping-pong's case). Under qlock every registered waiter is on the queue (a waiter
- * registers and queues itself within one hold of qlock), so a claimed one returns
- * owning the unit as after signal_slow. Returns 0 if no waiter could be claimed (all
- * timed out, or the hint was stale): the caller adds the unit the usual way. */
-static __attribute__((noinline)) int signal_handoff(weft__sem_t *x) {
+/* weft_sem_signal when a waiter is registered: hands the unit to the oldest live
+ * waiter directly, count untouched. Under qlock every registered waiter is on the
+ * queue, so a claimed one returns owning the unit (the claim's acq_rel CAS on its
+ * state publishes what the signaller did before). If none can be claimed (all timed
+ * out), adds the unit under qlock: nobody can register meanwhile. */
+static __attribute__((noinline)) int signal_waiters(weft__sem_t *x) {
   weft__qlock_lock(&x->qlock);
   weft__waiter_t *w;
   while ((w = weft__wq_pop(&x->q)) != NULL) {
-    atomic_store_explicit(&x->nwait, atomic_load_explicit(&x->nwait, memory_order_relaxed) - 1,
-                          memory_order_relaxed);
+    leave(x);
     weft_thread_t *t = w->t;
     if (weft__waiter_claim(w)) {
       weft__spin_unlock(&x->qlock);
       weft__wake(t, w);
-      return 1;
+      return 0;
     }
     /* timed out: it leaves on its own; try the next one */
   }
-  weft__spin_unlock(&x->qlock);
-  return 0;
-}
-
-/* Adds a unit and, if a waiter registered meanwhile, hands one over (signal_slow).
- * Always inlined: into weft_sem_signal's fast path, which stays a leaf whose other
- * exits are tail calls, and into signal_waiters. */
-static inline __attribute__((always_inline)) int signal_add(weft__sem_t *x) {
-  int32_t c = atomic_load_explicit(&x->count, memory_order_relaxed);
+  uint64_t c = atomic_load_explicit(&x->cw, memory_order_relaxed);
+  int rc = 0;
   do {
-    if (c == WEFT_SEM_MAX) return WEFT_EAGAIN;
-    /* seq_cst: release for take's acquire, and the store-buffering pair with
-     * wait_slow's nwait store */
-  } while (!atomic_compare_exchange_weak_explicit(&x->count, &c, c + 1, memory_order_seq_cst,
+    if (cnt_of(c) == WEFT_SEM_MAX) {
+      rc = WEFT_EAGAIN;
+      break;
+    }
+    /* release: pairs with take's acquire */
+  } while (!atomic_compare_exchange_weak_explicit(&x->cw, &c, c + CNT_ONE, memory_order_release,
                                                   memory_order_relaxed));
-  if (WEFT__UNLIKELY(atomic_load_explicit(&x->nwait, memory_order_seq_cst))) signal_slow(x);
-  return 0;
-}
-
-/* weft_sem_signal when a waiter is registered: the hand-off, else the usual add. */
-static __attribute__((noinline)) int signal_waiters(weft__sem_t *x) {
-  if (signal_handoff(x)) return 0;
-  return signal_add(x);
+  weft__spin_unlock(&x->qlock);
+  return rc;
 }
 
 int weft_sem_signal(weft_sem_t *s) {
   if (!s) return WEFT_EINVAL;
   weft__sem_t *x = S(s);
-  if (WEFT__UNLIKELY(atomic_load_explicit(&x->nwait, memory_order_relaxed))) return signal_waiters(x);
-  return signal_add(x);
+  uint64_t c = atomic_load_explicit(&x->cw, memory_order_relaxed);
+  for (;;) {
+    if (WEFT__UNLIKELY(nw_of(c) != 0)) return signal_waiters(x);
+    if (WEFT__UNLIKELY(cnt_of(c) == WEFT_SEM_MAX)) return WEFT_EAGAIN;
+    /* release: pairs with take's acquire. The signal's last access to *x. */
+    if (WEFT__LIKELY(atomic_compare_exchange_weak_explicit(&x->cw, &c, c + CNT_ONE,
+                                                           memory_order_release,
+                                                           memory_order_relaxed)))
+      return 0;
+  }
 }

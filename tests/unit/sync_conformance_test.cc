@@ -317,6 +317,51 @@ TYPED_TEST(SyncConformance, MutualExclusionWeftThreads) {
   EXPECT_EQ(k.Destroy(), 0);
 }
 
+// The memory of a lock may be reused as soon as the last holder has released it
+// and destroyed it, even while another thread's release of it is still returning
+// (POSIX's rule for mutexes). Each round has a fresh heap object; the thread whose
+// section comes last in the round releases it, destroys it and frees it at once,
+// while the others may still be in their own (slow) releases. Weft threads yield
+// inside their sections so that the others queue and release through the slow path.
+// A release that touches the object after freeing it is a use-after-free (ASan
+// reports it; in other builds the reused memory corrupts a later round).
+TYPED_TEST(SyncConformance, MemoryReusableRightAfterTheLastRelease) {
+  using K = typename TestFixture::K;
+  struct Obj {
+    K k;
+    int entered = 0;  // under k
+  };
+  const int nweft = 2 * this->Vps() + 2, nos = 2, n = nweft + nos;
+  const int rounds = static_cast<int>(Scaled(3000, 50));
+  std::vector<Obj *> objs(static_cast<size_t>(rounds));
+  for (Obj *&o : objs) {
+    o = new Obj;
+    ASSERT_EQ(o->k.Init(), 0);
+  }
+  std::atomic<long> bad{0}, freed{0};
+  RunMixed(nweft, nos, [&](int) {
+    const bool weft = weft_self() != nullptr;
+    for (int r = 0; r < rounds; ++r) {
+      Obj *o = objs[static_cast<size_t>(r)];
+      if (o->k.Lock() != 0) {
+        bad.fetch_add(1);
+        continue;
+      }
+      if (weft && (r & 1)) weft_yield();
+      const bool last = ++o->entered == n;
+      if (o->k.Unlock() != 0) bad.fetch_add(1);
+      if (last) {
+        if (o->k.Destroy() != 0) bad.fetch_add(1);
+        std::memset(static_cast<void *>(o), 0xA5, sizeof *o);  // reused at once
+        delete o;
+        freed.fetch_add(1);
+      }
+    }
+  });
+  EXPECT_EQ(bad.load(), 0) << "a lock, unlock or destroy call failed";
+  EXPECT_EQ(freed.load(), rounds) << "some round's object was not released by everyone";
+}
+
 // Weft threads and plain OS threads (which block in the kernel) on the same lock.
 TYPED_TEST(SyncConformance, MutualExclusionMixedWithOsThreads) {
   using K = typename TestFixture::K;
