@@ -80,7 +80,9 @@ WEFT_API int weft_mpi_init_config(int *argc, char ***argv, const weft_mpi_config
 WEFT_API int weft_mpi_init(int *argc, char ***argv, int *provided);
 
 /* weft_mpi_finalize() calls MPI_Finalize. With requests outstanding (threads parked
- * in weft_mpi_wait*, or about to park) it does nothing and returns MPI_ERR_PENDING:
+ * in weft_mpi_wait*, or about to park), or with any other thread inside a weft_mpi
+ * call (testing its requests before it parks, or in the blocking call of a plain OS
+ * thread), it does nothing and returns MPI_ERR_PENDING:
  * complete (or MPI_Cancel) them and call again. Call it from the main thread (as
  * MPI requires) after the threads that use MPI are done; before or after
  * weft_shutdown(). Errors: MPI_ERR_PENDING; MPI_ERR_OTHER (not initialized);

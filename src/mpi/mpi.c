@@ -65,6 +65,8 @@ static struct {
   int *idx;
   MPI_Status *sts;
   int n, cap, reserved;
+  int active;            /* weft_mpi calls in progress (enter/leave), which may still
+                            call MPI: finalize waits for none */
   waiter_t *anyw;        /* parked weft_mpi_waitany calls (tested with MPI_Testany) */
   int nany;
   int poller;            /* a poller thread runs */
@@ -85,6 +87,24 @@ static inline void munlock(void) {
 void weft_mpi_lock(void) { mlock(); }
 void weft_mpi_unlock(void) { munlock(); }
 int weft_mpi_serialized(void) { return g.serialize; }
+
+/* A weft_mpi call that may call MPI starts: 0 if MPI is not (or no longer)
+ * initialized. Counted under the lock, where finalize looks: a thread still spinning
+ * on its own requests (first phase), or between its nonblocking call and its wait,
+ * keeps finalize from going ahead under it. */
+static int enter(void) {
+  weft_spin_lock(&g.lock);
+  int ok = g.inited;
+  g.active += ok;
+  weft_spin_unlock(&g.lock);
+  return ok;
+}
+static int leave(int rc) {
+  weft_spin_lock(&g.lock);
+  g.active--;
+  weft_spin_unlock(&g.lock);
+  return rc;
+}
 
 int weft_mpi_outstanding(void) {
   weft_spin_lock(&g.lock);
@@ -183,7 +203,11 @@ static waiter_t *poll_locked(void) {
       waiter_t *w = g.slot[k].w;
       int i = g.slot[k].i;
       w->user[i] = g.reqs[k];  /* MPI_REQUEST_NULL, or an inactive persistent one */
-      if (rc == MPI_ERR_IN_STATUS && g.sts[j].MPI_ERROR != MPI_SUCCESS)
+      /* MPI_Testsome sets the error fields only when it returns MPI_ERR_IN_STATUS;
+       * a waitall that ends with MPI_ERR_IN_STATUS must show MPI_SUCCESS in the
+       * statuses of the requests an earlier poll completed */
+      if (rc != MPI_ERR_IN_STATUS) g.sts[j].MPI_ERROR = MPI_SUCCESS;
+      else if (g.sts[j].MPI_ERROR != MPI_SUCCESS)
         w->err = w->all ? MPI_ERR_IN_STATUS : g.sts[j].MPI_ERROR;
       if (w->all) {
         if (w->st != MPI_STATUSES_IGNORE) w->st[i] = g.sts[j];
@@ -261,6 +285,10 @@ static void *poller_main(void *arg) {
     g.poller_asleep = 1;
     weft_spin_unlock(&g.lock);
     wake_all(w);
+    /* The wait returns at once when the interval is shorter than a poll (or a kick
+     * is pending) and then does not switch: yield, or with one VP the poller would
+     * keep it for ever and no other thread would run. */
+    weft_yield();
     weft_sem_timedwait(&g.kick, weft_deadline_after(g.cfg.poll_interval_ns));
   }
 }
@@ -387,9 +415,7 @@ static int test_spin(int kind, int n, MPI_Request *reqs, int *index, MPI_Status 
   }
 }
 
-int weft_mpi_wait(MPI_Request *req, MPI_Status *status) {
-  if (!req) return MPI_ERR_ARG;
-  if (!g.inited) return MPI_ERR_OTHER;
+static int mpi_wait_body(MPI_Request *req, MPI_Status *status) {
   if (!is_weft()) {
     if (!g.serialize) return MPI_Wait(req, status);
     return os_wait(1, req, NULL, status, T_ONE);
@@ -401,9 +427,7 @@ int weft_mpi_wait(MPI_Request *req, MPI_Status *status) {
   return park(&w);
 }
 
-int weft_mpi_waitall(int n, MPI_Request *reqs, MPI_Status *statuses) {
-  if (n < 0 || (n > 0 && !reqs)) return MPI_ERR_ARG;
-  if (!g.inited) return MPI_ERR_OTHER;
+static int mpi_waitall_body(int n, MPI_Request *reqs, MPI_Status *statuses) {
   if (!is_weft()) {
     if (!g.serialize) return MPI_Waitall(n, reqs, statuses);
     return os_wait(n, reqs, NULL, statuses, T_ALL);
@@ -423,9 +447,7 @@ int weft_mpi_waitall(int n, MPI_Request *reqs, MPI_Status *statuses) {
   return park(&w);
 }
 
-int weft_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
-  if (n < 0 || (n > 0 && !reqs) || !index) return MPI_ERR_ARG;
-  if (!g.inited) return MPI_ERR_OTHER;
+static int mpi_waitany_body(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
   if (!is_weft()) {
     if (!g.serialize) return MPI_Waitany(n, reqs, index, status);
     return os_wait(n, reqs, index, status, T_ANY);
@@ -441,46 +463,78 @@ int weft_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
 
 /* ---- blocking calls through their nonblocking forms ------------------------------- */
 
-int weft_mpi_send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-  if (!g.inited) return MPI_ERR_OTHER;
+static int mpi_send_body(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
   if (!is_weft() && !g.serialize) return MPI_Send(buf, count, type, dest, tag, comm);
   MPI_Request r;
   mlock();
   int rc = MPI_Isend(buf, count, type, dest, tag, comm, &r);
   munlock();
-  return rc != MPI_SUCCESS ? rc : weft_mpi_wait(&r, MPI_STATUS_IGNORE);
+  return rc != MPI_SUCCESS ? rc : mpi_wait_body(&r, MPI_STATUS_IGNORE);
 }
 
-int weft_mpi_recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+static int mpi_recv_body(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
                   MPI_Status *status) {
-  if (!g.inited) return MPI_ERR_OTHER;
   if (!is_weft() && !g.serialize) return MPI_Recv(buf, count, type, source, tag, comm, status);
   MPI_Request r;
   mlock();
   int rc = MPI_Irecv(buf, count, type, source, tag, comm, &r);
   munlock();
-  return rc != MPI_SUCCESS ? rc : weft_mpi_wait(&r, status);
+  return rc != MPI_SUCCESS ? rc : mpi_wait_body(&r, status);
 }
 
-int weft_mpi_barrier(MPI_Comm comm) {
-  if (!g.inited) return MPI_ERR_OTHER;
+static int mpi_barrier_body(MPI_Comm comm) {
   if (!is_weft() && !g.serialize) return MPI_Barrier(comm);
   MPI_Request r;
   mlock();
   int rc = MPI_Ibarrier(comm, &r);
   munlock();
-  return rc != MPI_SUCCESS ? rc : weft_mpi_wait(&r, MPI_STATUS_IGNORE);
+  return rc != MPI_SUCCESS ? rc : mpi_wait_body(&r, MPI_STATUS_IGNORE);
 }
 
-int weft_mpi_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+static int mpi_allreduce_body(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                        MPI_Comm comm) {
-  if (!g.inited) return MPI_ERR_OTHER;
   if (!is_weft() && !g.serialize) return MPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
   MPI_Request r;
   mlock();
   int rc = MPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, &r);
   munlock();
-  return rc != MPI_SUCCESS ? rc : weft_mpi_wait(&r, MPI_STATUS_IGNORE);
+  return rc != MPI_SUCCESS ? rc : mpi_wait_body(&r, MPI_STATUS_IGNORE);
+}
+
+/* ---- the public calls: each counted in g.active while it runs ------------------- */
+
+int weft_mpi_wait(MPI_Request *req, MPI_Status *status) {
+  if (!req) return MPI_ERR_ARG;
+  if (!enter()) return MPI_ERR_OTHER;
+  return leave(mpi_wait_body(req, status));
+}
+int weft_mpi_waitall(int n, MPI_Request *reqs, MPI_Status *statuses) {
+  if (n < 0 || (n > 0 && !reqs)) return MPI_ERR_ARG;
+  if (!enter()) return MPI_ERR_OTHER;
+  return leave(mpi_waitall_body(n, reqs, statuses));
+}
+int weft_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
+  if (n < 0 || (n > 0 && !reqs) || !index) return MPI_ERR_ARG;
+  if (!enter()) return MPI_ERR_OTHER;
+  return leave(mpi_waitany_body(n, reqs, index, status));
+}
+int weft_mpi_send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  if (!enter()) return MPI_ERR_OTHER;
+  return leave(mpi_send_body(buf, count, type, dest, tag, comm));
+}
+int weft_mpi_recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                  MPI_Status *status) {
+  if (!enter()) return MPI_ERR_OTHER;
+  return leave(mpi_recv_body(buf, count, type, source, tag, comm, status));
+}
+int weft_mpi_barrier(MPI_Comm comm) {
+  if (!enter()) return MPI_ERR_OTHER;
+  return leave(mpi_barrier_body(comm));
+}
+int weft_mpi_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm) {
+  if (!enter()) return MPI_ERR_OTHER;
+  return leave(mpi_allreduce_body(sendbuf, recvbuf, count, type, op, comm));
 }
 
 /* ---- finalize -------------------------------------------------------------------- */
@@ -491,7 +545,7 @@ int weft_mpi_finalize(void) {
     weft_spin_unlock(&g.lock);
     return MPI_ERR_OTHER;
   }
-  if (g.n > 0 || g.nany > 0 || g.reserved > 0) {
+  if (g.n > 0 || g.nany > 0 || g.reserved > 0 || g.active > 0) {
     weft_spin_unlock(&g.lock);
     return MPI_ERR_PENDING;
   }

@@ -13,6 +13,13 @@
  *   finalize  finalize with parked receives returns MPI_ERR_PENDING and changes
  *             nothing; MPI_Cancel wakes one parked thread (cancelled status); after
  *             the other's message arrives finalize succeeds
+ *   finspin   finalize while a thread is still in the first (spinning) phase of its
+ *             receive returns MPI_ERR_PENDING (it went ahead and MPI crashed)
+ *   statuses  a parked waitall whose second request fails (truncated) after the
+ *             first completed in an earlier poll: MPI_ERR_IN_STATUS, and the first
+ *             status says MPI_SUCCESS (it held stale memory)
+ *   interval  one VP and a poll interval of 1 ns: the poller thread must still let
+ *             the other threads run (it kept the VP for ever)
  * A watchdog (alarm) turns a hang into a failure. WEFT_TEST_SCALE scales the counts.
  */
 #include <signal.h>
@@ -200,6 +207,47 @@ static void *fin_thread(void *arg) {
   return NULL;
 }
 
+/* ---- finalize while a receive spins ---- */
+static volatile int spin_started;
+static void *spin_recv_thread(void *arg) {
+  (void)arg;
+  int v = -1;
+  spin_started = 1;
+  CHECK(weft_mpi_recv(&v, 1, MPI_INT, 1, 996, MPI_COMM_WORLD, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+  CHECK(v == 7);
+  return NULL;
+}
+
+/* ---- waitall statuses ---- */
+static MPI_Comm errcomm;  /* MPI_ERRORS_RETURN: a truncation comes back as an error */
+static void *statuses_thread(void *arg) {
+  (void)arg;
+  int a = -1, b = -1;
+  MPI_Request r[2];
+  MPI_Status st[2];
+  memset(st, 0x5a, sizeof st);
+  weft_mpi_lock();
+  MPI_Irecv(&a, 1, MPI_INT, 0, 1, errcomm, &r[0]);
+  MPI_Irecv(&b, 1, MPI_INT, 0, 2, errcomm, &r[1]);
+  weft_mpi_unlock();
+  CHECK(weft_mpi_waitall(2, r, st) == MPI_ERR_IN_STATUS);
+  CHECK(a == 11);
+  CHECK(st[0].MPI_ERROR == MPI_SUCCESS);
+  int cls = -1;
+  MPI_Error_class(st[1].MPI_ERROR, &cls);
+  CHECK(cls == MPI_ERR_TRUNCATE);
+  return NULL;
+}
+
+/* ---- one VP, poll interval 1 ns ---- */
+static void *self_recv_thread(void *arg) {
+  (void)arg;
+  int v = -1;
+  CHECK(weft_mpi_recv(&v, 1, MPI_INT, 0, 5, MPI_COMM_SELF, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+  CHECK(v == 5);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   alarm(100);  /* watchdog: a hang fails (SIGALRM kills the rank, mpiexec reports it) */
   const char *sc = getenv("WEFT_TEST_SCALE");
@@ -213,6 +261,8 @@ int main(int argc, char **argv) {
     mc.idle_poll = 0;
     yield_every = 1000;
   }
+  if (!strcmp(mode, "finspin")) mc.spin_ns = 60ull * 1000000000u;  /* spins until it comes */
+  if (!strcmp(mode, "interval")) mc.poll_interval_ns = 1;
   int prov = -1;
   if (weft_mpi_init_config(&argc, &argv, &mc, &prov) != MPI_SUCCESS) return 2;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -224,7 +274,7 @@ int main(int argc, char **argv) {
 
   weft_config_t cfg;
   weft_config_init(&cfg);
-  cfg.nvps = !strcmp(mode, "compute") ? 1 : 2;
+  cfg.nvps = !strcmp(mode, "compute") || !strcmp(mode, "interval") ? 1 : 2;
   if (weft_init(&cfg) != 0) return 3;
 
   nthreads = scaled(300);
@@ -262,6 +312,55 @@ int main(int argc, char **argv) {
       CHECK(go == 1);
       CHECK(weft_mpi_send(&v, 1, MPI_INT, 0, 999, MPI_COMM_WORLD) == MPI_SUCCESS);
     }
+  } else if (!strcmp(mode, "finspin")) {
+    if (rank == 0) {
+      weft_thread_t *t;
+      CHECK(weft_create(&t, NULL, spin_recv_thread, NULL) == 0);
+      while (!spin_started) weft_yield();
+      for (int i = 0; i < 100; i++) weft_yield();  /* it is in its spin phase */
+      CHECK(weft_mpi_outstanding() == 0);           /* not parked */
+      CHECK(weft_mpi_finalize() == MPI_ERR_PENDING);
+      int go = 1;
+      CHECK(weft_mpi_send(&go, 1, MPI_INT, 1, 995, MPI_COMM_WORLD) == MPI_SUCCESS);
+      CHECK(weft_join(t, NULL) == 0);
+    } else if (rank == 1) {
+      int go = 0, v = 7;
+      CHECK(weft_mpi_recv(&go, 1, MPI_INT, 0, 995, MPI_COMM_WORLD, MPI_STATUS_IGNORE) ==
+            MPI_SUCCESS);
+      CHECK(weft_mpi_send(&v, 1, MPI_INT, 0, 996, MPI_COMM_WORLD) == MPI_SUCCESS);
+    }
+  } else if (!strcmp(mode, "statuses")) {
+    /* MPICH raises an error found by MPI_Testsome on MPI_COMM_WORLD's handler, not
+     * on the request's communicator: both return errors here */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(MPI_COMM_WORLD, &errcomm);
+    MPI_Comm_set_errhandler(errcomm, MPI_ERRORS_RETURN);
+    if (rank == 1) {
+      weft_thread_t *t;
+      CHECK(weft_create(&t, NULL, statuses_thread, NULL) == 0);
+      while (weft_mpi_outstanding() < 2) weft_yield();  /* parked on both */
+      int go = 1;
+      CHECK(weft_mpi_send(&go, 1, MPI_INT, 0, 3, MPI_COMM_WORLD) == MPI_SUCCESS);
+      /* the first completes in a poll of its own before the second is sent */
+      while (weft_mpi_outstanding() > 1) weft_yield();
+      CHECK(weft_mpi_send(&go, 1, MPI_INT, 0, 4, MPI_COMM_WORLD) == MPI_SUCCESS);
+      CHECK(weft_join(t, NULL) == 0);
+    } else if (rank == 0) {
+      int go = 0, one = 11, two[2] = {21, 22};
+      CHECK(weft_mpi_recv(&go, 1, MPI_INT, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE) == 0);
+      CHECK(weft_mpi_send(&one, 1, MPI_INT, 1, 1, errcomm) == MPI_SUCCESS);
+      CHECK(weft_mpi_recv(&go, 1, MPI_INT, 1, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE) == 0);
+      CHECK(weft_mpi_send(two, 2, MPI_INT, 1, 2, errcomm) == MPI_SUCCESS);  /* truncated there */
+    }
+    MPI_Comm_free(&errcomm);
+  } else if (!strcmp(mode, "interval")) {
+    weft_thread_t *t;
+    CHECK(weft_create(&t, NULL, self_recv_thread, NULL) == 0);
+    while (weft_mpi_outstanding() < 1) weft_yield();  /* parked: the poller runs */
+    for (int i = 0; i < 100; i++) weft_yield();       /* the poller must let us run */
+    int v = 5;
+    CHECK(weft_mpi_send(&v, 1, MPI_INT, 0, 5, MPI_COMM_SELF) == MPI_SUCCESS);
+    CHECK(weft_join(t, NULL) == 0);
   } else {
     fprintf(stderr, "unknown scenario %s\n", mode);
     return 2;
