@@ -57,7 +57,8 @@ static void die(const char *what, int rc) {
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int kernel_limit;     /* 0: one VP per online CPU */
 static _Atomic int started_by_us;    /* weft was started by this layer (start_lock) */
-static int atexit_done;              /* start_lock */
+static int atexit_done;              /* at_exit_handler is registered and has not
+                                        run yet: start_lock */
 static struct cthread main_rec;      /* the main C-Thread (t updated at each start) */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static weft_key_t self_key;
@@ -98,6 +99,16 @@ static void at_exit(void) {
     atomic_store(&started_by_us, 0);
 }
 
+/* The atexit handler. An exit handler that runs after it (registered before weft
+ * started) may start weft again (cthread_fork): the new start registers it again,
+ * and the C library runs a handler registered during exit, so those threads run too. */
+static void at_exit_handler(void) {
+  pthread_mutex_lock(&start_lock);
+  atexit_done = 0;
+  pthread_mutex_unlock(&start_lock);
+  at_exit();
+}
+
 /* Starts weft from the calling OS thread (start_lock held). */
 static void start_locked(void) {
   weft_config_t cfg;
@@ -111,7 +122,7 @@ static void start_locked(void) {
   atomic_store(&started_by_us, 1);
   if (!atexit_done) {
     atexit_done = 1;
-    atexit(at_exit);
+    atexit(at_exit_handler);
   }
 }
 

@@ -104,6 +104,27 @@ TEST(CThreads, ExitWaitsForRunningThreads) {
       ::testing::ExitedWithCode(0), "finisher done");
 }
 
+void *LateThread(void *) {
+  for (int i = 0; i < 10; i++) cthread_yield();
+  fprintf(stderr, "late thread ran\n");
+  return nullptr;
+}
+void LateExitHandler() { cthread_detach(cthread_fork(LateThread, nullptr)); }
+
+// An exit handler registered before weft started runs after the one that stops weft;
+// a thread it forks starts weft again and still runs before the process ends (it
+// was lost: found by a prober).
+TEST(CThreads, ThreadForkedByALateExitHandlerRuns) {
+  EXPECT_EXIT(
+      {
+        if (weft_is_running()) exit(3);  // the handler must be registered first
+        atexit(LateExitHandler);
+        cthread_detach(cthread_fork(SlowFinisher, nullptr));
+        exit(0);
+      },
+      ::testing::ExitedWithCode(0), "late thread ran");
+}
+
 void *Bump(void *arg) {
   static_cast<std::atomic<int> *>(arg)->fetch_add(1);
   return nullptr;
