@@ -21,6 +21,9 @@
  * WEFT_HYBRID_INIT are the static initializers. Unlocking a lock the caller does
  * not hold, relocking a lock the caller holds, and using a destroyed lock are
  * undefined: checked builds (WEFT_CHECKED) abort with a message on the first two.
+ * The caller is a weft thread, or a plain OS thread; the main weft thread and the OS
+ * thread that called weft_init are the same caller, so a lock may be taken before
+ * weft_init and released after it (or across weft_shutdown).
  *
  * Blocked-thread waits and counters are described in weft/sync.h.
  */

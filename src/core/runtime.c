@@ -309,6 +309,7 @@ int weft_init(const weft_config_t *cfg) {
     if (weft__altstack_alloc(rt->vps[i])) goto fail;
   rt->main = main_new();
   if (!rt->main) goto fail;
+  rt->main_os = (uintptr_t)pthread_self();
   rc = weft__io_init();  /* the I/O engine (WEFT_IO), src/io */
   if (rc) goto fail;
   rc = WEFT_ENOMEM;

@@ -28,6 +28,10 @@ typedef struct weft__rt {
   weft_vp_t **vps;
   weft_bundle_t *root;
   weft_thread_t *main;           /* the main weft thread */
+  uintptr_t main_os;             /* the OS thread that called weft_init (pthread_self,
+                                    as an integer): the checked builds' mutex holder
+                                    token of the main weft thread, the same as that OS
+                                    thread's before weft_init and after weft_shutdown */
   weft__pool_t pool WEFT__ALIGNED;
   _Atomic uint32_t idle WEFT__ALIGNED;
   weft__spin_t idle_lock;

@@ -38,11 +38,15 @@
 extern _Atomic int weft__spin_max, weft__spin_polling;
 
 #ifdef WEFT_CHECKED
+/* Who holds a mutex: the running weft thread, a wired one, or the plain OS thread.
+ * The main weft thread is the OS thread that called weft_init, before it and after
+ * weft_shutdown too: it gets that OS thread's token, so a lock held across
+ * weft_init or weft_shutdown is still the caller's. */
 static void *holder_token(void) {
   weft_vp_t *vp = weft__vp();
-  if (vp) return vp->current;
-  weft_thread_t *w = weft__wired_self(); /* a lock may be held across wire/unwire */
-  return w ? (void *)w : (void *)((uintptr_t)pthread_self() | 1);
+  weft_thread_t *w = vp ? vp->current : weft__wired_self(); /* held across wire/unwire */
+  if (w && w != weft__rt.main) return w;
+  return (void *)((w ? weft__rt.main_os : (uintptr_t)pthread_self()) | 1);
 }
 #define OWNER_SET(m) atomic_store_explicit(&(m)->owner, holder_token(), memory_order_relaxed)
 #define OWNER_IS_ME(m) (atomic_load_explicit(&(m)->owner, memory_order_relaxed) == holder_token())

@@ -717,3 +717,27 @@ TEST_P(NoFalseDeadlockTest, WiredThreadSleeps) {
 }
 
 }  // namespace
+
+// A mutex held across weft_init or weft_shutdown is still the caller's: the main weft
+// thread is the OS thread that called weft_init (a library's one-time start-up locks,
+// starts weft, unlocks). Checked builds aborted with "unlock by a thread that does not
+// hold it" (found by a prober).
+TEST(MutexAcrossLifecycle, HeldAcrossInitAndShutdownIsStillTheCallers) {
+  weft_mutex_t m = WEFT_MUTEX_INIT;
+  weft_cond_t c = WEFT_COND_INIT;
+  ASSERT_FALSE(weft_is_running());
+  ASSERT_EQ(weft_mutex_lock(&m), 0);  // a plain OS thread
+  ASSERT_EQ(InitWithVps(2), 0);
+  // the main weft thread: waits on the mutex's condition, unlocks
+  EXPECT_EQ(weft_cond_timedwait(&c, &m, weft_deadline_after(1000000)), WEFT_ETIMEDOUT);
+  EXPECT_EQ(weft_mutex_unlock(&m), 0);
+  ASSERT_EQ(weft_mutex_lock(&m), 0);
+  weft_thread_t *t = Spawn(+[](void *p) {
+    return P(weft_mutex_trylock(static_cast<weft_mutex_t *>(p)));
+  }, &m);
+  EXPECT_EQ(Join(t), P(WEFT_EBUSY));  // held by the main thread, not by anyone's thread
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(weft_mutex_unlock(&m), 0);  // the plain OS thread again
+  EXPECT_EQ(weft_mutex_destroy(&m), 0);
+  EXPECT_EQ(weft_debug_live_blocks(), 0);
+}
