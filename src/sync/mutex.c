@@ -44,9 +44,14 @@ extern _Atomic int weft__spin_max, weft__spin_polling;
  * weft_init or weft_shutdown is still the caller's. */
 static void *holder_token(void) {
   weft_vp_t *vp = weft__vp();
-  weft_thread_t *w = vp ? vp->current : weft__wired_self(); /* held across wire/unwire */
-  if (w && w != weft__rt.main) return w;
-  return (void *)((w ? weft__rt.main_os : (uintptr_t)pthread_self()) | 1);
+  weft_thread_t *w;
+  if (vp) {
+    w = vp->current;  /* NULL on the VP's own context (a continuation, the idle loop) */
+    if (!w) return NULL;
+  } else if (!(w = weft__wired_self())) {  /* a lock may be held across wire/unwire */
+    return (void *)((uintptr_t)pthread_self() | 1);
+  }
+  return w == weft__rt.main ? (void *)(weft__rt.main_os | 1) : (void *)w;
 }
 #define OWNER_SET(m) atomic_store_explicit(&(m)->owner, holder_token(), memory_order_relaxed)
 #define OWNER_IS_ME(m) (atomic_load_explicit(&(m)->owner, memory_order_relaxed) == holder_token())
