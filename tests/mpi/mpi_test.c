@@ -208,11 +208,11 @@ static void *fin_thread(void *arg) {
 }
 
 /* ---- finalize while a receive spins ---- */
-static volatile int spin_started;
+static int spin_started;  /* __atomic */
 static void *spin_recv_thread(void *arg) {
   (void)arg;
   int v = -1;
-  spin_started = 1;
+  __atomic_store_n(&spin_started, 1, __ATOMIC_RELEASE);
   CHECK(weft_mpi_recv(&v, 1, MPI_INT, 1, 996, MPI_COMM_WORLD, MPI_STATUS_IGNORE) == MPI_SUCCESS);
   CHECK(v == 7);
   return NULL;
@@ -316,7 +316,7 @@ int main(int argc, char **argv) {
     if (rank == 0) {
       weft_thread_t *t;
       CHECK(weft_create(&t, NULL, spin_recv_thread, NULL) == 0);
-      while (!spin_started) weft_yield();
+      while (!__atomic_load_n(&spin_started, __ATOMIC_ACQUIRE)) weft_yield();
       for (int i = 0; i < 100; i++) weft_yield();  /* it is in its spin phase */
       CHECK(weft_mpi_outstanding() == 0);           /* not parked */
       CHECK(weft_mpi_finalize() == MPI_ERR_PENDING);
