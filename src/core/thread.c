@@ -317,9 +317,9 @@ static inline int attr_plain(const weft_attr_t *attr) {
  * the VP's free list: the steps of create_general_full (create_args, create_tcb,
  * create_attrs, then the push or the bundle's scheduler), written as a leaf whose other
  * exits are tail calls, as weft_create is. */
-static __attribute__((noinline)) int create_attr_fast(weft_vp_t *vp, weft_thread_t **out,
-                                                      const weft_attr_t *attr,
-                                                      weft_thread_fn fn, void *arg) {
+static __attribute__((noinline)) int create_attr_fast(weft_thread_t **out, const weft_attr_t *attr,
+                                                      weft_thread_fn fn, void *arg,
+                                                      weft_vp_t *vp) {
   uint64_t id = vp->id_next;
   weft_thread_t *t = vp->tcb_free;
   if (WEFT__UNLIKELY(id == vp->id_end || !t)) return create_general_full(out, attr, fn, arg);
@@ -347,7 +347,7 @@ static __attribute__((noinline)) int create_general(weft_thread_t **out,
                                                     weft_thread_fn fn, void *arg) {
   weft_vp_t *vp = weft__vp();
   if (WEFT__LIKELY(vp && attr && fn && (out || attr->detached) && attr_plain(attr)))
-    return create_attr_fast(vp, out, attr, fn, arg);
+    return create_attr_fast(out, attr, fn, arg, vp);
   return create_general_full(out, attr, fn, arg);
 }
 
