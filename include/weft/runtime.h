@@ -45,7 +45,8 @@ typedef struct weft_config {
                             pool caches; beyond it memory goes back to the system;
                             default 1024. */
   int spin_us;           /* how long an idle VP polls (lock-free) before it sleeps in
-                            the kernel, in microseconds; default 50. */
+                            the kernel, in microseconds, counted from the last poll
+                            that saw a thread queued on any VP; default 50. */
   /* Stack-allocation policy (OpenThreads §3.1.4); both NULL (the default): weft maps
    * stacks with a guard region and caches them per VP. Both set: every stack weft
    * binds to a thread (not caller-provided ones, weft_attr_t.stack_addr) comes from

@@ -315,9 +315,13 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
   return NULL;
 }
 
-/* Polls without locks for cfg.spin_us, then sleeps. Returns a thread found in a
- * custom scheduler, or NULL: then the caller looks again (something was seen in a
- * dispatch queue, or the VP slept and was woken). */
+/* Polls without locks until cfg.spin_us have passed since it last saw a thread
+ * queued anywhere, then sleeps. Returns a thread found in a custom scheduler, or
+ * NULL: then the caller looks again (something was seen in a dispatch queue, or the
+ * VP slept and was woken). The window restarts at each sighting: a VP that backs off
+ * from steals (above) while another VP creates and joins batches of threads (T5)
+ * would otherwise go to sleep in each short gap between two batches, and the creator
+ * would pay a futex wake (a system call) at the first creation of every batch. */
 static weft_thread_t *idle_wait(weft_vp_t *vp) {
   weft__rt_t *rt = &weft__rt;
   uint64_t now = weft__os_now_ns();
@@ -342,7 +346,9 @@ static weft_thread_t *idle_wait(weft_vp_t *vp) {
       return NULL;
     weft_thread_t *t = custom_idle(vp);
     if (t) return t;
-  } while (now < until || others);  /* others: backing off with work queued */
+    /* others: backing off with work queued; poll on, and for spin_us after it */
+    if (others) until = now + (uint64_t)rt->cfg.spin_us * 1000u;
+  } while (now < until);
   return vp_sleep(vp);
 }
 
