@@ -72,6 +72,16 @@ def sweep(rep):
             rows.append(line)
         md += "\n### %s: %s\n\n" % (test, TITLE[test])
         md += table(["P"] + [h for _, h, *_ in libs], rows)
+        # weft's runtime counters over the same timed runs (weft_debug_stats): steals by
+        # idle VPs and VP sleeps per run, and process CPU time over elapsed time
+        wc = sorted((r for r in sw.get("results", []) if r.get("lib") == "weft" and
+                     r.get("test") == test and (r.get("weft_steals_per_run") or 0) >= 0),
+                    key=lambda r: r["P"])
+        if wc:
+            md += ("\nweft per timed run: " + "; ".join(
+                "P = %d: %.0f steals, %.0f VP sleeps, CPU/elapsed %.2f" % (
+                    r["P"], r["weft_steals_per_run"], r.get("weft_sleeps_per_run") or 0,
+                    r.get("cpu_per_wall") or 0) for r in wc) + ".\n")
 
         p_ = plt()
         fig, (a1, a2) = p_.subplots(1, 2, figsize=(11, 4))
