@@ -109,8 +109,11 @@ WEFT_API ssize_t weft_pwrite_deadline(int fd, const void *buf, size_t count, off
                                       uint64_t deadline);
 
 /* recv(2), send(2), recvmsg(2), sendmsg(2). With MSG_DONTWAIT in flags they never
- * park. recv with MSG_WAITALL on a stream parks until len bytes, end of stream or
- * an error (returning what it got, as recv does). */
+ * park. recv and recvmsg with MSG_WAITALL on a stream socket park until len bytes
+ * (recvmsg: the iovecs' total), end of stream or an error (returning what they got,
+ * as recv does; recvmsg's ancillary data and msg_controllen are those that came with
+ * the first bytes, msg_flags the union of every part's). On a datagram or seqpacket
+ * socket MSG_WAITALL changes nothing: one message, as recv(2) gives. */
 WEFT_API ssize_t weft_recv(int fd, void *buf, size_t len, int flags);
 WEFT_API ssize_t weft_send(int fd, const void *buf, size_t len, int flags);
 WEFT_API ssize_t weft_recvmsg(int fd, struct msghdr *msg, int flags);
@@ -131,7 +134,11 @@ WEFT_API int weft_accept_deadline(int fd, struct sockaddr *addr, socklen_t *addr
  * for the connect call only and restores the flags before it parks. After
  * ETIMEDOUT the connection attempt may still go on in the kernel (as after a
  * connect interrupted by a signal): close the socket. A socket that already has
- * O_NONBLOCK gets EINPROGRESS, as connect(2) gives. */
+ * O_NONBLOCK gets EINPROGRESS, as connect(2) gives. An AF_UNIX listener whose
+ * backlog is full makes a blocking connect(2) wait for room; the kernel offers
+ * nothing to wait on, so weft_connect sleeps (parked) and tries again, from 50 us
+ * doubling to 10 ms between tries, until it connects, fails otherwise, or the
+ * deadline passes (ETIMEDOUT). */
 WEFT_API int weft_connect(int fd, const struct sockaddr *addr, socklen_t addrlen);
 WEFT_API int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_t addrlen,
                                    uint64_t deadline);
@@ -187,7 +194,9 @@ WEFT_API int weft_close(int fd);
  * thread held by a wired weft thread takes no job and does not count against the
  * limit; once unwired it is an idle pool thread again. The pool outlives
  * weft_shutdown; a child of fork(2) starts with an empty one (see weft/runtime.h on
- * fork). Errors: WEFT_EINVAL (fn NULL);
+ * fork). weft_shutdown() counts a thread parked here as blocked, like one parked on
+ * I/O: when nothing else can run it returns WEFT_EBUSY while fn still runs (fn may
+ * never return; call it again once the job is done). Errors: WEFT_EINVAL (fn NULL);
  * WEFT_EAGAIN (no pool thread could be started and none that takes jobs exists; fn
  * did not run). */
 WEFT_API int weft_blocking(void *(*fn)(void *), void *arg, void **result);
@@ -196,7 +205,8 @@ WEFT_API int weft_blocking(void *(*fn)(void *), void *arg, void **result);
  * wired weft threads are not counted) and the idle time after which a pool thread
  * exits (nanoseconds, > 0); 0 in either leaves it. At most max_threads jobs run at
  * once, from the moment the call returns (a limit of 1 serialises the jobs); threads
- * above a lowered limit take no job and exit once idle. Errors: WEFT_EINVAL.
+ * above a lowered limit take no job and exit once idle; a raised limit starts
+ * threads at once for jobs already queued (up to the new limit). Errors: WEFT_EINVAL.
  * Callable anytime. */
 WEFT_API int weft_blocking_limits(int max_threads, uint64_t idle_ns);
 

@@ -250,6 +250,13 @@ int weft_blocking_limits(int max_threads, uint64_t idle_ns) {
   if (max_threads) pool.max = max_threads;
   if (idle_ns) pool.idle_ns = idle_ns;
   pthread_cond_broadcast(&pool.cv);  /* idle threads re-read the limits */
+  /* A raised limit: jobs that queued at the old one (no idle or starting thread
+   * to take them) get threads now, as weft_blocking would have started for them;
+   * they may be waiting for each other. A failed start leaves them to the threads
+   * there are. */
+  while (pool.nqueued > pool.nidle + pool.nsoon && pool.nthreads - pool.nheld < pool.max &&
+         start_worker(0) == 0) {
+  }
   pthread_mutex_unlock(&pool.mu);
   return 0;
 }

@@ -380,13 +380,18 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
   if (st != WEFT__W_SIGNALED) {
     weft__qlock_lock(&d->lock);
     if (w.linked) weft__wq_remove(&d->q, &w);
-    int drop = io.uring && !d->q.head && d->armed;
+    /* The last waiter left: nothing is armed for anyone any more. epoll: the next
+     * arm makes an epoll_ctl again (MOD, or ADD if the number was closed with
+     * close(2) and reused: the kernel dropped the old registration with the file,
+     * and an arm that trusted `armed` would never register the new one); an event of
+     * the old arming that still comes wakes nobody or makes a waiter retry. */
+    int drop = !d->q.head && d->armed;
     if (drop) d->armed = 0;
     weft__spin_unlock(&d->lock);
 #ifdef WEFT_HAVE_URING
-    /* the last waiter left: withdraw the polls (they pin the file). A waiter that
-     * armed a new one meanwhile sees it cancelled and is re-armed by dispatch. */
-    if (drop) uring_cancel_fd(d->fd);
+    /* uring: withdraw the polls (they pin the file). A waiter that armed a new one
+     * meanwhile sees it cancelled and is re-armed by dispatch. */
+    if (drop && io.uring) uring_cancel_fd(d->fd);
 #endif
     rc = -ETIMEDOUT;
   } else if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
@@ -969,10 +974,23 @@ static ssize_t op_all(op_t *o, size_t total, uint64_t deadline) {
       op_t one = *o;
       one.msg = &m;
       r = op_run(&one, deadline);
-      if (r >= 0 && o->kind == OP_RECVMSG) o->msg->msg_flags = m.msg_flags;
-      if (r > 0 && o->kind == OP_SENDMSG) {
+      if (r >= 0 && o->kind == OP_RECVMSG) {
+        /* the flags of every part (MSG_CTRUNC of the first stays); the ancillary
+         * data and the sender came with the first bytes: their lengths are the
+         * first call's, and later calls get no buffer for them */
+        o->msg->msg_flags = (done ? o->msg->msg_flags : 0) | m.msg_flags;
+        if (done == 0) {
+          o->msg->msg_controllen = m.msg_controllen;
+          o->msg->msg_namelen = m.msg_namelen;
+        }
+      }
+      if (r > 0 && (o->kind == OP_SENDMSG || o->kind == OP_RECVMSG)) {
         m.msg_control = NULL;  /* ancillary data went with the first bytes */
         m.msg_controllen = 0;
+        if (o->kind == OP_RECVMSG) {
+          m.msg_name = NULL;
+          m.msg_namelen = 0;
+        }
       }
     } else {
       r = op_run(o, deadline);
@@ -1022,7 +1040,12 @@ ssize_t weft_read(int fd, void *buf, size_t count) {
       int k = atomic_load_explicit(&d->kind, memory_order_relaxed);
       if (WEFT__LIKELY(k == K_SOCK || k == K_OTHER)) {
         ssize_t r = k == K_SOCK ? recv(fd, buf, count, MSG_DONTWAIT) : read(fd, buf, count);
-        if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK)) return r;
+        if (WEFT__LIKELY(r >= 0)) return r;
+        int e = err_now();
+        /* ENOTSOCK: the number was a socket and is now something else (closed with
+         * close(2) and reused): op_try reclassifies it and reads it as such */
+        if (WEFT__UNLIKELY(e == ENOTSOCK)) return weft_read_deadline(fd, buf, count, WEFT_FOREVER);
+        if (e != EAGAIN && e != EWOULDBLOCK) return r;
         op_t o = {.kind = OP_READ, .fd = fd, .buf = buf, .len = count};
         return op_park(d, gen, &o, WEFT_FOREVER);
       }
@@ -1076,10 +1099,20 @@ ssize_t weft_pwrite(int fd, const void *buf, size_t count, off_t offset) {
   return weft_pwrite_deadline(fd, buf, count, offset, WEFT_FOREVER);
 }
 
+/* Whether a MSG_WAITALL receive on fd gathers (op_all): only on a stream socket. On a
+ * datagram or seqpacket socket recv(2) returns one message whatever the flag says, and
+ * gathering would run messages together; a descriptor that is not a socket gets
+ * ENOTSOCK from the single call. */
+static int waitall_gathers(int fd, int flags) {
+  if (!(flags & MSG_WAITALL) || (flags & (MSG_DONTWAIT | MSG_PEEK)) || !here()) return 0;
+  int type = 0;
+  socklen_t len = sizeof type;
+  return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+}
+
 ssize_t weft_recv_deadline(int fd, void *buf, size_t len, int flags, uint64_t deadline) {
   op_t o = {.kind = OP_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags & ~MSG_WAITALL};
-  if ((flags & MSG_WAITALL) && !(flags & (MSG_DONTWAIT | MSG_PEEK)) && here())
-    return op_all(&o, len, deadline);
+  if (waitall_gathers(fd, flags)) return op_all(&o, len, deadline);
   o.flags = flags;
   return op_run(&o, deadline);
 }
@@ -1097,6 +1130,10 @@ ssize_t weft_send(int fd, const void *buf, size_t len, int flags) {
 
 ssize_t weft_recvmsg_deadline(int fd, struct msghdr *msg, int flags, uint64_t deadline) {
   op_t o = {.kind = OP_RECVMSG, .fd = fd, .msg = msg, .flags = flags};
+  if (msg && msg->msg_iovlen <= IOV_MAX && waitall_gathers(fd, flags)) {
+    o.flags = flags & ~MSG_WAITALL;
+    return op_all(&o, iov_total(msg->msg_iov, (int)msg->msg_iovlen), deadline);
+  }
   return op_run(&o, deadline);
 }
 ssize_t weft_recvmsg(int fd, struct msghdr *msg, int flags) {
@@ -1168,6 +1205,23 @@ int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_t addrlen
   if (fl & O_NONBLOCK) return connect(fd, addr, addrlen);
   if (fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
   int r = connect(fd, addr, addrlen), e = err_now();
+  /* A non-blocking AF_UNIX connect to a listener whose backlog is full fails with
+   * EAGAIN where a blocking one waits for room; the kernel offers no readiness for
+   * that to wait on, so the caller sleeps (parked, on a VP) and tries again, from
+   * 50 us doubling to 10 ms between tries, until the deadline. */
+  for (uint64_t pause = 50000; r != 0 && e == EAGAIN && addr && addr->sa_family == AF_UNIX;) {
+    uint64_t now = weft__os_now_ns();
+    if (now >= deadline) {
+      e = ETIMEDOUT;
+      break;
+    }
+    uint64_t until = deadline - now > pause ? now + pause : deadline;
+    if (!on_vp) weft__os_sleep_ns(until - now);
+    else if (weft_sleep_until(until) != 0) weft_yield();  /* no timer slot: yield */
+    if (pause < 10000000) pause *= 2;
+    r = connect(fd, addr, addrlen);
+    e = err_now();
+  }
   (void)fcntl(fd, F_SETFL, fl);
   if (r == 0) return 0;
   if (e != EINPROGRESS) {

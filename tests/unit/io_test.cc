@@ -20,10 +20,12 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -1042,6 +1044,156 @@ TEST_P(IoTest, EchoStressExactByteCounts) {
   RunEcho(Scaled(16, 4), static_cast<size_t>(Scaled(200000, 20000)));
 }
 
+// A descriptor number that was a socket to weft, closed with close(2) and reused for
+// a pipe or a regular file: weft_read reads it as what it is now (the inline path
+// of weft_read once gave ENOTSOCK, trusting the cached kind).
+TEST_P(IoTest, ReadOnANumberReusedAfterAPlainClose) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  char b[16];
+  ASSERT_EQ(weft_write(sv[1], "s", 1), 1);
+  ASSERT_EQ(weft_read(sv[0], b, sizeof b), 1);  // weft knows sv[0] as a socket now
+  int num = sv[0];
+  ASSERT_EQ(close(sv[0]), 0);
+  ASSERT_EQ(close(sv[1]), 0);
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  if (p[0] != num && p[1] != num) GTEST_SKIP() << "the number was not reused";
+  int rd = p[0] == num ? p[0] : -1;
+  if (rd >= 0) {
+    ASSERT_EQ(write(p[1], "pipe!", 5), 5);
+    EXPECT_EQ(weft_read(rd, b, sizeof b), 5) << strerror(Err());
+    EXPECT_EQ(memcmp(b, "pipe!", 5), 0);
+  }
+  weft_close(p[0]);
+  weft_close(p[1]);
+}
+
+// After a read with a deadline timed out (no waiter left), the number is closed with
+// close(2) and reused for a new socket: a read on it parks and is woken by data
+// (epoll once kept the old arming's bits and never registered the new file).
+TEST_P(IoTest, ParkOnANumberReusedAfterATimeout) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  char b[4];
+  EXPECT_EQ(weft_read_deadline(sv[0], b, 1, weft_deadline_after(2000000)), -1);
+  EXPECT_EQ(Err(), ETIMEDOUT);
+  int num = sv[0];
+  ASSERT_EQ(close(sv[0]), 0);
+  ASSERT_EQ(close(sv[1]), 0);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  if (sv[0] != num) {
+    close(sv[0]);
+    close(sv[1]);
+    GTEST_SKIP() << "the number was not reused";
+  }
+  static int wfd;
+  wfd = sv[1];
+  weft_thread_t *w = Spawn(+[](void *) -> void * {
+    weft_sleep_ns(5000000);
+    return P(weft_write(wfd, "ok", 2));
+  });
+  EXPECT_EQ(weft_read_deadline(sv[0], b, sizeof b, weft_deadline_after(20000000000ull)), 2)
+      << strerror(Err());
+  EXPECT_EQ(Join(w), P(2));
+  weft_close(sv[0]);
+  weft_close(sv[1]);
+}
+
+// MSG_WAITALL gathers on a stream only: on a datagram or seqpacket socket each call
+// returns one message at once, as recv(2) does (weft once ran them together and
+// waited for the rest of the buffer).
+TEST_P(IoTest, WaitallOnMessageSocketsIsOneMessage) {
+  for (int type : {SOCK_DGRAM, SOCK_SEQPACKET}) {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv), 0);
+    ASSERT_EQ(send(sv[1], "0123456789", 10, 0), 10);
+    ASSERT_EQ(send(sv[1], "abcdefghij", 10, 0), 10);
+    char b[100];
+    EXPECT_EQ(weft_recv_deadline(sv[0], b, sizeof b, MSG_WAITALL, weft_deadline_after(10000000000ull)), 10)
+        << "type " << type;
+    EXPECT_EQ(memcmp(b, "0123456789", 10), 0);
+    iovec v = {b, sizeof b};
+    msghdr m{};
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    EXPECT_EQ(weft_recvmsg(sv[0], &m, MSG_WAITALL), 10) << "type " << type;
+    EXPECT_EQ(memcmp(b, "abcdefghij", 10), 0);
+    weft_close(sv[0]);
+    weft_close(sv[1]);
+  }
+}
+
+// recvmsg with MSG_WAITALL on a stream waits for the whole iovec total, as recv does.
+TEST_P(IoTest, RecvmsgWaitallGathersOnAStream) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_EQ(send(sv[1], "01234", 5, 0), 5);
+  static int wfd;
+  wfd = sv[1];
+  weft_thread_t *w = Spawn(+[](void *) -> void * {
+    weft_sleep_ns(5000000);
+    return P(weft_send(wfd, "56789", 5, 0));
+  });
+  char b1[4], b2[6];
+  iovec v[2] = {{b1, sizeof b1}, {b2, sizeof b2}};
+  msghdr m{};
+  m.msg_iov = v;
+  m.msg_iovlen = 2;
+  EXPECT_EQ(weft_recvmsg(sv[0], &m, MSG_WAITALL), 10);
+  EXPECT_EQ(memcmp(b1, "0123", 4), 0);
+  EXPECT_EQ(memcmp(b2, "456789", 6), 0);
+  EXPECT_EQ(Join(w), P(5));
+  weft_close(sv[0]);
+  weft_close(sv[1]);
+}
+
+// connect to an AF_UNIX listener whose backlog is full waits for room, as connect(2)
+// does (a non-blocking try gets EAGAIN, which weft once returned).
+TEST_P(IoTest, UnixConnectWaitsForBacklogRoom) {
+  int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(ls, 0);
+  static sockaddr_un addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  // an abstract name: nothing in the file system to clean up
+  snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "weft-io-test-%d-%d", getpid(), nvps());
+  socklen_t alen = offsetof(sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr *>(&addr), alen), 0);
+  ASSERT_EQ(listen(ls, 1), 0);
+  const int k = 4;
+  static socklen_t len;
+  len = alen;
+  static std::atomic<int> connected;
+  connected = 0;
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < k; i++)
+    ts.push_back(Spawn(+[](void *) -> void * {
+      int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      int rc = weft_connect_deadline(s, reinterpret_cast<sockaddr *>(&addr), len,
+                                     weft_deadline_after(20000000000ull));
+      int e = rc ? Err() : 0;
+      if (rc == 0) connected++;
+      return P(rc == 0 ? s : -1000 - e);
+    }));
+  // let the connects fill the backlog before anything is accepted
+  weft_sleep_ns(20000000);
+  std::vector<int> acc;
+  for (int i = 0; i < k; i++) {
+    int a = weft_accept_deadline(ls, nullptr, nullptr, SOCK_CLOEXEC, weft_deadline_after(20000000000ull));
+    ASSERT_GE(a, 0) << strerror(Err());
+    acc.push_back(a);
+  }
+  for (auto *t : ts) {
+    intptr_t s = I(Join(t));
+    EXPECT_GE(s, 0) << "connect failed: " << strerror(static_cast<int>(-1000 - s));
+    if (s >= 0) close(static_cast<int>(s));
+  }
+  EXPECT_EQ(connected.load(), k);
+  for (int a : acc) close(a);
+  weft_close(ls);
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, IoTest,
                          ::testing::Combine(::testing::ValuesIn(Engines()), ::testing::Values(1, 2)),
                          Name);
@@ -1219,6 +1371,45 @@ TEST_F(BlockingTest, LoweredLimitHoldsWhileThreadsAboveItRemain) {
   ASSERT_GE(weft_blocking_threads(), k);
   ASSERT_EQ(weft_blocking_limits(1, 0), 0);
   EXPECT_EQ(MostJobsAtOnce(k), 1) << "more jobs ran at once than the limit";
+  EXPECT_EQ(weft_blocking_limits(64, 0), 0);
+}
+
+// A raised limit starts threads for jobs that queued at the old one: with a limit of
+// 1, job A runs and waits for job B, which is queued behind it; raising the limit
+// lets B run (weft once started threads only in weft_blocking, and both waited for
+// ever).
+TEST_F(BlockingTest, RaisedLimitStartsThreadsForQueuedJobs) {
+  ASSERT_EQ(weft_blocking_limits(1, 0), 0);
+  static std::atomic<int> a_running, b_calling, b_done;
+  a_running = 0;
+  b_calling = 0;
+  b_done = 0;
+  weft_thread_t *a = Spawn(+[](void *) -> void * {
+    weft_blocking(+[](void *) -> void * {
+      a_running = 1;
+      while (b_done.load() == 0) usleep(200);
+      return nullptr;
+    }, nullptr, nullptr);
+    return nullptr;
+  });
+  ASSERT_TRUE(YieldUntil([] { return a_running.load() == 1; }, 30));
+  weft_thread_t *b = Spawn(+[](void *) -> void * {
+    b_calling = 1;
+    weft_blocking(+[](void *) -> void * {
+      b_done = 1;
+      return nullptr;
+    }, nullptr, nullptr);
+    return nullptr;
+  });
+  // one VP: b runs in this yield until weft_blocking parks it, its job queued
+  // behind a's (no thread for it at the limit of 1)
+  ASSERT_TRUE(YieldUntil([] { return b_calling.load() == 1; }, 30));
+  weft_sleep_ns(2000000);
+  EXPECT_EQ(b_done.load(), 0);
+  ASSERT_EQ(weft_blocking_limits(4, 0), 0);
+  Join(b);
+  Join(a);
+  EXPECT_EQ(b_done.load(), 1);
   EXPECT_EQ(weft_blocking_limits(64, 0), 0);
 }
 
