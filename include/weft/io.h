@@ -194,9 +194,9 @@ WEFT_API int weft_close(int fd);
  * thread held by a wired weft thread takes no job and does not count against the
  * limit; once unwired it is an idle pool thread again. The pool outlives
  * weft_shutdown; a child of fork(2) starts with an empty one (see weft/runtime.h on
- * fork). weft_shutdown() counts a thread parked here as blocked, like one parked on
- * I/O: when nothing else can run it returns WEFT_EBUSY while fn still runs (fn may
- * never return; call it again once the job is done). Errors: WEFT_EINVAL (fn NULL);
+ * fork). weft_shutdown() waits for a thread parked here as for a sleeping one: fn's
+ * return wakes it (so an fn that never returns keeps weft_shutdown waiting).
+ * Errors: WEFT_EINVAL (fn NULL);
  * WEFT_EAGAIN (no pool thread could be started and none that takes jobs exists; fn
  * did not run). */
 WEFT_API int weft_blocking(void *(*fn)(void *), void *arg, void **result);

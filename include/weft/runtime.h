@@ -138,7 +138,12 @@ WEFT_API int weft_init(const weft_config_t *cfg);
  * weft_shutdown() waits for any still inside weft before it frees anything. If threads are
  * still alive but none can run (all are blocked, or held by a stopped bundle, and
  * every VP is idle), it returns WEFT_EBUSY and the runtime keeps running (wake or
- * finish them and call again). (OS-thread creations are allowed again.) Threads a
+ * finish them and call again). Threads that something already under way will wake
+ * are waited for, not reported: a sleep or timed wait, a wired thread, a
+ * weft_blocking() job still running. While it waits it also calls the do-when-idle
+ * functions (weft/vp.h), with one VP too; a thread that only such a function or an
+ * I/O event could wake later counts as blocked. Threads the main thread's key
+ * destructors create are waited for as well. (OS-thread creations are allowed again.) Threads a
  * bundle's scheduler holds (never run, in its own structures) are asked for and run
  * while it waits, as an idle VP would, with one VP too.
  * Finished threads nobody joined are reclaimed; their results are lost. On success

@@ -413,8 +413,10 @@ int weft_shutdown(void) {
   /* 0. plain OS threads create no more threads; wait for those creating one now,
    * so that their threads are counted below */
   gate_set(1);
-  /* 1. run until every other thread has finished, or none can run */
+  /* 1. run until every other thread has finished, or none can run; again after the
+   * main thread's key destructors if they created threads */
   int quiet_rounds = 0;
+again:
   while (weft__live_threads() > 0) {
     vp = weft__vp();  /* a yield may have moved us to another VP */
     if (weft__vp_ready_hint(vp)) {  /* the queue, or the hand-off slot */
@@ -451,6 +453,7 @@ int weft_shutdown(void) {
     }
     weft__timers_poll_all();  /* our own VP's timers fire only if someone polls */
     weft__io_poll(vp);        /* and I/O, with one VP */
+    weft__idle_funcs_run();   /* and the do-when-idle functions (weft/vp.h), with one VP */
     /* every other VP asleep, not only idle: a VP still polling may hold a thread it
      * has just taken from a queue (the queue is empty, and it counts as idle until it
      * leaves the idle loop), and a loaded machine can keep it off its CPU for longer
@@ -459,7 +462,7 @@ int weft_shutdown(void) {
     uint32_t idle = atomic_load(&rt->idle);
     if ((idle & 0xffff) == 0 && (int)(idle >> 16) == rt->nvps - 1 && !weft__any_queued_locked() &&
         weft__timers_earliest() == UINT64_MAX && weft_wired_count() == 0 &&
-        weft__wire_returning() == 0 && !weft__monitor_busy()) {
+        weft__wire_returning() == 0 && !weft__monitor_busy() && weft__pool_jobs() == 0) {
       if (++quiet_rounds >= 3) {
         gate_set(2);
         return WEFT_EBUSY;
@@ -476,9 +479,9 @@ int weft_shutdown(void) {
   if (self->tsd) {
     weft__key_run_dtors(self);
     vp = weft__vp();
-    if (weft__live_threads() > 0) {  /* a destructor created threads */
-      gate_set(2);
-      return WEFT_EBUSY;
+    if (weft__live_threads() > 0) {  /* a destructor created threads: wait for them */
+      quiet_rounds = 0;
+      goto again;
     }
   }
   /* every weft thread has finished: close the gate, and wait until no plain OS

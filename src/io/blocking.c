@@ -271,6 +271,15 @@ int weft__pool_idle_spare(void) {
   return n;
 }
 
+int weft__pool_jobs(void) {
+  pthread_once(&pool_once, pool_init);
+  pthread_mutex_lock(&pool.mu);
+  int n = pool.nrunning;
+  for (job_t *j = pool.head; j; j = j->next) n++;
+  pthread_mutex_unlock(&pool.mu);
+  return n;
+}
+
 int weft_blocking_threads(void) {
   pthread_mutex_lock(&pool.mu);
   int n = pool.nthreads;

@@ -80,5 +80,9 @@ void weft__pool_hold_done(void);
  * cannot wake a weft thread until a weft thread gives them work. The deadlock check
  * (src/core/deadlock.c) does not count them as possible wakers. */
 int weft__pool_idle_spare(void);
+/* weft_blocking() jobs queued or running now (a snapshot): each will wake the weft
+ * thread parked for it when its function returns. weft_shutdown waits while there
+ * are any, as it waits for a sleeping thread. */
+int weft__pool_jobs(void);
 
 #endif

@@ -149,6 +149,28 @@ TEST_P(KeyTest, MainThreadDestructorsRunAtShutdown) {
   EXPECT_EQ(weft_key_delete(g_key), 0);
 }
 
+// A destructor of the main thread that creates a thread: weft_shutdown runs that
+// thread and waits for it, then succeeds (it once returned WEFT_EBUSY at once).
+std::atomic<int> g_child_ran{0};
+void SpawningDtor(void *) {
+  weft_attr_t a;
+  weft_attr_init(&a);
+  a.detached = 1;
+  EXPECT_EQ(weft_create(nullptr, &a, +[](void *) -> void * {
+    weft_yield();
+    g_child_ran++;
+    return nullptr;
+  }, nullptr), 0);
+}
+TEST_P(KeyTest, MainThreadDestructorThatCreatesAThreadIsWaitedFor) {
+  g_child_ran = 0;
+  ASSERT_EQ(weft_key_create(&g_key, SpawningDtor), 0);
+  ASSERT_EQ(weft_key_set(g_key, P(1)), 0);
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(g_child_ran.load(), 1);
+  EXPECT_EQ(weft_key_delete(g_key), 0);
+}
+
 // A destructor that sets its key again is called again: at most 4 rounds in all.
 std::atomic<int> g_rounds{0};
 std::atomic<int> g_resets_left{0};

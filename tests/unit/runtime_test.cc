@@ -6,6 +6,11 @@
 
 #include "weft_test.h"
 
+#include <unistd.h>
+
+#include <weft/io.h>
+#include <weft/vp.h>
+
 using namespace weft_test;
 
 namespace {
@@ -293,6 +298,52 @@ TEST_P(RuntimeVpTest, ShutdownWaitsForDetachedThreads) {
   ASSERT_EQ(weft_shutdown(), 0);
   EXPECT_EQ(g_detached_done.load(), expected);
   EXPECT_EQ(Tid(), tid) << "weft_shutdown returned on another kernel thread";
+}
+
+// A thread parked in weft_blocking() will be woken by its job: weft_shutdown waits
+// for it (it once returned WEFT_EBUSY while the job ran).
+std::atomic<int> g_blocking_done{0};
+TEST_P(RuntimeVpTest, ShutdownWaitsForAThreadInWeftBlocking) {
+  g_blocking_done = 0;
+  weft_attr_t attr = DetachedAttr();
+  ASSERT_EQ(weft_create(nullptr, &attr, +[](void *) -> void * {
+    weft_blocking(+[](void *) -> void * {
+      usleep(50000);
+      return nullptr;
+    }, nullptr, nullptr);
+    g_blocking_done++;
+    return nullptr;
+  }, nullptr), 0);
+  weft_sleep_ns(5000000);  // the job runs: its caller is parked
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(g_blocking_done.load(), 1);
+}
+
+// weft_shutdown calls the do-when-idle functions while it waits, with one VP too: a
+// thread that such a function wakes is run and waited for (with one VP the function
+// was never called, and shutdown returned WEFT_EBUSY).
+weft_sem_t g_idle_sem;
+std::atomic<int> g_idle_armed{0}, g_idle_woke{0};
+void WakeOnceWhenIdle(void *) {
+  int one = 1;
+  if (g_idle_armed.compare_exchange_strong(one, 2)) weft_sem_signal(&g_idle_sem);
+}
+TEST_P(RuntimeVpTest, ShutdownCallsDoWhenIdleFunctions) {
+  g_idle_armed = 0;
+  g_idle_woke = 0;
+  weft_sem_init(&g_idle_sem, 0);
+  ASSERT_EQ(weft_idle_func_add(WakeOnceWhenIdle, nullptr), 0);
+  weft_attr_t attr = DetachedAttr();
+  ASSERT_EQ(weft_create(nullptr, &attr, +[](void *) -> void * {
+    weft_sem_wait(&g_idle_sem);
+    g_idle_woke++;
+    return nullptr;
+  }, nullptr), 0);
+  weft_sleep_ns(2000000);  // the thread waits on the semaphore
+  g_idle_armed = 1;
+  ASSERT_EQ(weft_shutdown(), 0);
+  EXPECT_EQ(g_idle_woke.load(), 1);
+  EXPECT_EQ(g_idle_armed.load(), 2);
 }
 
 // Joinable threads nobody joins (finished or still runnable) are reclaimed by
