@@ -41,7 +41,8 @@ WEFT_API void weft_trace_config_init(weft_trace_config_t *cfg);
  * weft_vp_count() VPs now running and installs the tracer's callbacks (cfg NULL:
  * defaults). Call between weft_init() and weft_shutdown().
  * Errors: WEFT_ENOTINIT (weft not running), WEFT_EALREADY (already tracing),
- * WEFT_ENOMEM, WEFT_EPERM (built with WEFT_HOOKS=OFF), WEFT_EAGAIN (an event's
+ * WEFT_ENOMEM (also for a capacity no buffer can hold), WEFT_EPERM (built with
+ * WEFT_HOOKS=OFF), WEFT_EAGAIN (an event's
  * callback stack is full); on error nothing stays installed or allocated. */
 WEFT_API int weft_trace_start(const weft_trace_config_t *cfg);
 

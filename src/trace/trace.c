@@ -213,6 +213,9 @@ int weft_trace_start(const weft_trace_config_t *cfg) {
   }
   free_recording();
   size_t cap = cfg->capacity ? cfg->capacity : WEFT_TRACE_DEFAULT_CAPACITY;
+  /* cap * sizeof(rec_t) must not wrap: a capacity that no allocation can hold is
+   * out of memory, not a small buffer written past its end */
+  if (cap > SIZE_MAX / sizeof(rec_t)) return WEFT_ENOMEM;
   /* not counted (a recording outlives weft_shutdown() until it is written), but
    * injectable (weft_debug_fail_alloc) */
   vpbuf_t *bufs = weft__sys_aligned_uncounted(64, sizeof(vpbuf_t) * (size_t)(nvps + 1));

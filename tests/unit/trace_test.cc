@@ -460,6 +460,21 @@ TEST_P(TraceTest, ErrorsAndStatistics) {
   EXPECT_EQ(weft_trace_write("/dev/null"), WEFT_EINVAL) << "discarded";
 }
 
+// A capacity whose buffer size does not fit in size_t is WEFT_ENOMEM, and nothing is
+// installed (it once wrapped to a tiny buffer that the first event wrote past).
+TEST_P(TraceTest, CapacityTooLargeForMemoryIsEnomem) {
+  weft_trace_config_t cfg;
+  weft_trace_config_init(&cfg);
+  cfg.capacity = (SIZE_MAX >> 5) + 2;  // times 32 bytes wraps around
+  int rc = weft_trace_start(&cfg);
+  if (rc == WEFT_EPERM) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  EXPECT_EQ(rc, WEFT_ENOMEM);
+  EXPECT_EQ(weft_trace_is_on(), 0);
+  Shared s;
+  RunWorkload(&s, 2);  // events with nothing installed
+  EXPECT_EQ(weft_trace_stop(), WEFT_EINVAL);
+}
+
 TEST_P(TraceTest, EnvironmentVariableStartsTracing) {
   std::string path = TempPath("env");
   unsetenv("WEFT_TRACE");
