@@ -18,6 +18,7 @@
 #include "weft/cthreads.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -310,7 +311,18 @@ cthread_t cthread_fork(cthread_fn_t func, void *arg) {
   c->arg = arg;
   c->kind = CT_FORKED;
   atomic_fetch_add_explicit(&nforked, 1, memory_order_relaxed);  /* before it can end */
-  int rc = weft_create(&c->t, NULL, trampoline, c);
+  int rc;
+  /* A plain OS thread that passed ensure() just before weft stopped (the main
+   * C-Thread restarting it in cthread_set_kernel_limit, or the program shutting it
+   * down) gets WEFT_ENOTINIT: wait for the restart or the shutdown to end (the
+   * restart holds start_lock), start weft again if it is not running, as ensure()
+   * does, and try again. */
+  while ((rc = weft_create(&c->t, NULL, trampoline, c)) == WEFT_ENOTINIT && !weft_self()) {
+    pthread_mutex_lock(&start_lock);
+    if (!weft_is_running()) start_locked();
+    pthread_mutex_unlock(&start_lock);
+    sched_yield();
+  }
   if (rc) {
     rec_free(c);
     if (rc == WEFT_ENOMEM) return NULL;

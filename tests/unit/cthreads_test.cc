@@ -318,6 +318,32 @@ TEST(CThreads, KernelLimitBeforeStartAndRestart) {
   EXPECT_EQ(weft_vp_count(), 2);
 }
 
+// A plain OS thread forks and joins C-Threads while the main C-Thread restarts weft
+// with cthread_set_kernel_limit: a fork that passes its "weft is running" check just
+// before a restart waits for it and goes on (it once aborted: "cthread_fork: weft is
+// not initialized").
+TEST(CThreads, ForkFromAnOsThreadRacingARestart) {
+  cthread_join(cthread_fork(Echo, P(0)));  // weft started by the main C-Thread
+  std::atomic<int> stop{0}, forks{0}, bad{0};
+  std::thread os([&] {
+    while (!stop.load()) {
+      cthread_t t = cthread_fork(Echo, P(5));
+      if (!t) continue;  // out of memory: allowed, not expected here
+      forks++;
+      if (I(cthread_join(t)) != 5) bad++;
+    }
+  });
+  long restarts = Scaled(300, 30);
+  for (long i = 0; i < restarts; i++) {
+    cthread_set_kernel_limit(1 + static_cast<int>(i % 2));
+    if (i % 10 == 0) usleep(1000);
+  }
+  stop = 1;
+  os.join();
+  EXPECT_GT(forks.load(), 0);
+  EXPECT_EQ(bad.load(), 0);
+}
+
 struct PipeRun {
   int fd[2];
   std::atomic<int> ready{0};
