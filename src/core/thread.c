@@ -910,7 +910,12 @@ static void yield_cont(void *p) {
 #ifdef WEFT_HOOKS
   if (weft__tflags(self) & WEFT__TF_HOOK) weft__hook_switched(self, 0, NULL);
 #endif
-  weft__ready(weft__vp(), self);
+  /* A scheduler that does not see yields (the root's, a WEFT_SCHED_DISPATCH_ONLY
+   * bundle's: no TF_SCHED_YIELD) gets no thread_unblocked for one: the caller goes to
+   * the back of this VP's dispatch queue, as the rotation puts it. */
+  weft_vp_t *vp = weft__vp();
+  if (!(weft__tflags(self) & WEFT__TF_SCHED_YIELD)) weft__enqueue(vp, self);
+  else weft__ready(vp, self);
 }
 
 /* The general yield: dequeue the next ready thread (binding its stack if it never

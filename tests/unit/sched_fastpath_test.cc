@@ -109,6 +109,34 @@ TEST_F(FastPathOneVpTest, LocalCreateIsFifoWithoutHandler) {
   EXPECT_EQ(weft_bundle_destroy(b), 0);
 }
 
+// A WEFT_SCHED_DISPATCH_ONLY bundle does not see yields: its threads' yields raise no
+// thread_unblocked, also when the yield goes through the general path (a never-run
+// thread at the front of the queue: each thread's first yield here). It once raised
+// it there, for threads that never blocked.
+TEST_P(FastPathTest, DispatchOnlyYieldsRaiseNoUnblocked) {
+  const weft_sched_ops_t ops = {Created, nullptr, nullptr, Blocked, Unblocked,
+                                nullptr, nullptr, Idle, WEFT_SCHED_DISPATCH_ONLY};
+  weft_bundle_t *b = nullptr;
+  ASSERT_EQ(weft_bundle_create(&b, nullptr, &ops, nullptr), 0);
+  weft_attr_t a = InBundle(b);
+  const int n = static_cast<int>(Scaled(50, 5));
+  static std::atomic<int> done;
+  done = 0;
+  std::vector<weft_thread_t *> ts(static_cast<size_t>(n));
+  for (auto &t : ts)
+    ASSERT_EQ(weft_create(&t, &a, [](void *) -> void * {
+      for (int k = 0; k < 10; k++) weft_yield();
+      done++;
+      return nullptr;
+    }, nullptr), 0);
+  for (auto *t : ts) EXPECT_EQ(weft_join(t, nullptr), 0);
+  EXPECT_EQ(done.load(), n);
+  EXPECT_EQ(g_blocked.load(), 0);
+  EXPECT_EQ(g_unblocked_on_vp.load() + g_unblocked_off_vp.load(), 0);
+  EXPECT_EQ(g_created_on_vp.load(), n);  // no LOCAL_CREATE: the handler places them
+  EXPECT_EQ(weft_bundle_destroy(b), 0);
+}
+
 // Every thread runs exactly once with creations, yields and wake-ups from VPs and from
 // a plain OS thread; off a VP the handlers are raised; the bundle counts its live
 // threads (EBUSY while one is blocked).
