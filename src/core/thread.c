@@ -601,6 +601,81 @@ static __attribute__((noinline)) _Noreturn void finish_switch(weft_vp_t *vp, wef
   __builtin_unreachable();
 }
 
+/* Fairness of the finish hand-off. A joiner made ready goes to the back of the queue
+ * (FIFO among woken threads, docs/schedulers.md); the hand-off gives it the VP at once
+ * instead, which is what makes a fork-join cheap, and passes every thread queued on
+ * the VP. A thread that creates and joins in a loop then kept the VP for ever: a
+ * thread woken by a timer, a yield or a wake-up, queued at the back, never ran on this
+ * VP. So one hand-off in every WEFT__HANDOFF_PASS on a VP that would pass queued
+ * threads (counted in vp->handoffs) gives the VP to the thread at the back of the queue
+ * instead, if that one has run before (a woken or yielding thread, the kind the
+ * hand-offs starve), with the joiner pushed to the front to run right after it
+ * (finish_fair_cont). Never-run threads (created ones, which a depth-first unfolding
+ * keeps in front) are left where they are: starting one from the back would start
+ * a new chain of calls, and the number of started threads would grow. With nothing
+ * queued there is nobody to pass. A power of two. */
+#define WEFT__HANDOFF_PASS 256u
+static inline __attribute__((always_inline)) int handoff_turn(weft_vp_t *vp) {
+  /* relaxed: a hint; a thread queued meanwhile by another VP waits one hand-off */
+  if (WEFT__LIKELY(!atomic_load_explicit(&vp->q.head, memory_order_relaxed))) return 0;
+  /* its own count: the finish count would not do, finishes with and without a joiner
+   * may alternate (fib's two children) and a hand-off never fall on a multiple */
+  return (++vp->handoffs & (WEFT__HANDOFF_PASS - 1)) == 0;
+}
+
+/* Takes the back thread of vp's queue if it has run before (its stack is bound);
+ * NULL otherwise. */
+static __attribute__((noinline, cold)) weft_thread_t *take_back_if_run(weft_vp_t *vp) {
+  weft__spin_lock(&vp->q.lock);
+  weft_thread_t *b = vp->q.tail;
+  /* relaxed (q.head): ordered by the queue lock */
+  weft_thread_t *head = atomic_load_explicit(&vp->q.head, memory_order_relaxed);
+  if (b && b->ctx.sp) {
+    if (b == head) {
+      atomic_store_explicit(&vp->q.head, NULL, memory_order_relaxed);
+      vp->q.tail = NULL;
+    } else {
+      vp->q.tail = b->prev;  /* every queued thread but the front one has a valid prev */
+      b->prev->next = NULL;
+    }
+  } else {
+    b = NULL;
+  }
+  weft__spin_unlock(&vp->q.lock);
+  return b;
+}
+
+static void finish_handoff_cont(void *p);
+
+/* The continuation of a fair turn: the finish of finish_handoff_cont (the joiner named
+ * in t's join word is released by this finisher alone), then the joiner goes to the
+ * front of the queue. It is pushed only after DONE is published: a joiner that ran
+ * (on a thief) before that would find its joinee not done. */
+static void finish_fair_cont(void *p) {
+  weft_thread_t *t = p;
+  /* relaxed: only this finisher changes a word that names a weft joiner */
+  weft_thread_t *j = WEFT__JW_PTR(atomic_load_explicit(&t->join, memory_order_relaxed));
+  finish_handoff_cont(t);  /* t belongs to j from here on: not touched again */
+  weft__push(weft__vp(), j);
+}
+
+/* thread_finish's hand-off of vp to its waiting joiner j, or, on a fair turn with a
+ * thread that has run before at the back of the queue, to that thread (j next). */
+static inline __attribute__((always_inline, noreturn)) void finish_handoff(weft_vp_t *vp, weft_thread_t *t,
+                                                                      weft_thread_t *j) {
+  if (WEFT__UNLIKELY(handoff_turn(vp))) {
+    weft_thread_t *b = take_back_if_run(vp);
+    if (b) {
+      vp->current = b;
+      weft__switch_dying(&t->ctx, &b->ctx, finish_fair_cont, t);
+      __builtin_unreachable();
+    }
+  }
+  vp->current = j;
+  weft__switch_dying(&t->ctx, &j->ctx, finish_handoff_cont, t);
+  __builtin_unreachable();
+}
+
 static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *result) {
   if (t->tsd) weft__key_run_dtors(t);
   vp = weft__vp();                       /* destructors may have switched */
@@ -613,11 +688,7 @@ static _Noreturn void thread_finish(weft_vp_t *vp, weft_thread_t *t, void *resul
   uintptr_t w = atomic_load_explicit(&t->join, memory_order_acquire);
   if (WEFT__JW_TAG(w) == WEFT__JW_WEFT) {
     weft_thread_t *j = WEFT__JW_PTR(w);
-    if (!(weft__tflags(j) & WEFT__TF_CUSTOM)) {
-      vp->current = j;
-      weft__switch_dying(&t->ctx, &j->ctx, finish_handoff_cont, t);
-      __builtin_unreachable();
-    }
+    if (!(weft__tflags(j) & WEFT__TF_CUSTOM)) finish_handoff(vp, t, j);
   }
   finish_switch(vp, t, weft__dequeue(vp));
 }
@@ -642,11 +713,8 @@ static void thread_finish_fast(weft_thread_t *t, void *result) {
   weft_thread_t *j = WEFT__JW_PTR(w);
   if (WEFT__UNLIKELY(t->tsd || (weft__tflags(t) & WEFT__TF_SLOW))) thread_finish(vp, t, result);
   t->result = result;
-  if (WEFT__JW_TAG(w) == WEFT__JW_WEFT && !(weft__tflags(j) & WEFT__TF_CUSTOM)) {
-    vp->current = j;
-    weft__switch_dying(&t->ctx, &j->ctx, finish_handoff_cont, t);
-    return;  /* not reached */
-  }
+  if (WEFT__JW_TAG(w) == WEFT__JW_WEFT && !(weft__tflags(j) & WEFT__TF_CUSTOM))
+    finish_handoff(vp, t, j);
   /* no joiner waiting: the next ready thread, as thread_finish */
   weft_thread_t *next = weft__dequeue(vp);
   if (WEFT__LIKELY(next && (next->ctx.sp || bind_now(vp, next)))) {

@@ -32,6 +32,8 @@ struct weft_vp {
   /* owner-only, hot */
   weft_thread_t *current;       /* running thread; NULL while in the idle loop */
   int index;
+  uint32_t handoffs;            /* finish hand-offs that passed queued threads
+                                   (thread.c, handoff_turn) */
   weft_thread_t *tcb_free;      /* free control blocks, count ntcb (owner) */
   _Atomic int ntcb;             /* owner writes (relaxed load+store, no RMW);
                                    weft_debug_stats reads (relaxed) */

@@ -8,6 +8,8 @@
 //     other in turn (semaphores, condition variables);
 //   - a waker that keeps running (spins) at 2 VPs does not strand the woken thread:
 //     the idle VP takes it (the slot is stealable);
+//   - a thread that creates and joins in a loop (each finish hands the VP straight
+//     to its joiner) does not starve a thread woken by a timer or a yielding one;
 //   - weft_shutdown runs a thread left in the slot;
 //   - ping-pong pairs at 1, 2 and 4 VPs lose no wake-up and never run a thread
 //     on two VPs at once.
@@ -162,6 +164,40 @@ TEST_F(HandoffOneVp, CondPingPongDoesNotStarveYielder) {
 }
 
 // Shutdown with a woken thread still in the slot: weft_shutdown must run it.
+// A create + join loop hands the VP from each finishing child straight to the loop
+// (the joiner): it once did so for ever, passing every thread queued behind, so a
+// sleeper woken by its timer and a yielder never ran again on the only VP (the
+// watchdog ends that). Now one hand-off in so many lets a queued thread that has run
+// before go first.
+std::atomic<int> g_loop_stop{0};
+std::atomic<long> g_loops{0};
+void *create_join_loop(void *) {
+  while (!g_loop_stop.load()) {
+    weft_thread_t *t = nullptr;
+    if (weft_create(&t, nullptr, [](void *p) -> void * { return p; }, nullptr) != 0 ||
+        weft_join(t, nullptr) != 0)
+      return P(1);
+    g_loops++;
+  }
+  return nullptr;
+}
+TEST_F(HandoffOneVp, CreateJoinLoopDoesNotStarveSleeperOrYielder) {
+  for (int yielder = 0; yielder < 2; yielder++) {
+    g_loop_stop = 0;
+    g_loops = 0;
+    weft_thread_t *loop = Spawn(create_join_loop, nullptr);
+    // let the loop get going, then wait in a way that needs the VP back from it
+    while (g_loops.load() < 100) weft_yield();
+    if (yielder) {
+      for (int k = 0; k < 1000; k++) weft_yield();
+    } else {
+      EXPECT_EQ(weft_sleep_ns(2000000), 0);
+    }
+    g_loop_stop = 1;
+    EXPECT_EQ(Join(loop), nullptr);
+  }
+}
+
 TEST_F(HandoffOneVp, ShutdownRunsWokenThread) {
   static Flagged f;  // outlives the detached thread
   f.flag.store(0);
