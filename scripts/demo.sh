@@ -101,6 +101,7 @@ if [ "$mode" = quick ]; then
   a1_args=(--reps 5)            # the default 1024 x 4096 matrix: --quick's is ~7 ms a run
   a2_args=(--quick)
   icount_n=10000
+  l3s_args=(--quick)
   x2_args=(--n 200000 --reps 3)
   a4_args=(--quick)
   m1_args=(--quick)
@@ -129,6 +130,7 @@ else
   a1_args=(--procs "1,2,$((2 * cores))")
   a2_args=(--procs "1,2,$((2 * cores))")
   icount_n=50000
+  l3s_args=()
   x2_args=(--reps 5)
   a4_args=()
   m1_args=()
@@ -152,6 +154,7 @@ read -r -d '' STEPS <<'TABLE'
 latency           | weft_bench_latency                        | latency.json        | "$B/weft_bench_latency" "${lat_args[@]}" --benchmark_out="$raw/latency.json" --benchmark_out_format=json
 go_latency        | @go                                       | go_latency.txt      | go_run -bench "^BenchmarkL" -cpu 1 "${go_lat[@]}" >"$raw/go_latency.txt"
 go_sweep          | @go                                       | go_sweep.txt        | go_run -bench "T1|T5" -cpu "$(seq -s, 1 "$cores"),$((2 * cores))" "${go_sw[@]}" >"$raw/go_sweep.txt"
+latency_L3_sites  | weft_l3_sites                             | L3_sites.json       | "$B/weft_l3_sites" --out "$raw" "${l3s_args[@]}"
 icount            | @valgrind weft_icount ?weft_icount_cpp ?weft_icount_fiber | icount.json | ICOUNT_N="$icount_n" bench/icount.sh "$build" "$raw"
 icount_X1_nohooks | @valgrind weft_icount                     | nohooks/icount.json | icount_nohooks
 memory            | weft_mem_per_thread                       | memory.json         | "$B/weft_mem_per_thread" --out "$raw"

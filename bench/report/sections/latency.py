@@ -3,7 +3,7 @@ Presto Fig 3), weft beside pthreads, Boost.Fiber, Go and (L2) the task systems."
 import re
 import statistics
 
-from core import section, table, fmt_ns, plt
+from core import section, table, fmt_ns, plt, cell
 
 ROWS = [("L1", "create, not yet run"), ("L1+stack", "create + bind stack (weft)"),
         ("L2", "null thread: create+run+join"), ("L3", "switch (per yield / hand-off)"),
@@ -145,3 +145,34 @@ def memory(rep):
                    "P=%s: %.2fx" % (q.get("p"), q.get("speedup", 0))
                    for q in pts))
     return md or None
+
+
+@section("l3_sites", "L3 over call sites: how much a switch depends on where it is called from",
+         inputs=("L3_sites.json",), order=11)
+def l3_sites(rep):
+    doc = rep.load("L3_sites.json")
+    res = doc.get("results", [])
+    if not res:
+        return None
+    rows = [[r["site"], cell(r["median_ns"], r["min_ns"], r["max_ns"])] for r in res]
+    md = table(["call site", "ns per switch"], rows)
+    cfg = doc.get("config", {})
+    md += ("\nweft only, one VP: L3's two-thread yield loop (%s yields of the benchmark thread "
+           "per run, %s runs of each site, the sites interleaved). Cells: median ± half the "
+           "min..max range over the median. `flat+K`: the loop starts K bytes past a 64-byte "
+           "boundary; `fnptr`: weft_yield through a function pointer; `depth4`: the benchmark "
+           "thread yields four calls deep (the partner from its loop); `depth4_both`: both do. "
+           "The depth rows price the return-stack predictor (docs/design.md, \"Context "
+           "switch\"): what a thread that blocks inside calls pays when it returns from them.\n"
+           % (cfg.get("n", "?"), cfg.get("reps", "?")))
+    med = {r["site"]: r["median_ns"] for r in res}
+    flat = [v for k, v in med.items() if k.startswith("flat") or k == "fnptr"]
+    if flat:
+        lo, hi = min(flat), max(flat)
+        line = "L3 sites: the flat loop at 4 alignments and through a pointer %s to %s a switch" % (
+            fmt_ns(lo), fmt_ns(hi))
+        if "depth4" in med and "depth4_both" in med:
+            line += "; four calls deep on one side %s, on both %s" % (
+                fmt_ns(med["depth4"]), fmt_ns(med["depth4_both"]))
+        rep.headlines.append(line)
+    return md

@@ -23,10 +23,22 @@
  * (%fs base) plus an offset that is the same on every kernel thread,
  * weft__ctx_errno_off (src/arch/tstate.c, checked on every kernel thread that
  * switches), so saving it is a load through %fs and a push, with no call.
- * The resume is `pop` + indirect `jmp`, not `ret`: a `ret` here returns to a different
- * call site than the one the return-stack predictor remembers, so it mispredicts on
- * every switch (a bare switch measured on this project's machine took
- * 5.5 ns with pop + jmp against 17.5 ns with ret).
+ * The resume: the processor predicts a `ret` from its return-stack buffer, one per core,
+ * whose top entry here is the return address of the call that entered the switch, i.e.
+ * *from's resume address. When *to resumes at that same address (both threads switched
+ * away at the same call site: workers running the same code, threads blocking in the same
+ * wait), the resume is a `ret`: predicted, and it pops that entry, so the buffer keeps
+ * the return addresses of the frames *to returns through next (the same code's). When
+ * the addresses differ, a `ret` would mispredict on every switch, so the resume is `pop`
+ * + indirect `jmp`, which the indirect predictor learns, and leaves the entry in place (a
+ * bare two-site switch took 5.5 ns with pop + jmp against 17.5 ns with ret). Always
+ * jumping made every switch between threads at the same site shift the buffer by one
+ * entry, and each return the resumed thread made afterwards mispredicted: two threads
+ * yielding four calls deep took more than twice as long a switch as two yielding from
+ * their loops, and the `ret` for the same site removes most of that (the "L3 over call
+ * sites" rows, bench/latency/L3_sites.c, give the figures). The test is a compare of
+ * *from's resume address, kept in r15 from the save (free once the frame is pushed),
+ * with *to's, and a branch: pops and moves keep the flags.
  *
  * The offsets are in src/arch/frame.h, shared with the C code that builds and
  * rewrites frames; the push order below must produce them (checked here).
@@ -76,13 +88,16 @@
         movq    weft__ctx_errno_off(%rip), %r14
         movl    %fs:(%r14), %r8d
         pushq   %r8
+        movq    WEFT__FRAME_RESUME(%rsp), %r15  /* *from's resume address, for the resume */
 .endm
 
 /* Pop errno (r14 = weft__ctx_errno_off) and the callee-saved registers of the
- * context whose stack we are on, and resume it at its saved resume address
- * (pop + indirect jmp; r8 is caller-saved). */
+ * context whose stack we are on, and resume it at its saved resume address: `ret` when
+ * that is *from's (r15, from the save), else pop + indirect jmp (the top of the file
+ * says why; r8 is caller-saved). */
 .macro WEFT_RESTORE_AND_RESUME
-        popq    %r8
+        cmpq    %r15, WEFT__FRAME_RESUME(%rsp) /* *to resumes where *from would have? */
+        popq    %r8                     /* (pop and mov keep the flags) */
         movl    %r8d, %fs:(%r14)
         popq    %r15
         popq    %r14
@@ -90,7 +105,9 @@
         popq    %r12
         popq    %rbx
         popq    %rbp
-        popq    %r8
+        jne     9f
+        ret                             /* yes: predicted, and the predictor stays balanced */
+9:      popq    %r8
         WEFT_NOTRACK jmpq *%r8
 .endm
 
