@@ -68,7 +68,13 @@ typedef struct weft_hook_steal {
 } weft_hook_steal_t;
 
 /* A callback: ev, the thread (or NULL), the VP number it runs on (-1 on a plain OS
- * thread), the event's extra pointer, and the arg given to weft_hook_push(). */
+ * thread), the event's extra pointer, and the arg given to weft_hook_push().
+ * The VP number names the kernel thread's VP slot: 0 .. weft_vp_count() - 1 for the
+ * VPs, and weft_vp_count() + k for the system monitor's spare VP k (k <
+ * weft_monitor_info().spare_slots, weft/runtime.h), which runs threads of a stalled VP
+ * (weft_vp_self() there answers the VP it stands in for). One kernel thread at a time
+ * has a given number, so per-VP state indexed by it needs no lock: size such an array
+ * weft_vp_count() + spare_slots. */
 typedef void (*weft_hook_fn)(weft_hook_event_t ev, weft_thread_t *t, int vp, void *obj,
                              void *arg);
 

@@ -74,11 +74,12 @@ WEFT_API void weft_attr_init(weft_attr_t *attr);
 
 /* weft_switch_mode_set() sets the calling thread's switch mode (WEFT_SWITCH_*);
  * it applies from the caller's next switch. Never switches. Errors: WEFT_EINVAL
- * (unknown mode); WEFT_EPERM (plain OS thread, also while weft is not running). */
+ * (unknown mode); WEFT_EPERM (plain OS thread, also while weft is not running, or a
+ * VP's idle loop). A wired thread's mode applies from its first switch after unwiring. */
 WEFT_API int weft_switch_mode_set(int mode);
 
 /* weft_switch_mode_get() returns the calling thread's switch mode, or
- * WEFT_SWITCH_INTEGER from a plain OS thread. Never switches. */
+ * WEFT_SWITCH_INTEGER from a plain OS thread or a VP's idle loop. Never switches. */
 WEFT_API int weft_switch_mode_get(void);
 
 /* weft_create() creates a thread that will run fn(arg) and stores its handle in
@@ -177,8 +178,9 @@ WEFT_API int weft_get_name(const weft_thread_t *t, char *buf, size_t len);
 
 /* The one fast thread-specific pointer (OpenThreads §3.2.1): a word in the control
  * block, read and written in a few instructions. From a plain OS thread (which
- * includes any thread while weft is not running), get returns NULL and set returns
- * WEFT_EPERM. */
+ * includes any thread while weft is not running) and from a VP's idle loop (a
+ * do-when-idle function, weft/vp.h; a hook callback raised there), where no weft
+ * thread runs, get returns NULL and set returns WEFT_EPERM. A wired thread has its own. */
 WEFT_API void *weft_local_get(void);
 WEFT_API int weft_local_set(void *value);
 

@@ -281,8 +281,11 @@ static __attribute__((noinline)) int create_general_full(weft_thread_t **out,
   weft_bundle_t *b;
   int rc = create_args(out, attr, fn, &b);
   if (WEFT__UNLIKELY(rc)) {
-    if (rc == CREATE_ARGS_WORK_FIRST) return create_wf(vp, out, attr, fn, arg, b);
-    return rc;
+    if (rc != CREATE_ARGS_WORK_FIRST) return rc;
+    /* work-first queues the creator, so it needs one: on a VP's idle loop (a
+     * do-when-idle function, an idle hook) no thread runs, and the new thread is
+     * created help-first, as weft/thread.h says for callers other than weft threads */
+    if (vp->current) return create_wf(vp, out, attr, fn, arg, b);
   }
   int custom;
   weft_thread_t *t = create_tcb(vp, out, attr, fn, arg, b, &custom);
@@ -1147,21 +1150,21 @@ weft_thread_t *weft_self(void) {
 
 uint64_t weft_thread_id(const weft_thread_t *t) { return t ? t->id : 0; }
 
-void *weft_local_get(void) {
+/* The calling weft thread, wired or not; NULL on a plain OS thread and on a VP's idle
+ * loop (a do-when-idle function, an idle hook callback: vp->current is NULL there). */
+static inline weft_thread_t *self_or_null(void) {
   weft_vp_t *vp = weft__vp();
-  if (WEFT__LIKELY(vp != NULL)) return vp->current->local;
-  weft_thread_t *t = weft__wired_self();  /* a wired thread (weft/wire.h), or none */
-  return t ? t->local : NULL;
+  return WEFT__LIKELY(vp != NULL) ? vp->current : weft__wired_self();
+}
+
+void *weft_local_get(void) {
+  weft_thread_t *t = self_or_null();
+  return WEFT__LIKELY(t != NULL) ? t->local : NULL;
 }
 
 int weft_local_set(void *value) {
-  weft_vp_t *vp = weft__vp();
-  if (WEFT__LIKELY(vp != NULL)) {
-    vp->current->local = value;
-    return 0;
-  }
-  weft_thread_t *t = weft__wired_self();
-  if (!t) return WEFT_EPERM;
+  weft_thread_t *t = self_or_null();
+  if (WEFT__UNLIKELY(!t)) return WEFT_EPERM;
   t->local = value;
   return 0;
 }
@@ -1173,18 +1176,17 @@ int weft_local_set(void *value) {
 
 int weft_switch_mode_set(int mode) {
   if (mode != WEFT_SWITCH_INTEGER && mode != WEFT_SWITCH_ALL) return WEFT_EINVAL;
-  weft_vp_t *vp = weft__vp();
-  if (!vp) return WEFT_EPERM;
-  weft_thread_t *self = vp->current;
+  weft_thread_t *self = self_or_null();  /* a wired thread's mode applies once unwired */
+  if (!self) return WEFT_EPERM;
   if (mode == WEFT_SWITCH_ALL) __atomic_fetch_or(&self->flags, (uint32_t)WEFT__TF_FPALL, __ATOMIC_RELAXED);
   else __atomic_fetch_and(&self->flags, ~(uint32_t)WEFT__TF_FPALL, __ATOMIC_RELAXED);
   return 0;
 }
 
 int weft_switch_mode_get(void) {
-  weft_vp_t *vp = weft__vp();
-  if (!vp) return WEFT_SWITCH_INTEGER;
-  return (weft__tflags(vp->current) & WEFT__TF_FPALL) ? WEFT_SWITCH_ALL : WEFT_SWITCH_INTEGER;
+  weft_thread_t *self = self_or_null();
+  if (!self) return WEFT_SWITCH_INTEGER;
+  return (weft__tflags(self) & WEFT__TF_FPALL) ? WEFT_SWITCH_ALL : WEFT_SWITCH_INTEGER;
 }
 
 /* ---- block and unblock (public, weft/sched.h) ---------------------------------------- */

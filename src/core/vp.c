@@ -30,7 +30,9 @@ int weft_set_affinity(int vproc) {
 
 int weft_get_affinity(void) {
   weft_vp_t *vp = weft__vp();
-  return vp ? vp->current->affinity : -1;
+  /* a VP's idle loop (do-when-idle functions, idle hooks) runs no thread */
+  weft_thread_t *t = vp ? vp->current : weft__wired_self();
+  return t ? t->affinity : -1;
 }
 
 int weft_cpu_self(void) { return sched_getcpu(); }

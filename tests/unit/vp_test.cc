@@ -111,6 +111,49 @@ TEST_P(VpApiTest, IdleFunctionTableLimits) {
     ASSERT_EQ(weft_idle_func_remove(CountIdle, weft_test::P(i + 1)), 0);
 }
 
+// A do-when-idle function runs on a VP's idle loop, where no weft thread runs: the calls
+// about "the calling thread" answer as for a plain OS thread (weft/thread.h, weft/vp.h),
+// and a work-first create is made help-first (weft_attr_t.work_first). Each of these
+// read the VP's current thread, NULL there, and crashed.
+std::atomic<int> idle_probe_state;  // 0 armed, 1 taken, 2 done
+std::atomic<int> idle_probe_bad;
+std::atomic<int> idle_created_ran;
+void *IdleCreatedBody(void *) {
+  idle_created_ran.store(1);
+  return nullptr;
+}
+void IdleProbe(void *) {
+  int expect = 0;
+  if (!idle_probe_state.compare_exchange_strong(expect, 1)) return;
+  int bad = 0;
+  if (weft_self() != nullptr) bad |= 1;
+  if (weft_local_get() != nullptr) bad |= 2;
+  if (weft_local_set(weft_test::P(1)) != WEFT_EPERM) bad |= 4;
+  if (weft_switch_mode_get() != WEFT_SWITCH_INTEGER) bad |= 8;
+  if (weft_switch_mode_set(WEFT_SWITCH_ALL) != WEFT_EPERM) bad |= 16;
+  if (weft_get_affinity() != -1) bad |= 32;
+  weft_attr_t a;
+  weft_attr_init(&a);
+  a.detached = 1;
+  a.work_first = 1;
+  if (weft_create(nullptr, &a, IdleCreatedBody, nullptr) != 0) bad |= 64;
+  idle_probe_bad.store(bad);
+  idle_probe_state.store(2);
+}
+
+TEST_P(VpApiTest, IdleFunctionCallsAboutTheCallerAnswerAsNoThread) {
+  idle_probe_state = 0;
+  idle_probe_bad = 0;
+  idle_created_ran = 0;
+  ASSERT_EQ(weft_idle_func_add(IdleProbe, nullptr), 0);
+  for (int i = 0; i < 2000 && (idle_probe_state.load() != 2 || !idle_created_ran.load()); i++)
+    ASSERT_EQ(weft_sleep_ns(1000000), 0);
+  ASSERT_EQ(weft_idle_func_remove(IdleProbe, nullptr), 0);
+  EXPECT_EQ(idle_probe_state.load(), 2);
+  EXPECT_EQ(idle_probe_bad.load(), 0);
+  EXPECT_EQ(idle_created_ran.load(), 1);
+}
+
 WEFT_INSTANTIATE_VPS(VpApiTest);
 
 }  // namespace
