@@ -26,7 +26,12 @@
  * block the VP for the length of the disk access (weft_blocking() runs such work on
  * a pool of kernel threads); the io_uring engine submits them to its ring and parks
  * the thread until they complete (a deadline then cancels the request: ETIMEDOUT if
- * it was cancelled, else its result).
+ * it was cancelled, else its result). Two exceptions under io_uring: a read or write
+ * at the file position (weft_read, weft_write, weft_readv, weft_writev) that the page
+ * cache cannot serve at once runs on the weft_blocking() pool, because read(2) and
+ * write(2) keep concurrent calls at one file position apart and ring requests do not
+ * (its deadline is then not applied); and a thread run by the system monitor's spare
+ * VP (docs/design.md) makes the file calls directly, as under epoll.
  *
  * A weft call waits even on a descriptor whose owner set O_NONBLOCK (it never
  * returns EAGAIN for "would block"), except the socket calls given MSG_DONTWAIT,

@@ -152,6 +152,18 @@ static iod_t *iod_get(int fd) {
 static inline int here(void) { return weft__vp() != NULL; }
 
 #ifdef WEFT_HAVE_URING
+/* Whether the caller may send an operation (a file read or write, an open, an fsync, a
+ * close) to the ring: on a VP of its own, not on a monitor's spare. io_uring ties the
+ * kernel workers of a request to the kernel thread that submitted it, and cancels
+ * them when that thread exits, as a spare's does when its stall ends: a file read
+ * cancelled that way returned EFAULT or ESRCH to its caller, and a cancelled close
+ * would leave the descriptor open. A spare makes these calls directly, as the epoll
+ * engine does (it only stands in for a while). Polls may still be armed from a spare:
+ * one cancelled at its exit completes with ECANCELED, and uring_reap arms it again. */
+static inline int ring_ok(void) {
+  weft_vp_t *vp = weft__vp();
+  return vp != NULL && vp->index < weft__rt.nvps;
+}
 /* user_data of requests whose completion wakes nobody (cancellations) */
 #define URING_UD_IGNORE ((uint64_t)-2)
 
@@ -844,9 +856,30 @@ static int is_file(iod_t *d) {
   return k == K_FILE;
 }
 
+/* A read or write at the file position on a kernel thread of the blocking pool (the
+ * caller parks, weft_blocking): the plain call, with its errno carried back. */
+typedef struct pool_op {
+  const op_t *o;
+  ssize_t r;
+  int err;
+} pool_op_t;
+static void *pool_op_run(void *p) {
+  pool_op_t *x = p;
+  x->r = op_plain(x->o, 0);
+  x->err = x->r < 0 ? err_now() : 0;
+  return NULL;
+}
+
 /* A read or write of a regular file through the ring; the caller parks until it
  * completes. A file with O_NONBLOCK may get EAGAIN from the ring (a page-cache
- * miss): then the plain call is made (on the VP, as the epoll engine does). */
+ * miss): then the plain call is made (on the VP, as the epoll engine does).
+ * At the file position (read, write, readv, writev), the ring is not used: read(2)
+ * and write(2) hold the open file's position lock for the whole transfer, so that
+ * two calls at the position never get or write the same bytes, and a ring request
+ * at the position takes no such lock (concurrent ones read the same blocks and
+ * write over each other). Those go to the blocking pool instead, whose kernel
+ * thread makes the plain call; their deadline is not applied (a started read or
+ * write at the position cannot be taken back: the position has moved). */
 static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
   /* First a try that does not block (RWF_NOWAIT: the page cache has it): then no
    * request, no park. EAGAIN (it would wait for the disk) or EOPNOTSUPP (the file
@@ -862,18 +895,17 @@ static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
   ssize_t q = is_write(o->kind) ? pwritev2(o->fd, v, cnt, at, RWF_NOWAIT)
                                 : preadv2(o->fd, v, cnt, at, RWF_NOWAIT);
   if (q >= 0 || (err_now() != EAGAIN && err_now() != EOPNOTSUPP)) return q;
+  if (at == -1) {
+    pool_op_t x = {o, -1, 0};
+    /* no pool thread to be had (WEFT_EAGAIN): the plain call on the VP, as epoll */
+    if (weft_blocking(pool_op_run, &x, NULL) != 0) return op_plain(o, 0);
+    return x.r >= 0 ? x.r : fail(x.err);
+  }
   struct io_uring_sqe t;
   unsigned len = o->len > 0x7ffff000u ? 0x7ffff000u : (unsigned)o->len;  /* the kernel's
                                                                            most per call */
-  uint64_t cur = (uint64_t)-1;  /* the file position, as read(2) */
-  switch (o->kind) {
-  case OP_READ: io_uring_prep_read(&t, o->fd, o->buf, len, cur); break;
-  case OP_WRITE: io_uring_prep_write(&t, o->fd, o->buf, len, cur); break;
-  case OP_READV: io_uring_prep_readv(&t, o->fd, o->iov, (unsigned)o->iovcnt, cur); break;
-  case OP_WRITEV: io_uring_prep_writev(&t, o->fd, o->iov, (unsigned)o->iovcnt, cur); break;
-  case OP_PREAD: io_uring_prep_read(&t, o->fd, o->buf, len, (uint64_t)o->off); break;
-  default: io_uring_prep_write(&t, o->fd, o->buf, len, (uint64_t)o->off); break;
-  }
+  if (o->kind == OP_PREAD) io_uring_prep_read(&t, o->fd, o->buf, len, (uint64_t)o->off);
+  else io_uring_prep_write(&t, o->fd, o->buf, len, (uint64_t)o->off);
   int r = uring_call(&t, deadline);
   if (r == -EAGAIN) return op_plain(o, 0);
   return r >= 0 ? r : fail(-r);
@@ -919,7 +951,8 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
   }
   uint32_t gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
 #ifdef WEFT_HAVE_URING
-  if (io.uring && o->kind <= OP_PWRITE && is_file(d)) return uring_file_op(o, deadline);
+  if (io.uring && o->kind <= OP_PWRITE && is_file(d))
+    return ring_ok() ? uring_file_op(o, deadline) : op_plain(o, 0);
 #endif
   ssize_t r = op_try(d, o);
   if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK) || nowait) return r;
@@ -1289,7 +1322,7 @@ static int open_cached(int dirfd, const char *path, int flags, mode_t mode) {
 int weft_openat_deadline(int dirfd, const char *path, int flags, mode_t mode, uint64_t deadline) {
   int fd;
 #ifdef WEFT_HAVE_URING
-  if (io.uring && here()) {
+  if (io.uring && ring_ok()) {
     /* Without a deadline, first on the VP when the path walk is in the dentry cache
      * (the common case: as fast as openat, where a ring round trip cost about 3.5
      * times as much), with openat's own semantics: a FIFO without O_NONBLOCK waits for
@@ -1339,7 +1372,7 @@ int weft_openat(int dirfd, const char *path, int flags, ...) {
 
 int weft_fsync_deadline(int fd, uint64_t deadline) {
 #ifdef WEFT_HAVE_URING
-  if (io.uring && here()) {
+  if (io.uring && ring_ok()) {
     struct io_uring_sqe t;
     io_uring_prep_fsync(&t, fd, 0);
     int r = uring_call(&t, deadline);
@@ -1354,7 +1387,7 @@ int weft_fsync_deadline(int fd, uint64_t deadline) {
 int weft_fsync(int fd) { return weft_fsync_deadline(fd, WEFT_FOREVER); }
 
 int weft_close(int fd) {
-  int gated = 0;
+  int gated = 0, was_file = 0;
   if (!here()) {
     /* a plain OS thread wakes weft threads only inside the gate (weft_shutdown
      * must not free the records meanwhile); not running: just close */
@@ -1374,6 +1407,7 @@ int weft_close(int fd) {
     atomic_store_explicit(&d->gen, atomic_load_explicit(&d->gen, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     d->armed = 0;
+    was_file = atomic_load_explicit(&d->kind, memory_order_relaxed) == K_FILE;
     atomic_store_explicit(&d->kind, K_UNKNOWN, memory_order_relaxed);
     atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
     weft__waiter_t *w;
@@ -1382,8 +1416,11 @@ int weft_close(int fd) {
     weft__wakeset_run(&s);
   }
 #ifdef WEFT_HAVE_URING
-  if (io.uring && d) uring_cancel_fd(fd);  /* release the file the polls pin */
-  if (io.uring && !gated) {  /* the close (a flush, on some file systems) parks */
+  /* release the file the polls pin. A regular file has no polls, only reads and
+   * writes in flight, which must complete as the POSIX calls would (cancelled, they
+   * returned EFAULT or ESRCH to their callers) */
+  if (io.uring && d && !was_file) uring_cancel_fd(fd);
+  if (io.uring && !gated && ring_ok()) {  /* the close (a flush, on some file systems) parks */
     struct io_uring_sqe t;
     io_uring_prep_close(&t, fd);
     int r = uring_call(&t, WEFT_FOREVER);

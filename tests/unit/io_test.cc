@@ -30,6 +30,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <map>
 #include <vector>
 
 using namespace weft_test;
@@ -441,6 +442,202 @@ TEST_P(IoTest, FileIoFromManyThreads) {
   }
   EXPECT_EQ(weft_io_parked(), 0);
   EXPECT_EQ(weft_close(fd), 0);
+}
+
+// Reads and writes at the file position from many threads (read(2) and write(2) hold
+// the position for the whole transfer: no two calls get or write the same bytes). With
+// O_DIRECT every call misses the page cache, so the io_uring engine cannot make it on
+// the VP: ring requests at the position took no such lock, and blocks were read twice
+// and writes landed on each other. Each 4 KiB block holds (writer, sequence) and must
+// be written once and read back once.
+TEST_P(IoTest, FilePositionCallsNeverShareBytes) {
+  char path[] = "/tmp/weft_io_test_XXXXXX";
+  int tfd = mkstemp(path);
+  ASSERT_GE(tfd, 0);
+  close(tfd);
+  int direct = O_DIRECT;
+  int fd = weft_openat(AT_FDCWD, path, O_RDWR | O_TRUNC | direct);
+  if (fd < 0 && Err() == EINVAL) {  // a file system without O_DIRECT: the page cache then
+    direct = 0;
+    fd = weft_openat(AT_FDCWD, path, O_RDWR | O_TRUNC);
+  }
+  ASSERT_GE(fd, 0) << strerror(Err());
+  enum { kThreads = 4, kBlock = 4096 };
+  const int per = static_cast<int>(Scaled(64, 16));
+  struct Ctx { int fd, i, per, bad; } c[kThreads];
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < kThreads; i++) {
+    c[i] = Ctx{fd, i, per, 0};
+    ts.push_back(Spawn(+[](void *a) -> void * {
+      auto *c = static_cast<Ctx *>(a);
+      void *b = nullptr;
+      if (posix_memalign(&b, kBlock, kBlock) != 0) return weft_test::P(1);
+      for (int k = 0; k < c->per; k++) {
+        uint32_t *w = static_cast<uint32_t *>(b);
+        for (int j = 0; j < kBlock / 4; j++) w[j] = static_cast<uint32_t>(c->i << 16 | k);
+        if (weft_write(c->fd, b, kBlock) != kBlock) c->bad++;
+      }
+      free(b);
+      return nullptr;
+    }, &c[i]));
+  }
+  for (auto *t : ts) Join(t);
+  ts.clear();
+  for (auto &x : c) EXPECT_EQ(x.bad, 0) << "writer " << x.i;
+  const long nblocks = static_cast<long>(kThreads) * per;
+  EXPECT_EQ(lseek(fd, 0, SEEK_END), nblocks * kBlock);
+  ASSERT_EQ(weft_close(fd), 0);
+  // read back at the position, every thread at once, from a fresh descriptor
+  fd = weft_openat(AT_FDCWD, path, O_RDONLY | direct);
+  ASSERT_GE(fd, 0) << strerror(Err());
+  std::vector<std::atomic<int>> seen(static_cast<size_t>(nblocks));
+  struct RCtx { int fd, per, bad; std::vector<std::atomic<int>> *seen; } r[kThreads];
+  for (int i = 0; i < kThreads; i++) {
+    r[i] = RCtx{fd, per, 0, &seen};
+    ts.push_back(Spawn(+[](void *a) -> void * {
+      auto *c = static_cast<RCtx *>(a);
+      void *b = nullptr;
+      if (posix_memalign(&b, kBlock, kBlock) != 0) return weft_test::P(1);
+      for (;;) {
+        ssize_t n = weft_read(c->fd, b, kBlock);
+        if (n == 0) break;
+        if (n != kBlock) {
+          c->bad++;
+          break;
+        }
+        const uint32_t *w = static_cast<const uint32_t *>(b);
+        bool whole = true;
+        for (int j = 1; j < kBlock / 4; j++) whole = whole && w[j] == w[0];
+        long idx = static_cast<long>(w[0] >> 16) * c->per + (w[0] & 0xffff);
+        if (!whole || idx < 0 || idx >= static_cast<long>(c->seen->size())) c->bad++;
+        else (*c->seen)[static_cast<size_t>(idx)].fetch_add(1);
+      }
+      free(b);
+      return nullptr;
+    }, &r[i]));
+  }
+  for (auto *t : ts) Join(t);
+  for (auto &x : r) EXPECT_EQ(x.bad, 0);
+  long twice = 0, never = 0;
+  for (auto &x : seen) {
+    twice += x.load() > 1;
+    never += x.load() == 0;
+  }
+  EXPECT_EQ(twice, 0) << "blocks read more than once (O_DIRECT " << (direct != 0) << ")";
+  EXPECT_EQ(never, 0) << "blocks never read";
+  EXPECT_EQ(weft_close(fd), 0);
+  unlink(path);
+}
+
+// weft_close of a regular file while other threads have reads of it in flight: each
+// read completes or fails with EBADF, as pread(2) racing close(2) does. weft_close
+// cancelled every request on the descriptor, meant for the polls of sockets, and the
+// cancelled file reads returned EFAULT or ESRCH.
+TEST_P(IoTest, CloseWhileFileReadsInFlightGivesOnlyEbadf) {
+#ifdef WEFT_TEST_TSAN
+  GTEST_SKIP() << "the close races the reads on purpose, which TSan reports as a race on the fd";
+#endif
+  char path[] = "/tmp/weft_io_test_XXXXXX";
+  int tfd = mkstemp(path);
+  ASSERT_GE(tfd, 0);
+  enum { kThreads = 4, kSize = 1 << 20, kFile = 8 << 20 };
+  std::vector<char> z(1 << 20, 1);
+  for (int i = 0; i < kFile / (1 << 20); i++) ASSERT_EQ(write(tfd, z.data(), z.size()), static_cast<ssize_t>(z.size()));
+  close(tfd);
+  std::map<int, int> errs;
+  const int rounds = static_cast<int>(Scaled(6, 2));
+  for (int round = 0; round < rounds; round++) {
+    int direct = O_DIRECT;
+    int fd = weft_openat(AT_FDCWD, path, O_RDONLY | direct);
+    if (fd < 0 && Err() == EINVAL) {
+      direct = 0;
+      fd = weft_openat(AT_FDCWD, path, O_RDONLY);
+    }
+    ASSERT_GE(fd, 0) << strerror(Err());
+    struct Ctx { int fd, err; } c[kThreads];
+    std::vector<weft_thread_t *> ts;
+    for (int i = 0; i < kThreads; i++) {
+      c[i] = Ctx{fd, 0};
+      ts.push_back(Spawn(+[](void *a) -> void * {
+        auto *c = static_cast<Ctx *>(a);
+        void *b = nullptr;
+        if (posix_memalign(&b, 4096, kSize) != 0) return weft_test::P(1);
+        for (int k = 0; k < 64; k++) {
+          if (weft_pread(c->fd, b, kSize, static_cast<off_t>(k % (kFile / kSize)) * kSize) < 0) {
+            c->err = Err();
+            break;
+          }
+        }
+        free(b);
+        return nullptr;
+      }, &c[i]));
+    }
+    ASSERT_EQ(weft_sleep_ns(1000000 + 500000 * static_cast<uint64_t>(round)), 0);
+    ASSERT_EQ(weft_close(fd), 0);
+    for (auto *t : ts) Join(t);
+    for (auto &x : c)
+      if (x.err) errs[x.err]++;
+  }
+  for (auto &e : errs) EXPECT_EQ(e.first, EBADF) << e.second << " reads failed with " << strerror(e.first);
+  unlink(path);
+}
+
+// File reads made by a thread that a monitor's spare VP runs (its own VP's kernel thread
+// sleeps in a call weft was not told of) complete with their data, also when the spare's
+// kernel thread exits in the middle of one: io_uring cancels the requests of a kernel
+// thread that exits, and a spare's reads in the ring failed with EFAULT or ESRCH.
+TEST_P(IoTest, FileReadsOnASpareVpComplete) {
+  if (nvps() != 1) GTEST_SKIP() << "one VP: its stall is what starts the spare";
+  char path[] = "/tmp/weft_io_test_XXXXXX";
+  int tfd = mkstemp(path);
+  ASSERT_GE(tfd, 0);
+  enum { kSize = 8 << 20, kFile = 32 << 20 };
+  std::vector<char> z(1 << 20, 7);
+  for (int i = 0; i < kFile / (1 << 20); i++) ASSERT_EQ(write(tfd, z.data(), z.size()), static_cast<ssize_t>(z.size()));
+  close(tfd);
+  // buffered reads of pages not in the cache: the ring hands them to kernel workers
+  int fd = weft_openat(AT_FDCWD, path, O_RDONLY);
+  ASSERT_GE(fd, 0) << strerror(Err());
+  struct Ctx { int fd; std::atomic<int> stop; int err, reads, short_reads; } c;
+  c.fd = fd;
+  c.err = c.reads = c.short_reads = 0;
+  const int rounds = static_cast<int>(Scaled(4, 2));
+  for (int round = 0; round < rounds; round++) {
+    c.stop = 0;
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    // the sleeper takes the VP's kernel thread into the kernel; the reader, queued
+    // behind it, is run by a spare, and reads until the sleeper is back and a little more
+    weft_thread_t *sleeper = Spawn(+[](void *) -> void * {
+      usleep(60000);
+      return nullptr;
+    }, nullptr);
+    weft_thread_t *reader = Spawn(+[](void *a) -> void * {
+      auto *c = static_cast<Ctx *>(a);
+      void *b = nullptr;
+      if (posix_memalign(&b, 4096, kSize) != 0) return weft_test::P(1);
+      for (int k = 0; c->stop.load() < 2 && k < 100000; k++) {
+        ssize_t n = weft_pread(c->fd, b, kSize, static_cast<off_t>(k % (kFile / kSize)) * kSize);
+        if (n < 0) {
+          c->err = Err();
+          break;
+        }
+        if (n != kSize) c->short_reads++;
+        c->reads++;
+        if (c->stop.load() == 1) c->stop.store(2);
+        weft_yield();  // reads the page cache has do not park: let the main thread run
+      }
+      free(b);
+      return nullptr;
+    }, &c);
+    Join(sleeper);
+    c.stop = 1;
+    Join(reader);
+    ASSERT_EQ(c.err, 0) << "round " << round << ": " << strerror(c.err);
+  }
+  EXPECT_EQ(c.short_reads, 0);
+  EXPECT_GT(c.reads, 0);
+  EXPECT_EQ(weft_close(fd), 0);
+  unlink(path);
 }
 
 TEST_P(IoTest, AcceptConnectOverLoopback) {
