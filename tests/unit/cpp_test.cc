@@ -527,6 +527,72 @@ TEST_P(CppVp, ConditionVariableAnyWithOtherLockables) {
   (void)none;
 }
 
+// condition_variable_any over a spinlock with consumers and a notifier at once: a waiter
+// used to take the internal mutex while still holding the user's spinlock, and blocked
+// there when a notifier held it; the other consumers then spun for the spinlock on
+// every VP and the waiter never ran again (2 VPs: a hang). Every item is consumed once.
+TEST_P(CppVp, ConditionVariableAnyOverASpinlockWithManyWaiters) {
+  weft::runtime rt(GetParam());
+  weft::spinlock<> sl;
+  weft::condition_variable_any cv;
+  long items = 0, consumed = 0;
+  bool done = false;
+  const long n = Scaled(20000, 2000);
+  std::vector<weft::thread> ts;
+  for (int c = 0; c < 4; c++)
+    ts.emplace_back([&] {
+      std::unique_lock<weft::spinlock<>> lk(sl);
+      for (;;) {
+        while (items == 0 && !done) cv.wait(lk);
+        if (items == 0) return;
+        items--;
+        consumed++;
+      }
+    });
+  for (long i = 0; i < n; i++) {
+    {
+      std::lock_guard<weft::spinlock<>> g(sl);
+      items++;
+    }
+    cv.notify_one();
+  }
+  {
+    std::lock_guard<weft::spinlock<>> g(sl);
+    done = true;
+  }
+  cv.notify_all();
+  for (auto &t : ts) t.join();
+  EXPECT_EQ(consumed, n);
+}
+
+// std allows destroying a condition_variable_any once every waiter has been notified,
+// before the waiters return from wait: the waiters then still used its internal mutex
+// (a use after free under ASan, a hang without it).
+TEST_P(CppVp, ConditionVariableAnyDestroyedRightAfterNotifyAll) {
+  weft::runtime rt(GetParam());
+  weft::mutex m;
+  bool flag = false;
+  const int rounds = static_cast<int>(Scaled(300, 30));
+  for (int i = 0; i < rounds; i++) {
+    auto *cv = new weft::condition_variable_any;
+    flag = false;
+    std::vector<weft::thread> ts;
+    for (int k = 0; k < 3; k++)
+      ts.emplace_back([&m, &flag, cv] {
+        std::unique_lock<weft::mutex> lk(m);
+        cv->wait(lk, [&flag] { return flag; });
+      });
+    for (int k = 0; k < 5; k++) weft::this_thread::yield();
+    {
+      std::lock_guard<weft::mutex> g(m);
+      flag = true;
+      cv->notify_all();
+    }
+    delete cv;
+    for (auto &t : ts) t.join();
+  }
+}
+
 // The largest durations wait (chrono.hpp clamps them to ~31 years, never "at once"):
 // the predicate forms of wait_for and condition_variable_any's wait_for computed
 // now() + d, which overflowed for hours::max() and returned at once.

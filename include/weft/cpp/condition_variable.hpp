@@ -3,6 +3,7 @@
 #ifndef WEFT_CPP_CONDITION_VARIABLE_HPP
 #define WEFT_CPP_CONDITION_VARIABLE_HPP
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>  // std::cv_status
 #include <memory>
@@ -74,30 +75,50 @@ class condition_variable {
 };
 
 // A condition variable for any lockable (std::unique_lock<weft::shared_mutex>,
-// std::shared_lock, weft::spinlock, a user type), as std::condition_variable_any:
-// an internal weft::mutex orders a waiter's release of the user lock against
-// notifiers, so no wake-up is lost between the unlock and the wait.
+// std::shared_lock, weft::spinlock, a user type), as std::condition_variable_any.
+//
+// An internal weft::mutex and condition, and a count of notifications, order a
+// waiter's release of the user's lock against notifiers, so that no wake-up is lost
+// between the unlock and the wait: the waiter reads the count while it still holds the
+// user's lock, releases that lock, takes the internal mutex, and waits only if no
+// notification came since (else it returns at once: a spurious wake-up, which the
+// predicate overloads absorb). A notifier bumps the count under the internal mutex.
+// A notification that changed the waiter's predicate was made after the waiter
+// released the user's lock (the change needed it), so the waiter either sees the
+// count moved or is already waiting when it comes. The waiter never blocks while it
+// holds the user's lock: with a spinlock, a waiter blocked on the internal mutex
+// kept the spinlock, and the threads spinning for it took every VP.
+//
+// The internal state is shared (std::shared_ptr) and each waiter holds a reference
+// for the length of its wait, so the object may be destroyed once every waiter has
+// been notified, before they have returned from wait (as std allows).
 class condition_variable_any {
  public:
-  condition_variable_any() = default;
+  condition_variable_any() : s_(std::make_shared<state>()) {}
   condition_variable_any(const condition_variable_any &) = delete;
   condition_variable_any &operator=(const condition_variable_any &) = delete;
 
   void notify_one() noexcept {
-    std::lock_guard<mutex> g(m_);
-    cv_.notify_one();
+    std::lock_guard<mutex> g(s_->m);
+    s_->notified.fetch_add(1, std::memory_order_relaxed);  // under m: m orders it
+    s_->cv.notify_one();
   }
   void notify_all() noexcept {
-    std::lock_guard<mutex> g(m_);
-    cv_.notify_all();
+    std::lock_guard<mutex> g(s_->m);
+    s_->notified.fetch_add(1, std::memory_order_relaxed);
+    s_->cv.notify_all();
   }
 
   template <class Lock>
   void wait(Lock &lock) {
-    std::unique_lock<mutex> inner(m_);
+    std::shared_ptr<state> s = s_;
+    // relaxed: read under the user's lock; a notification that matters is made after
+    // that lock is released (see above), and the compare below is under s->m
+    uint64_t seen = s->notified.load(std::memory_order_relaxed);
     unlocker<Lock> u{lock};
-    cv_.wait(inner);
-    inner.unlock();  // before relocking the user's lock (lock order: user, then m_)
+    std::unique_lock<mutex> inner(s->m);
+    if (s->notified.load(std::memory_order_relaxed) == seen) s->cv.wait(inner);
+    inner.unlock();  // before relocking the user's lock (lock order: user, then m)
   }
   template <class Lock, class Pred>
   void wait(Lock &lock, Pred pred) {
@@ -105,11 +126,14 @@ class condition_variable_any {
   }
   template <class Lock, class Clock, class Duration>
   std::cv_status wait_until(Lock &lock, const std::chrono::time_point<Clock, Duration> &tp) {
-    std::unique_lock<mutex> inner(m_);
+    std::shared_ptr<state> s = s_;
+    uint64_t seen = s->notified.load(std::memory_order_relaxed);  // as in wait
     unlocker<Lock> u{lock};
-    std::cv_status s = cv_.wait_until(inner, tp);
+    std::unique_lock<mutex> inner(s->m);
+    std::cv_status st = std::cv_status::no_timeout;
+    if (s->notified.load(std::memory_order_relaxed) == seen) st = s->cv.wait_until(inner, tp);
     inner.unlock();
-    return s;
+    return st;
   }
   template <class Lock, class Clock, class Duration, class Pred>
   bool wait_until(Lock &lock, const std::chrono::time_point<Clock, Duration> &tp, Pred pred) {
@@ -127,8 +151,15 @@ class condition_variable_any {
   }
 
  private:
-  // Unlocks the user's lock while the internal mutex is held, relocks it on the way
-  // out (also when the wait throws).
+  struct state {
+    mutex m;
+    condition_variable cv;
+    // notifications so far: added to under m; read under m, and once without it by a
+    // waiter that holds its own lock (relaxed throughout: m orders the accesses that
+    // matter, see the class comment)
+    std::atomic<uint64_t> notified{0};
+  };
+  // Unlocks the user's lock, relocks it on the way out (also when the wait throws).
   template <class Lock>
   struct unlocker {
     Lock &l;
@@ -137,8 +168,7 @@ class condition_variable_any {
     unlocker(const unlocker &) = delete;
     unlocker &operator=(const unlocker &) = delete;
   };
-  mutex m_;
-  condition_variable cv_;
+  std::shared_ptr<state> s_;
 };
 
 }  // namespace weft
