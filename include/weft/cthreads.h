@@ -77,9 +77,12 @@ WEFT_API cthread_t cthread_fork(cthread_fn_t func, void *arg);
  * unwired first). Called by the main C-Thread it waits for every other thread that
  * can still run, stops weft and exits the process with (int)(intptr_t)status. */
 WEFT_API __attribute__((noreturn)) void cthread_exit(void *status);
-/* cthread_join() waits for t to finish, returns its status and reclaims it (t must
- * not be joined twice or detached). May switch. Returns NULL for a NULL t, for the
- * caller itself, or for a detached t. */
+/* cthread_join() waits for t to finish, returns its status and reclaims it. May
+ * switch. Returns NULL for a NULL t or for the caller itself. t must not be joined
+ * twice, nor joined once cthread_detach(t) has been called: a detached thread's
+ * record is freed when it finishes, so its handle may dangle (undefined, as a join of
+ * a detached POSIX thread; a join that finds t detached while it still runs returns
+ * NULL). */
 WEFT_API void *cthread_join(cthread_t t);
 /* cthread_detach() makes t reclaim itself when it finishes. Never switches. */
 WEFT_API void cthread_detach(cthread_t t);

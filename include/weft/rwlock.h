@@ -46,8 +46,8 @@ WEFT_API int weft_rwlock_destroy(weft_rwlock_t *l);
 /* Read mode: shared with other readers. rdlock may switch; tryrdlock never does
  * and fails with WEFT_EBUSY if a writer holds the lock or anyone waits;
  * timedrdlock gives up at `deadline` (weft_time_now() clock) with WEFT_ETIMEDOUT,
- * leaving the lock consistent. Errors also: WEFT_EINVAL, WEFT_EAGAIN (2^28
- * readers), WEFT_ENOMEM (timed forms: a weft thread that must block finds no memory
+ * leaving the lock consistent. Errors also: WEFT_EINVAL, WEFT_EAGAIN (2^29 - 1
+ * readers hold it already), WEFT_ENOMEM (timed forms: a weft thread that must block finds no memory
  * for its timer; it gives up as on a timeout). */
 WEFT_API int weft_rwlock_rdlock(weft_rwlock_t *l);
 WEFT_API int weft_rwlock_tryrdlock(weft_rwlock_t *l);

@@ -80,7 +80,7 @@ class shared_mutex {
   void lock() { detail::check(weft_rwlock_wrlock(&l_), "weft::shared_mutex::lock"); }
   bool try_lock() noexcept { return weft_rwlock_trywrlock(&l_) == 0; }
   void unlock() noexcept { weft_rwlock_unlock(&l_); }
-  // Throws std::system_error with EAGAIN past 2^29 readers.
+  // Throws std::system_error with EAGAIN when 2^29 - 1 readers hold it already.
   void lock_shared() { detail::check(weft_rwlock_rdlock(&l_), "weft::shared_mutex::lock_shared"); }
   bool try_lock_shared() noexcept { return weft_rwlock_tryrdlock(&l_) == 0; }
   void unlock_shared() noexcept { weft_rwlock_unlock(&l_); }
