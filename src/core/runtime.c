@@ -15,6 +15,7 @@
 #include "diag/diag.h"
 #include "core/monitor.h"
 #include "io/io.h"
+#include "weft/time.h"
 #include "weft/trace.h"
 #include "weft/wire.h"
 
@@ -470,7 +471,13 @@ again:
     } else {
       quiet_rounds = 0;
     }
-    weft__os_sleep_ns(200000);
+    /* Wait a moment as a weft thread, not in the kernel: this VP then runs its idle
+     * loop meanwhile (a thread a timer or the poller makes ready runs at once), and
+     * the system monitor does not take a sleep it was not told of for a stalled VP
+     * with a thread queued behind it. It did, started a spare for the thread, and
+     * the EBUSY answer waited for the spare to retire (up to seconds, under load).
+     * Without a timer slot (WEFT_ENOMEM) the sleep is the kernel's. */
+    if (weft_sleep_ns(200000) != 0) weft__os_sleep_ns(200000);
   }
   /* a wire kernel thread that handed its thread back may still be inside
    * weft__unblock (src/core/wire.c): wait until it is out */

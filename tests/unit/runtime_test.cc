@@ -346,6 +346,35 @@ TEST_P(RuntimeVpTest, ShutdownCallsDoWhenIdleFunctions) {
   EXPECT_EQ(g_idle_armed.load(), 2);
 }
 
+// weft_shutdown's wait for threads that can still run (here: ones whose timed waits
+// end while it waits) is a weft-level wait: its VP is not taken for stalled. The wait
+// slept in the kernel; the monitor then saw a ready thread queued behind a sleeping
+// kernel thread, started a spare for it, and the EBUSY answer (another thread waits
+// for ever) came only once the spare retired, up to seconds later under load.
+weft_sem_t g_never;
+TEST_P(RuntimeVpTest, ShutdownWaitIsNoStall) {
+  weft_sem_init(&g_never, 0);
+  weft_attr_t attr = DetachedAttr();
+  ASSERT_EQ(weft_create(nullptr, &attr, +[](void *) -> void * {
+    weft_sem_wait(&g_never);  // never signalled before the EBUSY
+    return nullptr;
+  }, nullptr), 0);
+  for (int i = 0; i < 8; i++)
+    ASSERT_EQ(weft_create(nullptr, &attr, +[](void *a) -> void * {
+      // timed waits that end one after another while shutdown waits
+      (void)weft_sem_timedwait(&g_never, weft_deadline_after(5000000ull * (1 + I(a))));
+      return nullptr;
+    }, P(i)), 0);
+  weft_sleep_ns(1000000);
+  weft_monitor_info_t before, after;
+  ASSERT_EQ(weft_monitor_info(&before), 0);
+  ASSERT_EQ(weft_shutdown(), WEFT_EBUSY);
+  ASSERT_EQ(weft_monitor_info(&after), 0);
+  EXPECT_EQ(after.stalls, before.stalls) << "the shutdown's wait was taken for a stall";
+  ASSERT_EQ(weft_sem_signal(&g_never), 0);
+  ASSERT_EQ(weft_shutdown(), 0);
+}
+
 // Joinable threads nobody joins (finished or still runnable) are reclaimed by
 // weft_shutdown(); TearDown checks that nothing leaked.
 TEST_P(RuntimeVpTest, ShutdownReclaimsUnjoinedThreads) {
