@@ -249,7 +249,8 @@ WEFT_API int weft_vp_self(void);
  * vm.max_map_count stacks at a time (guard_budget; WEFT_STACK_GUARD=mprotect:N sets
  * it to N, for tests); stacks beyond that have an unused
  * guard range but no fault on overflow: checked builds (WEFT_CHECKED) then check a
- * canary below each such stack when its thread finishes. */
+ * canary (the top page of the guard range) below each such stack when its thread
+ * finishes. */
 #define WEFT_STACK_GUARD_MADVISE 1
 #define WEFT_STACK_GUARD_MPROTECT 2
 

@@ -399,9 +399,17 @@ static weft__stack_rec_t *stack_rec(void *lo, size_t size) {
   return (weft__stack_rec_t *)((char *)lo + size - WEFT__STACK_RESERVE);
 }
 
-/* The canary of an unguarded slot: the top word of its (unused) guard range, the
- * first word an overflow writes. Checked builds only (it costs a page per stack). */
-static inline uintptr_t *slot_canary(void *lo) { return (uintptr_t *)lo - 1; }
+/* The canary of an unguarded slot: the top WEFT__CANARY_BYTES of its (unused) guard
+ * range, every word of it, since an overflow need not write the first word below the
+ * stack: a recursion of frames with arrays it only partly uses skips most words (a
+ * one-word canary let a thread run 50 KiB past its stack unseen). Checked builds only
+ * (it costs a page per unguarded stack). Its words: [slot_canary(lo, n), lo). */
+#define WEFT__CANARY_BYTES ((size_t)4096)
+static inline size_t canary_words(void) {
+  size_t g = weft__rt.pool.guard < WEFT__CANARY_BYTES ? weft__rt.pool.guard : WEFT__CANARY_BYTES;
+  return g / sizeof(uintptr_t);
+}
+static inline uintptr_t *slot_canary(void *lo, size_t n) { return (uintptr_t *)lo - n; }
 
 static long cached_stacks(void) {
   long n = 0;
@@ -603,7 +611,11 @@ static weft__stack_rec_t *slot_carve(void) {
   r->chunk = ch;
   r->vg_id = weft__os_stack_register(lo, lo + size);
 #ifdef WEFT_CHECKED
-  if (i >= ch->nguarded) *slot_canary(lo) = WEFT__CANARY ^ (uintptr_t)lo;
+  if (i >= ch->nguarded) {
+    size_t n = canary_words();
+    uintptr_t *c = slot_canary(lo, n);
+    for (size_t k = 0; k < n; k++) c[k] = WEFT__CANARY ^ (uintptr_t)lo;
+  }
 #endif
   return r;
 }
@@ -652,14 +664,19 @@ static void canary_check(weft_thread_t *t, weft__stack_rec_t *r) {
   if (!ch) return;
   uint32_t i = (uint32_t)((size_t)((char *)r->lo - weft__rt.pool.guard - ch->base) / weft__rt.pool.slot);
   if (i < ch->nguarded) return;
-  if (*slot_canary(r->lo) != (WEFT__CANARY ^ (uintptr_t)r->lo)) {
+  size_t n = canary_words();
+  const uintptr_t *c = slot_canary(r->lo, n);
+  size_t k = 0;  /* the lowest word overwritten: how far the overflow went, at least */
+  while (k < n && c[k] == (WEFT__CANARY ^ (uintptr_t)r->lo)) k++;
+  if (k < n) {
     char nm[WEFT_NAME_MAX];
     int named = weft__name_copy(t, nm, sizeof nm) > 0;
     fprintf(stderr,
             "weft: stack overflow in thread %llu%s%s%s: stack [%p, %p) has no guard region (the "
-            "mprotect guard budget is used up) and its canary at %p was overwritten\n",
+            "mprotect guard budget is used up) and its canary [%p, %p) was overwritten, down to %p\n",
             (unsigned long long)t->id, named ? " \"" : "", named ? nm : "", named ? "\"" : "", r->lo,
-            (void *)((char *)r->lo + weft__rt.cfg.stack_size), (void *)slot_canary(r->lo));
+            (void *)((char *)r->lo + weft__rt.cfg.stack_size), (const void *)c, r->lo,
+            (const void *)&c[k]);
     abort();
   }
 #else

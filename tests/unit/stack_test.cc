@@ -114,7 +114,17 @@ __attribute__((noinline)) int RecurseTo(uintptr_t floor) {
   return pad[1];
 }
 
-enum class Overflow { kSmallFrames, kBigFrames, kPastBottomAndBack };
+// The same with frames that write one byte of their array (and the call's return
+// address and saved registers): most words below the stack are never written.
+__attribute__((noinline)) int RecurseToSparse(uintptr_t floor) {
+  volatile char pad[1024];
+  pad[0] = 1;
+  asm volatile("" ::: "memory");
+  if (reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) > floor) return RecurseToSparse(floor) + pad[0];
+  return pad[0];
+}
+
+enum class Overflow { kSmallFrames, kBigFrames, kPastBottomAndBack, kPastBottomSparse };
 Overflow g_overflow = Overflow::kSmallFrames;
 
 void *OverflowThread(void *) {
@@ -139,6 +149,10 @@ void *OverflowThread(void *) {
     // page of its top), inside the 128 KiB guard range
     uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
     return P(RecurseTo(here - WEFT_DEFAULT_STACK_SIZE - 8 * KiB));
+  }
+  if (g_overflow == Overflow::kPastBottomSparse) {
+    uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    return P(RecurseToSparse(here - WEFT_DEFAULT_STACK_SIZE - 8 * KiB));
   }
   return P(Recurse(local));
 }
@@ -239,6 +253,15 @@ INSTANTIATE_TEST_SUITE_P(Guards, BigFrameDeathTest,
 TEST(StackCanaryDeathTest, UnguardedOverflowIsCaughtAtFinish) {
   SetDeathTestStyle();
   EXPECT_DEATH(OverflowInWeftThread(1, 0, Overflow::kPastBottomAndBack, "mprotect:0"),
+               ::testing::Matcher<const std::string &>(new OverflowReport));
+}
+
+// The same overflow by frames that leave most words below the stack unwritten (the
+// first word below it among them): the canary covers the top page of the guard range,
+// not one word, which such an overflow stepped over unseen.
+TEST(StackCanaryDeathTest, SparseUnguardedOverflowIsCaughtAtFinish) {
+  SetDeathTestStyle();
+  EXPECT_DEATH(OverflowInWeftThread(1, 0, Overflow::kPastBottomSparse, "mprotect:0"),
                ::testing::Matcher<const std::string &>(new OverflowReport));
 }
 #endif
