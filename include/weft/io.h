@@ -118,7 +118,11 @@ WEFT_API ssize_t weft_pwrite_deadline(int fd, const void *buf, size_t count, off
  * (recvmsg: the iovecs' total), end of stream or an error (returning what they got,
  * as recv does; recvmsg's ancillary data and msg_controllen are those that came with
  * the first bytes, msg_flags the union of every part's). On a datagram or seqpacket
- * socket MSG_WAITALL changes nothing: one message, as recv(2) gives. */
+ * socket MSG_WAITALL changes nothing: one message, as recv(2) gives. recv with
+ * MSG_PEEK | MSG_WAITALL on a TCP socket parks until len bytes are queued (left
+ * queued), end of stream or an error, as recv(2) waits there (it looks again every
+ * 50 us to 10 ms while fewer are queued: readiness cannot say "more"); elsewhere (an
+ * AF_UNIX stream, recvmsg) it returns what is queued, at least one byte. */
 WEFT_API ssize_t weft_recv(int fd, void *buf, size_t len, int flags);
 WEFT_API ssize_t weft_send(int fd, const void *buf, size_t len, int flags);
 WEFT_API ssize_t weft_recvmsg(int fd, struct msghdr *msg, int flags);

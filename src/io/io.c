@@ -1143,9 +1143,45 @@ static int waitall_gathers(int fd, int flags) {
   return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
 }
 
+/* MSG_PEEK | MSG_WAITALL on a TCP socket: recv(2) waits there until `want` bytes are
+ * queued (or end of stream, an error), and returns them left in place. (On other
+ * sockets, AF_UNIX streams among them, recv(2) returns what is queued, as op_run.) */
+static int peek_waits(int fd, int flags) {
+  if ((flags & (MSG_PEEK | MSG_WAITALL | MSG_DONTWAIT)) != (MSG_PEEK | MSG_WAITALL) || !here())
+    return 0;
+  int type = 0, domain = 0;
+  socklen_t len = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return 0;
+  len = sizeof domain;
+  return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+         (domain == AF_INET || domain == AF_INET6);
+}
+
+/* The wait of peek_waits: a peek (parked until something is queued) until it sees want
+ * bytes. Readiness cannot say "more than what is queued" (the socket stays readable
+ * while the bytes sit there), so a short peek looks again after a pause (50 us,
+ * doubling to 10 ms), until the deadline, which returns the bytes seen so far; end of
+ * stream or an error (POLLRDHUP, POLLERR, POLLHUP) returns them too, as recv(2) does. */
+static ssize_t peek_all(op_t *o, size_t want, uint64_t deadline) {
+  uint64_t pause = 50000;
+  for (;;) {
+    ssize_t r = op_run(o, deadline);
+    if (r <= 0 || (size_t)r >= want) return r;
+    struct pollfd p = {.fd = o->fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) != 0) return r;  /* the peer is done (or an error): no more comes */
+    uint64_t now = weft_time_now();
+    if (deadline != WEFT_FOREVER && now >= deadline) return r;
+    uint64_t d = pause;
+    if (deadline != WEFT_FOREVER && deadline - now < d) d = deadline - now;
+    (void)weft_sleep_ns(d);
+    if (pause < 10000000) pause *= 2;
+  }
+}
+
 ssize_t weft_recv_deadline(int fd, void *buf, size_t len, int flags, uint64_t deadline) {
   op_t o = {.kind = OP_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags & ~MSG_WAITALL};
   if (waitall_gathers(fd, flags)) return op_all(&o, len, deadline);
+  if (len > 0 && peek_waits(fd, flags)) return peek_all(&o, len, deadline);
   o.flags = flags;
   return op_run(&o, deadline);
 }

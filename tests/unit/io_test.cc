@@ -1321,6 +1321,47 @@ TEST_P(IoTest, WaitallOnMessageSocketsIsOneMessage) {
   }
 }
 
+// MSG_PEEK | MSG_WAITALL on TCP waits, as recv(2) does there, until len bytes are queued
+// (and leaves them queued), or the peer's end of stream, or the deadline (the bytes seen
+// so far). It returned what was queued at once.
+TEST_P(IoTest, PeekWaitallOnTcpWaitsForEveryByte) {
+  int port = 0;
+  int ls = Listen(&port);
+  ASSERT_GE(ls, 0);
+  static int cfd;
+  cfd = Dial(port);
+  ASSERT_GE(cfd, 0);
+  int sfd = weft_accept(ls, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(sfd, 0);
+  weft_thread_t *w = Spawn(+[](void *) -> void * {
+    if (weft_send(cfd, "abc", 3, 0) != 3) return P(1);
+    weft_sleep_ns(20000000);
+    if (weft_send(cfd, "def", 3, 0) != 3) return P(2);
+    weft_sleep_ns(20000000);
+    if (weft_send(cfd, "gh", 2, 0) != 2) return P(3);
+    shutdown(cfd, SHUT_WR);
+    return nullptr;
+  });
+  char b[16] = {0};
+  EXPECT_EQ(weft_recv(sfd, b, 6, MSG_PEEK | MSG_WAITALL), 6);
+  EXPECT_EQ(memcmp(b, "abcdef", 6), 0);
+  // still queued: a plain recv gets them
+  memset(b, 0, sizeof b);
+  EXPECT_EQ(weft_recv(sfd, b, 6, MSG_WAITALL), 6);
+  EXPECT_EQ(memcmp(b, "abcdef", 6), 0);
+  // nothing queued and a deadline: ETIMEDOUT, as any deadline
+  EXPECT_EQ(weft_recv_deadline(sfd, b, 10, MSG_PEEK | MSG_WAITALL, weft_deadline_after(1000000)), -1);
+  EXPECT_EQ(Err(), ETIMEDOUT);
+  // end of stream: the 2 bytes that came before it
+  EXPECT_EQ(weft_recv(sfd, b, 10, MSG_PEEK | MSG_WAITALL), 2);
+  EXPECT_EQ(memcmp(b, "gh", 2), 0);
+  EXPECT_EQ(Join(w), nullptr);
+  EXPECT_EQ(weft_recv(sfd, b, 10, 0), 2);
+  weft_close(sfd);
+  weft_close(cfd);
+  weft_close(ls);
+}
+
 // recvmsg with MSG_WAITALL on a stream waits for the whole iovec total, as recv does.
 TEST_P(IoTest, RecvmsgWaitallGathersOnAStream) {
   int sv[2];
