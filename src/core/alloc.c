@@ -426,11 +426,25 @@ int weft__stacks_init(void) {
   weft__pool_t *p = &weft__rt.pool;
   const weft_config_t *c = &weft__rt.cfg;
   /* WEFT_STACK_GUARD=mprotect forces the fallback; "mprotect:N" also sets its budget
-   * to N stacks (tests of the unguarded stacks) */
+   * to N stacks (tests of the unguarded stacks); "madvise" (the default where the
+   * kernel has it) changes nothing. Anything else is reported and ignored. */
   const char *env = getenv("WEFT_STACK_GUARD");
   int force_mprotect = env && strncmp(env, "mprotect", 8) == 0;
   long budget = -1;
-  if (force_mprotect && env[8] == ':') budget = strtol(env + 9, NULL, 10);
+  if (force_mprotect && env[8] == ':') {
+    char *end;
+    errno = 0;
+    budget = strtol(env + 9, &end, 10);
+    if (end == env + 9 || *end != '\0' || errno || budget < 0) {
+      /* a garbage budget read as 0 left every stack unguarded, silently */
+      fprintf(stderr, "weft: WEFT_STACK_GUARD=%s: the budget is not a count of stacks: the "
+                      "default is used\n", env);
+      budget = -1;
+    }
+  } else if (env && *env && !(force_mprotect && env[8] == '\0') && strcmp(env, "madvise") != 0) {
+    fprintf(stderr, "weft: WEFT_STACK_GUARD=%s is not \"madvise\", \"mprotect\" or "
+                    "\"mprotect:N\": ignored\n", env);
+  }
   p->guard_mech = !force_mprotect && weft__os_guard_probe() ? WEFT__GUARD_MADVISE
                                                             : WEFT__GUARD_MPROTECT;
   p->guard = c->stack_guard;

@@ -154,7 +154,7 @@ _Atomic uint32_t weft__monitor_deep;
 
 /* The bound in microseconds for cfg and the environment (WEFT_MONITOR=off or 0: no
  * monitor; WEFT_MONITOR=<us>: the bound), or 0 for none. */
-static long bound_us(const weft_config_t *cfg) {
+static long bound_us(const weft_config_t *cfg, int say) {
   long us = cfg->monitor_us == WEFT_MONITOR_OFF ? 0
             : cfg->monitor_us > 0              ? cfg->monitor_us
                                                : MON_DEFAULT_US;
@@ -163,13 +163,16 @@ static long bound_us(const weft_config_t *cfg) {
     if (!strcmp(e, "off")) return 0;
     char *end;
     long v = strtol(e, &end, 10);
-    if (*end == '\0' && v >= 0 && v <= 1000000) us = v;
+    if (end != e && *end == '\0' && v >= 0 && v <= 1000000) us = v;
+    else if (say)  /* as WEFT_TRACE_CAPACITY: say so (once per weft_init), not ignore it unseen */
+      fprintf(stderr, "weft: WEFT_MONITOR=%s is not \"off\" or a bound in microseconds "
+                      "(0..1000000): ignored\n", e);
   }
   return us;
 }
 
 int weft__monitor_spares(const weft_config_t *cfg) {
-  if (!bound_us(cfg)) return 0;
+  if (!bound_us(cfg, 0)) return 0;
   /* one per VP, and a few for spares whose own thread blocks too */
   int n = cfg->nvps + 3;
   return n < MON_MAX_SPARES ? n : MON_MAX_SPARES;
@@ -178,7 +181,7 @@ int weft__monitor_spares(const weft_config_t *cfg) {
 int weft__monitor_init(int nspares) {
   memset(&mon, 0, sizeof mon);
   atomic_store_explicit(&weft__monitor_deep, 0, memory_order_relaxed);
-  long us = bound_us(&weft__rt.cfg);
+  long us = bound_us(&weft__rt.cfg, 1);
   if (!us || !nspares) return 0;
   mon.bound_ns = (uint64_t)us * 1000u;
   mon.nvps = weft__rt.nvps;

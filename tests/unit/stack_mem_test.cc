@@ -227,6 +227,22 @@ INSTANTIATE_TEST_SUITE_P(Guards, StackMemTest, ::testing::Values("madvise", "mpr
                            return s == "mprotect:0" ? std::string("mprotect_no_budget") : s;
                          });
 
+// A budget that is not a number ("mprotect:abc") was read as 0: every stack ran
+// unguarded, silently. It is reported and the default budget is used.
+TEST(StackGuardEnv, GarbageBudgetIsReportedAndTheDefaultKept) {
+  SelectMechanism("mprotect:abc");
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(weft_init(nullptr), 0);
+  std::string err = testing::internal::GetCapturedStderr();
+  weft_stack_info_t info;
+  ASSERT_EQ(weft_stack_info(&info), 0);
+  EXPECT_EQ(info.guard_mechanism, WEFT_STACK_GUARD_MPROTECT);
+  EXPECT_GT(info.guard_budget, 0);
+  EXPECT_NE(err.find("WEFT_STACK_GUARD=mprotect:abc"), std::string::npos) << err;
+  EXPECT_EQ(weft_shutdown(), 0);
+  SelectMechanism(nullptr);
+}
+
 // ---- failure injection on the new allocation sites -----------------------------------
 
 class StackFailTest : public WeftTest {
