@@ -398,9 +398,16 @@ void weft__idle_loop(weft_vp_t *vp) {
      * so that work left behind is never stranded while a VP sleeps */
     uint32_t old = atomic_fetch_sub_explicit(&rt->idle, WEFT__IDLE_SPIN, memory_order_seq_cst);
     weft__monitor_kick();  /* the system monitor sleeps while every VP does */
+    /* Not for weft_shutdown's main thread, back from one of its waiting sleeps: it
+     * looks at the queues, the bundles, the timers and the poller itself, and each of
+     * its sleeps brings this VP back here, where queued work is found; woken for it
+     * (with a bundle in existence, every time), the other VP was still spinning when
+     * the main thread checked for every other VP asleep, and the EBUSY answer never
+     * came. relaxed: set and cleared by the main thread, which t is. */
     if ((old & 0xffff) == 1 && (old >> 16) != 0 &&
         (any_queued_hint() || atomic_load_explicit(&rt->nbundles, memory_order_relaxed) ||
-         weft__io_need_poller()))
+         weft__io_need_poller()) &&
+        !(t == rt->main && atomic_load_explicit(&rt->shutdown_wait, memory_order_relaxed)))
       weft__wake_one();
     /* a steal (counted by steal_note, dispatch.c, on this VP) starts a busy period
      * that steal_judge rates; relaxed: owner-only counters */

@@ -417,6 +417,7 @@ int weft_shutdown(void) {
   /* 1. run until every other thread has finished, or none can run; again after the
    * main thread's key destructors if they created threads */
   int quiet_rounds = 0;
+  atomic_store_explicit(&rt->shutdown_wait, 1, memory_order_relaxed);  /* idle.c */
 again:
   while (weft__live_threads() > 0) {
     vp = weft__vp();  /* a yield may have moved us to another VP */
@@ -465,6 +466,7 @@ again:
         weft__timers_earliest() == UINT64_MAX && weft_wired_count() == 0 &&
         weft__wire_returning() == 0 && !weft__monitor_busy() && weft__pool_jobs() == 0) {
       if (++quiet_rounds >= 3) {
+        atomic_store_explicit(&rt->shutdown_wait, 0, memory_order_relaxed);
         gate_set(2);
         return WEFT_EBUSY;
       }
@@ -479,6 +481,7 @@ again:
      * Without a timer slot (WEFT_ENOMEM) the sleep is the kernel's. */
     if (weft_sleep_ns(200000) != 0) weft__os_sleep_ns(200000);
   }
+  atomic_store_explicit(&rt->shutdown_wait, 0, memory_order_relaxed);
   /* a wire kernel thread that handed its thread back may still be inside
    * weft__unblock (src/core/wire.c): wait until it is out */
   while (weft__wire_returning() != 0) weft__os_sleep_ns(20000);
@@ -488,6 +491,7 @@ again:
     vp = weft__vp();
     if (weft__live_threads() > 0) {  /* a destructor created threads: wait for them */
       quiet_rounds = 0;
+      atomic_store_explicit(&rt->shutdown_wait, 1, memory_order_relaxed);
       goto again;
     }
   }

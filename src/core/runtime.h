@@ -38,6 +38,10 @@ typedef struct weft__rt {
   weft_vp_t **sleepers;          /* stack of sleeping VPs: idle_lock */
   int nsleepers;
   _Atomic int stopping;
+  /* 1 while weft_shutdown's main thread waits for the others (its 200 us sleeps);
+   * relaxed: a VP that takes the main thread from its idle loop then wakes no other
+   * VP for it (idle.c), so the waiting loop can see every other VP asleep */
+  _Atomic int shutdown_wait;
   _Atomic uint64_t os_created;   /* threads created by plain OS threads (RMW) */
   /* threads whose stack could not be bound at their first dispatch (linked through
    * t->next, FIFO): nostack_lock; the count is written under it and read relaxed by

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <weft/io.h>
+#include <weft/schedlib.h>
 #include <weft/vp.h>
 
 using namespace weft_test;
@@ -373,6 +374,28 @@ TEST_P(RuntimeVpTest, ShutdownWaitIsNoStall) {
   EXPECT_EQ(after.stalls, before.stalls) << "the shutdown's wait was taken for a stall";
   ASSERT_EQ(weft_sem_signal(&g_never), 0);
   ASSERT_EQ(weft_shutdown(), 0);
+}
+
+// With a bundle other than the root in existence (here an empty FIFO one) and 2+ VPs,
+// weft_shutdown with a thread blocked for good must still answer EBUSY. Each of its
+// waiting sleeps brought its VP back from the idle loop with the main thread, and
+// leaving the idle loop woke another VP whenever a bundle existed: that VP was still
+// spinning at every check for "every other VP asleep", and the answer never came.
+TEST_P(RuntimeVpTest, ShutdownIsBusyWithABundleAround) {
+  weft_bundle_t *b = nullptr;
+  ASSERT_EQ(weft_schedlib_bundle_create(&b, nullptr, WEFT_SCHED_FIFO), 0);
+  weft_sem_init(&g_never, 0);
+  weft_thread_t *t = Spawn(+[](void *) -> void * {
+    weft_sem_wait(&g_never);
+    return nullptr;
+  });
+  weft_sleep_ns(1000000);
+  alarm(60);  // a hang fails the test
+  EXPECT_EQ(weft_shutdown(), WEFT_EBUSY);
+  alarm(0);
+  ASSERT_EQ(weft_sem_signal(&g_never), 0);
+  EXPECT_EQ(Join(t), nullptr);
+  EXPECT_EQ(weft_schedlib_bundle_destroy(b), 0);
 }
 
 // Joinable threads nobody joins (finished or still runnable) are reclaimed by
