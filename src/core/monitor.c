@@ -89,6 +89,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,6 +119,8 @@ typedef struct mon_vp {
   int stalled;                  /* from detection until its kernel thread runs again */
   int helper;                   /* the spare slot helping it, or -1 */
   uint64_t head_since;          /* when last_head became the front of its queue */
+  int stat_tid;                 /* the kernel thread stat_fd reads; 0: none open */
+  int stat_fd;                  /* /proc/self/task/stat_tid/stat, kept open */
 } mon_vp_t;
 
 /* A spare slot. state: the monitor sets RUNNING before it starts the kernel thread,
@@ -141,6 +144,7 @@ static struct {
   uint64_t bound_ns;
   int nvps, nspares;
   mon_vp_t *vps;                /* nvps + nspares */
+  int fd_floor;                 /* the stat files are moved to this number or above; 0: not */
   spare_t *spares;              /* nspares */
   int started;
   pthread_t kt;
@@ -193,11 +197,18 @@ int weft__monitor_init(int nspares) {
     return WEFT_ENOMEM;
   }
   for (int i = 0; i < mon.nvps + nspares; i++) mon.vps[i].helper = -1;
+  /* half the soft descriptor limit: a program's own numbers grow from 0 */
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 128)
+    mon.fd_floor = (int)(rl.rlim_cur / 2 > 65536 ? 65536 : rl.rlim_cur / 2);
   mon.on = 1;
   return 0;
 }
 
 void weft__monitor_free(void) {
+  if (mon.vps)
+    for (int i = 0; i < mon.nvps + mon.nspares; i++)
+      if (mon.vps[i].stat_tid) close(mon.vps[i].stat_fd);
   weft__sys_free(mon.vps);
   weft__sys_free(mon.spares);
   memset(&mon, 0, sizeof mon);
@@ -436,15 +447,36 @@ static uint64_t cpu_ns(clockid_t c) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* 1 if kernel thread tid sleeps in the kernel (state S or D). */
-static int kthread_sleeps(int tid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
+/* 1 if the kernel thread of slot m (tid) sleeps in the kernel (state S or D).
+ * Its /proc stat file stays open while the slot's kernel thread is the same (a
+ * pread at offset 0 renders it anew), for two reasons: one system call per look
+ * instead of three, and no descriptor number taken and given back behind the
+ * program's back at every look. A number the program has just closed while other
+ * threads still read it (a race POSIX allows, close(2) against pread(2)) was taken
+ * by this open, and those reads then read the monitor's file. The descriptor is
+ * moved above mon.fd_floor for the same reason: out of the low numbers a program
+ * reuses. */
+static int kthread_sleeps(mon_vp_t *m, int tid) {
+  if (m->stat_tid != tid) {
+    if (m->stat_tid) close(m->stat_fd);
+    m->stat_tid = 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    if (mon.fd_floor > 0 && fd < mon.fd_floor) {
+      int hi = fcntl(fd, F_DUPFD_CLOEXEC, mon.fd_floor);
+      if (hi >= 0) {  /* else (every number above taken) the low one serves */
+        close(fd);
+        fd = hi;
+      }
+    }
+    m->stat_fd = fd;
+    m->stat_tid = tid;
+  }
+  char buf[512];
+  ssize_t n = pread(m->stat_fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return 0;  /* ESRCH: the kernel thread has exited */
   buf[n] = '\0';
   char *p = strrchr(buf, ')');  /* the name may hold spaces and parentheses */
   return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
@@ -487,7 +519,7 @@ static int look(uint64_t now, int full) {
     int idle_cpu = m->last_cpu && cpu - m->last_cpu < (now - m->last_ns) / 2;
     /* a kernel thread that hardly ran but is runnable was only kept off a CPU (a
      * loaded machine): not a reason to look closely, which would cost the CPU it lacks */
-    int sleeping = idle_cpu && kthread_sleeps(tid);
+    int sleeping = idle_cpu && kthread_sleeps(m, tid);
     m->quiet = sleeping;
     if (slot && sleeping) {
       /* into the queue, where this look and the next see it as the front and a
