@@ -195,7 +195,10 @@ build_weft() {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF \
     -DWEFT_BUILD_BENCH=ON || return
   local known want=()
-  known=$(cmake --build "$build" --target help | sed -n 's/^\([A-Za-z0-9_]*\): .*/\1/p')
+  # ninja's help lists the targets of subdirectories (phony aliases) but not the
+  # executables of the top directory (the examples): its target list has both
+  known=$({ cmake --build "$build" --target help; cmake --build "$build" -- -t targets all; } 2>/dev/null |
+    sed -n 's/^\([A-Za-z0-9_]*\): .*/\1/p' | sort -u)
   for t in ${targets[*]}; do
     t=${t#\?}
     case $t in @*) continue ;; esac
