@@ -3,8 +3,11 @@
  * other rank (the same index: it sends `bytes` bytes tagged with its index and receives
  * as many). Total time per run, for:
  *   compute  the same compute on the main thread, no messages: the lower bound
- *   weft     N weft threads on one VP; the exchange is MPI_Irecv + MPI_Isend and
- *            weft_mpi_waitall (the waiting thread parks; the others compute)
+ *   weft     N weft threads on one VP; the exchange is weft_mpi_sendrecv, the same
+ *            operation as the others' MPI_Sendrecv (the waiting thread parks; the
+ *            others compute). Until it existed this mode made MPI_Irecv + MPI_Isend +
+ *            weft_mpi_waitall, which with MPICH costs 2 to 4 us more per exchange than
+ *            MPI_Sendrecv also on POSIX threads: it measured the pattern, not weft.
  *   pthread  N POSIX threads (MPI_THREAD_MULTIPLE); the exchange is MPI_Sendrecv
  *   omp      N OpenMP threads (one parallel region of N threads, not tasks: a thread
  *            blocked in MPI_Sendrecv inside a tied task would hold the only thread of
@@ -93,12 +96,10 @@ static void *weft_body(void *arg) {
   int t = (int)(intptr_t)arg;
   for (int r = 0; r < rounds; r++) {
     work(slice_units);
-    MPI_Request req[2];
-    MPI_Irecv(recvbufs + (size_t)t * (size_t)nbytes, nbytes, MPI_BYTE, peer, t, MPI_COMM_WORLD,
-              &req[0]);
-    MPI_Isend(sendbufs + (size_t)t * (size_t)nbytes, nbytes, MPI_BYTE, peer, t, MPI_COMM_WORLD,
-              &req[1]);
-    if (weft_mpi_waitall(2, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (weft_mpi_sendrecv(sendbufs + (size_t)t * (size_t)nbytes, nbytes, MPI_BYTE, peer, t,
+                          recvbufs + (size_t)t * (size_t)nbytes, nbytes, MPI_BYTE, peer, t,
+                          MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      MPI_Abort(MPI_COMM_WORLD, 1);
   }
   return NULL;
 }

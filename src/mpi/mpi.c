@@ -482,6 +482,44 @@ static int mpi_recv_body(void *buf, int count, MPI_Datatype type, int source, in
   return rc != MPI_SUCCESS ? rc : mpi_wait_body(&r, status);
 }
 
+static int mpi_sendrecv_body(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                             int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                             int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  if (!is_weft() && !g.serialize)
+    return MPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                        source, recvtag, comm, status);
+#if MPI_VERSION >= 4
+  /* one request: one test per poll, and the implementation's own pairing (with
+   * MPICH, 1 to 4 us less per exchange than the two requests below, M3). Only when
+   * the status is ignored: MPICH 4.0's MPI_Isendrecv completes with a status whose
+   * source and tag are 0 (every one of 1,000 exchanges, waited or tested). */
+  if (status == MPI_STATUS_IGNORE) {
+    MPI_Request r;
+    mlock();
+    int rc = MPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                           recvtype, source, recvtag, comm, &r);
+    munlock();
+    return rc != MPI_SUCCESS ? rc : mpi_wait_body(&r, MPI_STATUS_IGNORE);
+  }
+#endif
+  MPI_Request r[2];
+  mlock();
+  int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &r[0]);
+  int sent = rc == MPI_SUCCESS ? MPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &r[1])
+                               : MPI_SUCCESS;
+  if (sent != MPI_SUCCESS) MPI_Cancel(&r[0]);
+  munlock();
+  if (rc != MPI_SUCCESS) return rc;
+  if (sent != MPI_SUCCESS) {  /* the receive must not land in recvbuf after the return */
+    mpi_wait_body(&r[0], MPI_STATUS_IGNORE);
+    return sent;
+  }
+  MPI_Status st[2];
+  rc = mpi_waitall_body(2, r, st);
+  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  return rc;
+}
+
 static int mpi_barrier_body(MPI_Comm comm) {
   if (!is_weft() && !g.serialize) return MPI_Barrier(comm);
   MPI_Request r;
@@ -526,6 +564,13 @@ int weft_mpi_recv(void *buf, int count, MPI_Datatype type, int source, int tag, 
                   MPI_Status *status) {
   if (!enter()) return MPI_ERR_OTHER;
   return leave(mpi_recv_body(buf, count, type, source, tag, comm, status));
+}
+int weft_mpi_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                      int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                      int recvtag, MPI_Comm comm, MPI_Status *status) {
+  if (!enter()) return MPI_ERR_OTHER;
+  return leave(mpi_sendrecv_body(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                                 recvtype, source, recvtag, comm, status));
 }
 int weft_mpi_barrier(MPI_Comm comm) {
   if (!enter()) return MPI_ERR_OTHER;

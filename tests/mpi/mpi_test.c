@@ -2,7 +2,8 @@
  *
  * One program, one scenario per argument:
  *   p2p       hundreds of weft threads per rank exchange tagged messages around the
- *             ring (send/recv, waitall, waitany): exact counts, contents and order
+ *             ring (send/recv, waitall, waitany, sendrecv): exact counts, contents and
+ *             order
  *   serial    p2p with MPI_THREAD_SERIALIZED asked for: weft's own lock
  *   compute   one VP: a thread computes (yielding now and then) while the others
  *             wait for messages; no idle VP ever exists, so the poller thread and the
@@ -59,11 +60,21 @@ static int nthreads, nmsgs;
 static void *p2p_thread(void *arg) {
   int i = (int)(intptr_t)arg;
   int to = (rank + 1) % size, from = (rank + size - 1) % size;
-  int mode = i % 3;
+  int mode = i % 4;
   for (int s = 0; s < nmsgs; s++) {
     int out[3] = {rank, i, s}, in[3] = {-1, -1, -1};
     MPI_Status st;
-    if (mode == 0) {
+    if (mode == 3) {
+      /* with the status (two requests) and without (MPI_Isendrecv where MPI has it) */
+      int ignore = (i / 4) % 2;
+      CHECK(weft_mpi_sendrecv(out, 3, MPI_INT, to, i, in, 3, MPI_INT, from, i, MPI_COMM_WORLD,
+                              ignore ? MPI_STATUS_IGNORE : &st) == MPI_SUCCESS);
+      if (ignore) {  /* what the checks below read */
+        st.MPI_SOURCE = from;
+        st.MPI_TAG = i;
+        MPI_Status_set_elements(&st, MPI_INT, 3);
+      }
+    } else if (mode == 0) {
       CHECK(weft_mpi_send(out, 3, MPI_INT, to, i, MPI_COMM_WORLD) == MPI_SUCCESS);
       CHECK(weft_mpi_recv(in, 3, MPI_INT, from, i, MPI_COMM_WORLD, &st) == MPI_SUCCESS);
     } else {
