@@ -91,6 +91,11 @@ typedef struct iod {
   _Atomic int kind;        /* K_*: a cache (relaxed); K_OTHER means weft set
                               O_NONBLOCK on it */
   _Atomic int listen_nb;   /* 1 once weft_accept set O_NONBLOCK (relaxed: a cache) */
+  uint32_t rdhup_pause;    /* uring: ns a waiter for OUT or PRI sleeps instead of
+                              arming a poll, once a poll without IN came back with
+                              only RDHUP (the peer shut its side: io_uring reports
+                              RDHUP to every poll, and it stays true); 0: polls.
+                              lock; cleared by weft_close and iod_reset */
   weft__wq_t q;            /* parked waiters, w->mode = the events they wait for:
                               lock */
 } iod_t;
@@ -330,6 +335,8 @@ static int arm(iod_t *d, uint32_t want) {
     uint32_t add = want & ~d->armed & IO_EVMASK;
     if (!add) return 0;
     struct io_uring_sqe t;
+    /* io_uring reports RDHUP to every poll, asked for or not (rdhup_pause says
+     * what a waiter for OUT or PRI does then) */
     io_uring_prep_poll_add(&t, d->fd, add | POLLRDHUP);
     int rc = uring_submit_sqe(&t, (uint64_t)(uintptr_t)d | add, 1);  /* deferred */
     if (rc) return rc;
@@ -341,7 +348,11 @@ static int arm(iod_t *d, uint32_t want) {
   if (ev == d->armed) return 0;
   struct epoll_event e;
   memset(&e, 0, sizeof e);
-  e.events = ev | EPOLLONESHOT | EPOLLRDHUP;
+  /* RDHUP (the peer shut its side) only for readers: it stays true, and an arming
+   * for OUT or PRI with it reported at once, mapped to IN, woke nobody, re-armed, and
+   * so on for ever (a writer parked on a full socket whose peer half-closed spun its
+   * VP; with one VP the other threads' timers never fired) */
+  e.events = ev | EPOLLONESHOT | (ev & EPOLLIN ? EPOLLRDHUP : 0);
   e.data.ptr = d;
   if (epoll_ctl(io.epfd, EPOLL_CTL_MOD, d->fd, &e) != 0) {
     if (err_now() != ENOENT) return -err_now();
@@ -366,9 +377,27 @@ static void kick(void *unused) {
  * began), -ENOMEM (no timer slot), or epoll_ctl's -errno. */
 static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
   weft__waiter_t w;
-  weft__waiter_init(&w, deadline);
-  if (deadline != WEFT_FOREVER) {
-    if (deadline <= weft__os_now_ns()) return -ETIMEDOUT;
+  uint64_t until = deadline;
+  int paused = 0;
+#ifdef WEFT_HAVE_URING
+  /* uring, a peer that shut its side, a wait without IN: no poll would wait (see
+   * rdhup_pause), so the waiter sleeps instead, 50 us doubling to 10 ms, then the
+   * caller tries again; weft_close wakes it as any waiter (it is queued) */
+  if (io.uring && !(mode & EPOLLIN)) {
+    weft__qlock_lock(&d->lock);
+    uint32_t p = d->rdhup_pause;
+    if (p) d->rdhup_pause = p < 10000000u ? 2 * p : p;
+    weft__spin_unlock(&d->lock);
+    uint64_t now = weft__os_now_ns();
+    if (p && (deadline == WEFT_FOREVER || now + p < deadline)) {
+      until = now + p;
+      paused = 1;
+    }
+  }
+#endif
+  weft__waiter_init(&w, until);
+  if (until != WEFT_FOREVER) {
+    if (until <= weft__os_now_ns()) return -ETIMEDOUT;
     if (weft__timer_reserve(weft__vp())) return -ENOMEM;
   }
   w.mode = mode;
@@ -377,7 +406,7 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
     weft__spin_unlock(&d->lock);
     return -EBADF;
   }
-  int rc = arm(d, mode);
+  int rc = paused ? 0 : arm(d, mode);
   if (rc) {
     weft__spin_unlock(&d->lock);
     return rc;
@@ -405,7 +434,7 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
      * meanwhile sees it cancelled and is re-armed by dispatch. */
     if (drop && io.uring) uring_cancel_fd(d->fd);
 #endif
-    rc = -ETIMEDOUT;
+    rc = paused && atomic_load_explicit(&d->gen, memory_order_relaxed) == gen ? 0 : -ETIMEDOUT;
   } else if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
     rc = -EBADF;  /* woken by weft_close (its bump is ordered by our acquire of state) */
   }
@@ -522,8 +551,19 @@ static int uring_reap(void) {
     }
     iod_t *d = (iod_t *)(uintptr_t)(ud & ~(uint64_t)7);
     uint32_t bits = (uint32_t)(ud & 7);
-    if (res >= 0) woke += iod_events(d, map_events((uint32_t)res), bits, 0);
-    else woke += iod_events(d, 0, bits, res != -ECANCELED);
+    if (res >= 0 && (res & POLLRDHUP) && !(bits & EPOLLIN) &&
+        !(map_events((uint32_t)res & ~(uint32_t)POLLRDHUP) & bits)) {
+      /* only RDHUP, for a poll without IN: its waiters retry, and sleep from then on
+       * (iod_wait); re-armed, it would come back at once, for ever */
+      weft__qlock_lock(&d->lock);
+      if (!d->rdhup_pause) d->rdhup_pause = 50000;
+      weft__spin_unlock(&d->lock);
+      woke += iod_events(d, bits, bits, 0);
+    } else if (res >= 0) {
+      woke += iod_events(d, map_events((uint32_t)res), bits, 0);
+    } else {
+      woke += iod_events(d, 0, bits, res != -ECANCELED);
+    }
   }
   return woke;
 }
@@ -1226,6 +1266,7 @@ static void iod_reset(int fd, int kind) {
   if (!d) return;
   weft__qlock_lock(&d->lock);
   d->armed = 0;
+  d->rdhup_pause = 0;
   atomic_store_explicit(&d->kind, kind, memory_order_relaxed);
   atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
   weft__spin_unlock(&d->lock);
@@ -1443,6 +1484,7 @@ int weft_close(int fd) {
     atomic_store_explicit(&d->gen, atomic_load_explicit(&d->gen, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     d->armed = 0;
+    d->rdhup_pause = 0;
     was_file = atomic_load_explicit(&d->kind, memory_order_relaxed) == K_FILE;
     atomic_store_explicit(&d->kind, K_UNKNOWN, memory_order_relaxed);
     atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);

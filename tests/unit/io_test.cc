@@ -5,6 +5,7 @@
 // parking its thread, or a lost wake-up, ends the process instead of hanging.
 #include "weft_test.h"
 
+#include <weft/hook.h>
 #include <weft/io.h>
 
 #include <arpa/inet.h>
@@ -527,6 +528,63 @@ TEST_P(IoTest, FilePositionCallsNeverShareBytes) {
   EXPECT_EQ(never, 0) << "blocks never read";
   EXPECT_EQ(weft_close(fd), 0);
   unlink(path);
+}
+
+// A writer parked on a full socket whose peer has shut its side (shutdown SHUT_WR: it
+// may still read) costs nothing while it waits. The peer's shutdown stays true, and an
+// arming for OUT that reported it (epoll armed RDHUP with every event; io_uring reports
+// it to every poll) woke nobody and was made again at once, for ever: the VP spun, and
+// under io_uring with one VP the main thread's sleep never returned (uring_1vp hung in
+// most runs before the fix; the spin itself made no wake-up a hook could count). Counted:
+// how often the writer is made ready while the main thread sleeps (io_uring's sleeps
+// between tries must stay few); then the peer reads, and every byte arrives.
+std::atomic<weft_thread_t *> g_rdhup_writer{nullptr};
+std::atomic<long> g_rdhup_wakes{0};
+TEST_P(IoTest, WriterOnAHalfClosedPeerDoesNotSpin) {
+  int s[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s), 0);
+  ASSERT_EQ(shutdown(s[1], SHUT_WR), 0);
+  struct Ctx { int fd; size_t len; ssize_t got; } c{s[0], 8u << 20, 0};
+  g_rdhup_wakes = 0;
+  weft_thread_t *w = Spawn(+[](void *a) -> void * {
+    auto *c = static_cast<Ctx *>(a);
+    std::vector<char> big(c->len, 'w');
+    c->got = weft_write(c->fd, big.data(), big.size());
+    return nullptr;
+  }, &c);
+  g_rdhup_writer = w;
+  int hooks = weft_hook_push(WEFT_HOOK_UNBLOCKED, +[](weft_hook_event_t, weft_thread_t *t, int, void *, void *) {
+    if (t == g_rdhup_writer.load()) g_rdhup_wakes++;
+  }, nullptr);
+  ASSERT_TRUE(hooks == 0 || hooks == WEFT_EPERM);
+  // the writer fills the socket and parks
+  while (weft_io_parked() == 0) ASSERT_EQ(weft_sleep_ns(1000000), 0);
+  long before = g_rdhup_wakes.load();
+  for (int i = 0; i < 5; i++) ASSERT_EQ(weft_sleep_ns(20000000), 0);
+  long wakes = g_rdhup_wakes.load() - before;
+  if (hooks == 0) {
+    weft_hook_pop(WEFT_HOOK_UNBLOCKED);
+    // epoll: none; io_uring: a sleep of 50 us doubling to 10 ms between tries (about 15
+    // in 100 ms); the spin made them by the thousand
+    EXPECT_LT(wakes, 200) << "the parked writer was made ready " << wakes << " times";
+  }
+  // the peer reads: the writer goes on and writes everything
+  std::thread reader([&] {
+    std::vector<char> b(1 << 16);
+    size_t total = 0;
+    while (total < c.len) {
+      ssize_t n = read(s[1], b.data(), b.size());
+      if (n <= 0) break;
+      total += static_cast<size_t>(n);
+    }
+    EXPECT_EQ(total, c.len);
+  });
+  Join(w);
+  reader.join();
+  EXPECT_EQ(c.got, static_cast<ssize_t>(c.len));
+  g_rdhup_writer = nullptr;
+  weft_close(s[0]);
+  close(s[1]);
 }
 
 // weft_close of a regular file while other threads have reads of it in flight: each
