@@ -975,13 +975,52 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
     return op_plain(o, 0);
   int nowait = (o->kind >= OP_RECV) && (o->flags & MSG_DONTWAIT);
   if (!here()) {
-    if (deadline == WEFT_FOREVER || nowait) return op_plain(o, 0);
+    /* poll(2) skips a negative descriptor: it would wait out the deadline, or for ever */
+    if (o->fd < 0) return fail(EBADF);
+    if (nowait) return op_plain(o, 0);
+    if (deadline == WEFT_FOREVER) {
+      /* the blocking call; on a descriptor that is non-blocking (weft made it so for
+       * its own threads, or its owner did) it waits as that call would */
+      for (;;) {
+        ssize_t r = op_plain(o, 0);
+        if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK)) return r;
+        int rc = os_wait(o->fd, op_mode(o), WEFT_FOREVER);
+        if (rc) return fail(-rc);
+      }
+    }
     /* wait for readiness first: a non-socket is then read with the plain call,
-     * which would block past the deadline if it came before the data */
+     * which would block past the deadline if it came before the data. A write to a
+     * non-socket that is ready takes at most PIPE_BUF bytes: a pipe that polls
+     * writable has room for that much, and a larger blocking write would wait for
+     * the reader past the deadline (op_all makes the rest) */
     for (;;) {
       int rc = os_wait(o->fd, op_mode(o), deadline);
       if (rc) return fail(-rc);
-      ssize_t r = op_try(NULL, o);
+      ssize_t r;
+      if (o->kind == OP_WRITE && o->len > PIPE_BUF) {
+        r = send(o->fd, o->buf, o->len, MSG_DONTWAIT);
+        if (r < 0 && err_now() == ENOTSOCK) r = write(o->fd, o->buf, PIPE_BUF);
+      } else if (o->kind == OP_WRITEV && iov_total(o->iov, o->iovcnt) > PIPE_BUF) {
+        struct msghdr m;
+        memset(&m, 0, sizeof m);
+        m.msg_iov = (struct iovec *)o->iov;
+        m.msg_iovlen = (size_t)o->iovcnt;
+        r = sendmsg(o->fd, &m, MSG_DONTWAIT);
+        if (r < 0 && err_now() == ENOTSOCK) {  /* the first PIPE_BUF bytes (64 parts at most) */
+          struct iovec v[64];
+          int n = 0;
+          size_t room = PIPE_BUF;
+          for (int i = 0; i < o->iovcnt && n < 64 && room > 0; i++) {
+            if (!o->iov[i].iov_len) continue;
+            v[n].iov_base = o->iov[i].iov_base;
+            v[n].iov_len = o->iov[i].iov_len < room ? o->iov[i].iov_len : room;
+            room -= v[n++].iov_len;
+          }
+          r = writev(o->fd, v, n);
+        }
+      } else {
+        r = op_try(NULL, o);
+      }
       if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK)) return r;
     }
   }
@@ -1088,8 +1127,9 @@ static ssize_t op_all(op_t *o, size_t total, uint64_t deadline) {
 }
 
 static ssize_t do_write(op_t *o, size_t total, uint64_t deadline) {
-  if (!here() || (o->kind >= OP_RECV && (o->flags & MSG_DONTWAIT))) return op_run(o, deadline);
-  return op_all(o, total, deadline);
+  if (o->kind >= OP_RECV && (o->flags & MSG_DONTWAIT)) return op_run(o, deadline);
+  return op_all(o, total, deadline);  /* a plain OS thread's too: its descriptor may be
+                                         non-blocking, or have a deadline */
 }
 
 ssize_t weft_read_deadline(int fd, void *buf, size_t count, uint64_t deadline) {
@@ -1177,7 +1217,7 @@ ssize_t weft_pwrite(int fd, const void *buf, size_t count, off_t offset) {
  * gathering would run messages together; a descriptor that is not a socket gets
  * ENOTSOCK from the single call. */
 static int waitall_gathers(int fd, int flags) {
-  if (!(flags & MSG_WAITALL) || (flags & (MSG_DONTWAIT | MSG_PEEK)) || !here()) return 0;
+  if (!(flags & MSG_WAITALL) || (flags & (MSG_DONTWAIT | MSG_PEEK))) return 0;
   int type = 0;
   socklen_t len = sizeof type;
   return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
@@ -1275,11 +1315,19 @@ static void iod_reset(int fd, int kind) {
 int weft_accept_deadline(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags,
                          uint64_t deadline) {
   if (!here()) {
+    if (fd < 0) return (int)fail(EBADF);  /* poll(2) would skip it and wait */
     if (deadline != WEFT_FOREVER) {
       int rc = os_wait(fd, EPOLLIN, deadline);
       if (rc) return (int)fail(-rc);
     }
-    return accept4(fd, addr, addrlen, flags);
+    /* a listener weft made non-blocking (for its own threads' accepts) answers EAGAIN
+     * where the blocking accept waits: wait for the next connection as that would */
+    for (;;) {
+      int c = accept4(fd, addr, addrlen, flags);
+      if (c >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK)) return c;
+      int rc = os_wait(fd, EPOLLIN, deadline);
+      if (rc) return (int)fail(-rc);
+    }
   }
   iod_t *d = iod_get(fd);
   if (!d) {
@@ -1361,6 +1409,7 @@ int weft_connect(int fd, const struct sockaddr *addr, socklen_t addrlen) {
 int weft_fd_wait_deadline(int fd, short events, uint64_t deadline) {
   uint32_t mode = (uint32_t)events & (POLLIN | POLLOUT | POLLPRI);
   if (!mode) return (int)fail(EINVAL);
+  if (fd < 0) return (int)fail(EBADF);  /* poll(2) skips it: a plain OS thread waited */
   iod_t *d = NULL;
   uint32_t gen = 0;
   if (here()) {

@@ -587,6 +587,96 @@ TEST_P(IoTest, WriterOnAHalfClosedPeerDoesNotSpin) {
   close(s[1]);
 }
 
+// The calls from a plain OS thread are the blocking calls, also on a descriptor that a
+// weft thread used first (weft made it non-blocking for its own threads): the read and
+// the accept wait instead of failing with EAGAIN, a write writes everything, a
+// deadline write to a pipe nobody reads returns at the deadline with what went in
+// instead of blocking for ever, and a negative descriptor fails with EBADF instead of
+// waiting (poll(2) skips it).
+TEST_P(IoTest, PlainThreadCallsBlockOnDescriptorsWeftMadeNonBlocking) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  int port = 0, ls = Listen(&port);
+  ASSERT_GE(ls, 0);
+  struct Fds { int r, w, ls; } f{p[0], p[1], ls};
+  // a weft thread uses each descriptor once: weft sets O_NONBLOCK on them
+  Join(Spawn(+[](void *a) -> void * {
+    auto *f = static_cast<Fds *>(a);
+    char c = 'x';
+    if (weft_write(f->w, &c, 1) != 1 || weft_read(f->r, &c, 1) != 1) return weft_test::P(1);
+    if (weft_accept_deadline(f->ls, nullptr, nullptr, 0, weft_deadline_after(1000000)) != -1) return weft_test::P(2);
+    return nullptr;
+  }, &f));
+  ASSERT_TRUE(fcntl(p[0], F_GETFL) & O_NONBLOCK);
+  ssize_t got = -2;
+  int err = 0;
+  std::thread reader([&] {
+    char c = 0;
+    got = weft_read(p[0], &c, 1);
+    err = got < 0 ? Err() : 0;
+  });
+  ASSERT_EQ(weft_sleep_ns(20000000), 0);  // the reader has had time to fail at once
+  ASSERT_EQ(write(p[1], "y", 1), 1);
+  reader.join();
+  EXPECT_EQ(got, 1) << strerror(err);
+  // a whole write of more than the pipe holds, read as it goes
+  const size_t big = 1u << 20;
+  std::thread drain([&] {
+    std::vector<char> b(1 << 16);
+    size_t total = 0;
+    while (total < big) {
+      ssize_t n = weft_read(p[0], b.data(), b.size());  // plain thread: blocks
+      if (n <= 0) break;
+      total += static_cast<size_t>(n);
+    }
+    EXPECT_EQ(total, big);
+  });
+  ssize_t wrote = -2;
+  std::thread writer([&] {
+    std::vector<char> b(big, 'z');
+    wrote = weft_write(p[1], b.data(), b.size());
+  });
+  writer.join();
+  drain.join();
+  EXPECT_EQ(wrote, static_cast<ssize_t>(big));
+  // a deadline write nobody reads: what went in, at the deadline (not a hang)
+  std::thread dl([&] {
+    std::vector<char> b(big, 'd');
+    wrote = weft_write_deadline(p[1], b.data(), b.size(), weft_deadline_after(20000000));
+    err = wrote < 0 ? Err() : 0;
+    std::vector<struct iovec> v(4, iovec{b.data(), big / 4});
+    ssize_t wv = weft_writev_deadline(p[1], v.data(), 4, weft_deadline_after(20000000));
+    EXPECT_TRUE(wv == -1 && Err() == ETIMEDOUT) << wv;  // the pipe is full by now
+  });
+  dl.join();
+  EXPECT_GT(wrote, 0) << strerror(err);
+  EXPECT_LT(wrote, static_cast<ssize_t>(big));
+  // an accept that waits for the connection
+  int acc = -2;
+  std::thread acceptor([&] { acc = weft_accept(ls, nullptr, nullptr, SOCK_CLOEXEC); err = acc < 0 ? Err() : 0; });
+  ASSERT_EQ(weft_sleep_ns(20000000), 0);
+  int c = Dial(port);
+  ASSERT_GE(c, 0);
+  acceptor.join();
+  EXPECT_GE(acc, 0) << strerror(err);
+  // a negative descriptor
+  std::thread bad([&] {
+    EXPECT_EQ(weft_fd_wait(-1, POLLIN), -1);
+    EXPECT_EQ(Err(), EBADF);
+    char b;
+    EXPECT_EQ(weft_read_deadline(-1, &b, 1, weft_deadline_after(1000000000)), -1);
+    EXPECT_EQ(Err(), EBADF);
+    EXPECT_EQ(weft_accept(-1, nullptr, nullptr, 0), -1);
+    EXPECT_EQ(Err(), EBADF);
+  });
+  bad.join();
+  if (acc >= 0) close(acc);
+  close(c);
+  weft_close(ls);
+  weft_close(p[0]);
+  weft_close(p[1]);
+}
+
 // weft_close of a regular file while other threads have reads of it in flight: each
 // read completes or fails with EBADF, as pread(2) racing close(2) does. weft_close
 // cancelled every request on the descriptor, meant for the polls of sockets, and the
