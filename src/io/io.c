@@ -443,6 +443,38 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
   return rc;
 }
 
+/* Sleeps until `until` queued on d with no event armed, so that only the timer or
+ * weft_close ends it: the pause of a loop that must look again later (an AF_UNIX
+ * connect to a full backlog, a TCP peek for more bytes than are queued), which a
+ * plain sleep would let run on after weft_close, into a descriptor that took the
+ * number. 0, -EBADF (weft_close since gen), -ENOMEM (no timer slot). */
+static int iod_nap(iod_t *d, uint32_t gen, uint64_t until) {
+  if (until <= weft__os_now_ns()) return 0;
+  if (weft__timer_reserve(weft__vp())) return -ENOMEM;
+  weft__waiter_t w;
+  weft__waiter_init(&w, until);
+  w.mode = 0;  /* no event matches it; weft_close wakes every waiter */
+  weft__qlock_lock(&d->lock);
+  if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
+    weft__spin_unlock(&d->lock);
+    return -EBADF;
+  }
+  weft__wq_push(&d->q, &w);
+  /* seq_cst: as in iod_wait */
+  atomic_fetch_add_explicit(&io.nwait, 1, memory_order_seq_cst);
+  uint32_t st = weft__wait_on(&w, WEFT__WAITING_X(WEFT__WX_FD_READ, (uint32_t)d->fd), &d->lock, kick, NULL);
+  if (st != WEFT__W_SIGNALED) {
+    weft__qlock_lock(&d->lock);
+    if (w.linked) weft__wq_remove(&d->q, &w);
+    weft__spin_unlock(&d->lock);
+  }
+  /* relaxed: as in iod_wait (woken by weft_close: its bump is ordered by our acquire
+   * of the waiter's state) */
+  int rc = atomic_load_explicit(&d->gen, memory_order_relaxed) != gen ? -EBADF : 0;
+  atomic_fetch_sub_explicit(&io.nwait, 1, memory_order_relaxed);
+  return rc;
+}
+
 /* From a plain OS thread: poll(2) until ready or the deadline. 0 or -errno. */
 static int os_wait(int fd, uint32_t mode, uint64_t deadline) {
   for (;;) {
@@ -1244,6 +1276,9 @@ static int peek_waits(int fd, int flags) {
  * stream or an error (POLLRDHUP, POLLERR, POLLHUP) returns them too, as recv(2) does. */
 static ssize_t peek_all(op_t *o, size_t want, uint64_t deadline) {
   uint64_t pause = 50000;
+  iod_t *dd = iod_get(o->fd);
+  if (!dd) return fail(ENOMEM);  /* peek_waits checked the descriptor */
+  uint32_t gen = atomic_load_explicit(&dd->gen, memory_order_relaxed);
   for (;;) {
     ssize_t r = op_run(o, deadline);
     if (r <= 0 || (size_t)r >= want) return r;
@@ -1253,7 +1288,9 @@ static ssize_t peek_all(op_t *o, size_t want, uint64_t deadline) {
     if (deadline != WEFT_FOREVER && now >= deadline) return r;
     uint64_t d = pause;
     if (deadline != WEFT_FOREVER && deadline - now < d) d = deadline - now;
-    (void)weft_sleep_ns(d);
+    int rc = iod_nap(dd, gen, now + d);
+    if (rc == -EBADF) return fail(EBADF);  /* weft_close: nothing of a new descriptor */
+    if (rc) (void)weft_sleep_ns(d);
     if (pause < 10000000) pause *= 2;
   }
 }
@@ -1363,6 +1400,9 @@ int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_t addrlen
   if (fl & O_NONBLOCK) return connect(fd, addr, addrlen);
   if (fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
   int r = connect(fd, addr, addrlen), e = err_now();
+  iod_t *nd = on_vp && r != 0 && e == EAGAIN ? iod_get(fd) : NULL;
+  uint32_t ngen = nd ? atomic_load_explicit(&nd->gen, memory_order_relaxed) : 0;
+  int closed = 0;
   /* A non-blocking AF_UNIX connect to a listener whose backlog is full fails with
    * EAGAIN where a blocking one waits for room; the kernel offers no readiness for
    * that to wait on, so the caller sleeps (parked, on a VP) and tries again, from
@@ -1374,13 +1414,26 @@ int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_t addrlen
       break;
     }
     uint64_t until = deadline - now > pause ? now + pause : deadline;
-    if (!on_vp) weft__os_sleep_ns(until - now);
-    else if (weft_sleep_until(until) != 0) weft_yield();  /* no timer slot: yield */
+    if (!on_vp) {
+      weft__os_sleep_ns(until - now);
+    } else if (nd) {
+      /* queued on the descriptor: weft_close ends the wait with EBADF, before the
+       * number can be taken by another descriptor and connected here */
+      int rc = iod_nap(nd, ngen, until);
+      if (rc == -EBADF) {
+        e = EBADF;
+        closed = 1;
+        break;
+      }
+      if (rc) weft_yield();  /* no timer slot */
+    } else if (weft_sleep_until(until) != 0) {
+      weft_yield();  /* no timer slot */
+    }
     if (pause < 10000000) pause *= 2;
     r = connect(fd, addr, addrlen);
     e = err_now();
   }
-  (void)fcntl(fd, F_SETFL, fl);
+  if (!closed) (void)fcntl(fd, F_SETFL, fl);  /* (closed: the number may be another's) */
   if (r == 0) return 0;
   if (e != EINPROGRESS) {
     return (int)fail(e);

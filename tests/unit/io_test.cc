@@ -1538,6 +1538,65 @@ TEST_P(IoTest, RecvmsgWaitallGathersOnAStream) {
   weft_close(sv[1]);
 }
 
+// The loops that look again later instead of waiting for an event (an AF_UNIX connect
+// to a full backlog; a TCP MSG_PEEK|MSG_WAITALL for more bytes than are queued) wait
+// queued on the descriptor, so weft_close ends them at once with EBADF. They slept
+// instead: weft_close did not wake them, and after up to 10 ms they went on with the
+// number, which by then could name another socket (a new socket() took it, and the
+// old connect connected it; the old peek returned the new connection's bytes).
+TEST_P(IoTest, CloseEndsTheRetryLoopsOfConnectAndPeek) {
+  static std::atomic<int> fd;
+  // a connect to a listener whose backlog is full
+  int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(ls, 0);
+  static sockaddr_un addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "weft-io-close-%d-%d", getpid(), nvps());
+  static socklen_t alen;
+  alen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1));
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr *>(&addr), alen), 0);
+  ASSERT_EQ(listen(ls, 0), 0);
+  std::vector<int> fill;
+  for (int i = 0; i < 8; i++) {  // until a non-blocking connect finds no room
+    int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int r = connect(c, reinterpret_cast<sockaddr *>(&addr), alen);
+    fill.push_back(c);
+    if (r != 0 && errno == EAGAIN) break;
+  }
+  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd.load(), 0);
+  weft_thread_t *t = Spawn(+[](void *) -> void * {
+    int rc = weft_connect(fd.load(), reinterpret_cast<sockaddr *>(&addr), alen);
+    return P(rc == 0 ? 0 : Err());
+  });
+  for (int i = 0; i < 20000 && weft_io_parked() == 0; i++) ASSERT_EQ(weft_sleep_ns(100000), 0);
+  ASSERT_GT(weft_io_parked(), 0) << "the connect does not wait on its descriptor";
+  ASSERT_EQ(weft_close(fd.load()), 0);
+  EXPECT_EQ(I(Join(t)), EBADF);
+  for (int c : fill) close(c);
+  close(ls);
+  // a peek for more bytes than the peer sent
+  int port = 0, tl = Listen(&port);
+  ASSERT_GE(tl, 0);
+  int cl = Dial(port);
+  ASSERT_GE(cl, 0);
+  fd = weft_accept(tl, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(fd.load(), 0);
+  ASSERT_EQ(write(cl, "ab", 2), 2);
+  t = Spawn(+[](void *) -> void * {
+    char b[8];
+    ssize_t r = weft_recv(fd.load(), b, sizeof b, MSG_PEEK | MSG_WAITALL);
+    return P(r >= 0 ? 1000 + r : Err());
+  });
+  for (int i = 0; i < 20000 && weft_io_parked() == 0; i++) ASSERT_EQ(weft_sleep_ns(100000), 0);
+  ASSERT_GT(weft_io_parked(), 0) << "the peek does not wait on its descriptor";
+  ASSERT_EQ(weft_close(fd.load()), 0);
+  EXPECT_EQ(I(Join(t)), EBADF);
+  close(cl);
+  weft_close(tl);
+}
+
 // connect to an AF_UNIX listener whose backlog is full waits for room, as connect(2)
 // does (a non-blocking try gets EAGAIN, which weft once returned).
 TEST_P(IoTest, UnixConnectWaitsForBacklogRoom) {
