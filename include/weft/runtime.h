@@ -83,8 +83,9 @@ typedef struct weft_config {
    * weft_dump_on_signal(), in place of a dump signal installed before (by
    * weft_dump_on_signal() or the environment variable WEFT_DUMP_SIGNAL; only one
    * signal dumps at a time), and weft_shutdown() puts that one back (if the program
-   * has not installed another meanwhile). Not a signal number, SIGKILL, SIGSTOP, or
-   * a synchronous fault signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE): WEFT_EINVAL. */
+   * has not installed another meanwhile). Not a signal number, SIGKILL, SIGSTOP, a
+   * synchronous fault signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE), or one the C library
+   * keeps for itself (32 up to SIGRTMIN - 1): WEFT_EINVAL. */
   int dump_signal;
   /* The system monitor's bound, in microseconds (docs/design.md "The system
    * monitor"): a VP whose kernel thread has slept in a call weft was not told of (a

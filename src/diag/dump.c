@@ -738,7 +738,10 @@ int weft__dump_signal_ok(int signo) {
    * handler that returns re-executes the faulting instruction, and SIGSEGV/SIGBUS
    * report stack overflows (src/core/overflow.c) */
   return signo >= 1 && signo < NSIG && signo != SIGKILL && signo != SIGSTOP &&
-         signo != SIGSEGV && signo != SIGBUS && signo != SIGILL && signo != SIGFPE;
+         signo != SIGSEGV && signo != SIGBUS && signo != SIGILL && signo != SIGFPE &&
+         /* nor those the C library keeps for itself below SIGRTMIN (glibc: 32 and 33,
+          * its thread cancellation and setxid signals: sigaction refuses them) */
+         !(signo > 31 && signo < SIGRTMIN);
 }
 
 static _Atomic int dump_signo;    /* the installed signal, 0 none */

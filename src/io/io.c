@@ -1453,6 +1453,11 @@ int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_t addrlen
   if (err) {
     return (int)fail(err);
   }
+  /* Linux leaves a socket whose non-blocking connect completed in the connecting
+   * state until connect(2) is called again (which then answers 0); so a later
+   * weft_connect would answer 0 where connect(2) after a blocking connect answers
+   * EISCONN. One more call moves it on, as the blocking call would have. */
+  (void)connect(fd, addr, addrlen);
   return 0;
 }
 int weft_connect(int fd, const struct sockaddr *addr, socklen_t addrlen) {

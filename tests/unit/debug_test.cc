@@ -600,7 +600,7 @@ TEST(DebugConfigTest, DumpSignalField) {
   weft_config_init(&c);
   EXPECT_EQ(c.dump_signal, 0) << "off by default";
   c.nvps = 2;
-  for (int bad : {-1, SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, NSIG, 1 << 20}) {
+  for (int bad : {-1, SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, 32, SIGRTMIN - 1, NSIG, 1 << 20}) {
     c.dump_signal = bad;
     EXPECT_EQ(weft_init(&c), WEFT_EINVAL) << "dump_signal " << bad;
     EXPECT_FALSE(weft_is_running());

@@ -1538,6 +1538,33 @@ TEST_P(IoTest, RecvmsgWaitallGathersOnAStream) {
   weft_close(sv[1]);
 }
 
+// A second weft_connect of a connected TCP socket fails with EISCONN, as connect(2)
+// after a blocking connect does (Linux left the socket that weft connected without
+// blocking in the connecting state, and the second call answered 0).
+TEST_P(IoTest, ConnectOfAConnectedSocketIsEisconn) {
+  int port = 0, ls = Listen(&port);
+  ASSERT_GE(ls, 0);
+  static int sport;
+  sport = port;
+  weft_thread_t *t = Spawn(+[](void *) -> void * {
+    int s = Dial(sport);
+    if (s < 0) return P(-1);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(sport));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int rc = weft_connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a);
+    int e = rc ? Err() : 0;
+    weft_close(s);
+    return P(rc == 0 ? 0 : e);
+  });
+  int c = weft_accept(ls, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(c, 0);
+  EXPECT_EQ(I(Join(t)), EISCONN);
+  weft_close(c);
+  weft_close(ls);
+}
+
 // The loops that look again later instead of waiting for an event (an AF_UNIX connect
 // to a full backlog; a TCP MSG_PEEK|MSG_WAITALL for more bytes than are queued) wait
 // queued on the descriptor, so weft_close ends them at once with EBADF. They slept
