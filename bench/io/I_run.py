@@ -50,7 +50,7 @@ import tempfile
 import time
 
 I1_LIBS = ["weft", "go", "pthreads", "epoll"]
-I2_LIBS = ["weft", "go", "go_nethttp", "pthreads"]
+I2_LIBS = ["weft", "weft_stackless", "go", "go_nethttp", "pthreads"]
 
 
 def parse_ints(s):
@@ -210,10 +210,11 @@ class Runner:
 
     def server_cmd(self, lib, proto):
         """-> argv, or None when that server is not built"""
-        if lib == "weft":
+        if lib in ("weft", "weft_stackless"):
             ex = "weft_example_echo_server" if proto == "echo" else "weft_example_http_server"
             path = os.path.join(self.a.build, ex)
-            return [path, "0"] if os.access(path, os.X_OK) else None
+            extra = ["--stackless"] if lib == "weft_stackless" else []
+            return [path, "0"] + extra if os.access(path, os.X_OK) else None
         if lib in ("go", "go_nethttp"):
             if not self.go_bin:
                 return None

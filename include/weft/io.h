@@ -66,6 +66,7 @@
 #include <sys/uio.h>
 
 #include "weft/common.h"
+#include "weft/thread.h"
 #include "weft/time.h"
 
 #ifdef __cplusplus
@@ -159,6 +160,24 @@ WEFT_API int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_
  * ENOMEM. Ready at once: returns without parking. */
 WEFT_API int weft_fd_wait(int fd, short events);
 WEFT_API int weft_fd_wait_deadline(int fd, short events, uint64_t deadline);
+
+/* weft_fd_spawn() starts fn(arg) in a new detached weft thread once fd is ready for
+ * `events` (POLLIN, POLLOUT, POLLPRI as weft_fd_wait), or once weft_close(fd) is
+ * called (fn's first call on fd then fails with EBADF). Until then the thread holds
+ * no stack: its control block and a record of a few dozen bytes are all it costs,
+ * against a page or more for a thread parked in weft_read. The wait of a connection
+ * between requests written as a continuation (C-Threads with continuations): a
+ * server thread that finds nothing more to read calls weft_fd_spawn(fd, POLLIN,
+ * serve, arg) and returns, and its stack goes back to the free list
+ * (examples/http_server.c --stackless). The thread counts as parked on fd
+ * (weft_io_parked) and as live (weft_shutdown answers WEFT_EBUSY while it waits). No
+ * deadline: a wait to end is ended with weft_close. From a weft thread only.
+ * A descriptor the engine cannot watch (one closed behind weft's back; a regular
+ * file under epoll, which is always ready) starts the thread at once, and fn's own
+ * call on it says what it is. Returns 0, or WEFT_EINVAL (fn NULL, no event asked
+ * for, fd negative or beyond weft's table), WEFT_EPERM (not called from a weft
+ * thread), WEFT_EAGAIN (cfg.max_threads), WEFT_ENOMEM. */
+WEFT_API int weft_fd_spawn(int fd, short events, weft_thread_fn fn, void *arg);
 
 /* openat(2), fsync(2): under epoll made directly (the VP blocks for the disk
  * access); under io_uring an fsync parks the thread, and weft_openat is made directly

@@ -24,6 +24,10 @@ void weft__ready(weft_vp_t *vp, weft_thread_t *t);     /* the scheduler part onl
 /* The VP a plain OS thread hands a thread without affinity to: round robin. Only
  * inside the OS-thread gate, where nvps and vps are those of the running runtime. */
 weft_vp_t *weft__os_target_vp(void);
+/* A detached root-bundle thread for fn(arg), created but not made ready: the caller
+ * makes it ready with weft__unblock when it wants it run (io.c, weft_fd_spawn;
+ * thread.c). 0, WEFT_EAGAIN (cfg.max_threads), WEFT_ENOMEM. */
+int weft__create_unready(weft_vp_t *vp, weft_thread_t **out, weft_thread_fn fn, void *arg);
 
 /* ---- placement: the default scheduler's one policy ----------------------------------
  * Where the default scheduler puts a thread. The root bundle's inlined paths

@@ -260,6 +260,19 @@ static inline __attribute__((always_inline)) weft_thread_t *create_tcb(
   return t;
 }
 
+/* weft_fd_spawn's thread (io.c): a detached root-bundle thread for fn(arg) on vp's
+ * caches, created but not made ready: the caller parks it on its event and makes it
+ * ready (weft__unblock) when the event comes. Its stack is bound when it first runs,
+ * as any new thread's. 0, WEFT_EAGAIN (cfg.max_threads), WEFT_ENOMEM. */
+int weft__create_unready(weft_vp_t *vp, weft_thread_t **out, weft_thread_fn fn, void *arg) {
+  weft_attr_t a;
+  weft_attr_init(&a);
+  a.detached = 1;
+  int custom;
+  weft_thread_t *t = create_tcb(vp, out, &a, fn, arg, weft__rt.root, &custom);
+  return t ? 0 : custom;
+}
+
 /* weft_create for a root-bundle thread created work-first (out of line). */
 static __attribute__((noinline)) int create_wf(weft_vp_t *vp, weft_thread_t **out,
                                                const weft_attr_t *attr, weft_thread_fn fn,

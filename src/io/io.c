@@ -475,6 +475,67 @@ static int iod_nap(iod_t *d, uint32_t gen, uint64_t until) {
   return rc;
 }
 
+/* weft_fd_spawn's record: the waiter (queued on the descriptor, as a parked thread's
+ * is, but in the heap: the thread has no stack yet) and what the thread runs. */
+typedef struct spawn_rec {
+  weft__waiter_t w;
+  weft_thread_fn fn;
+  void *arg;
+} spawn_rec_t;
+
+/* The spawned thread's first function: frees the record (its waiter was claimed
+ * and is read no more: weft__wakeset_run reads a waiter's links before it makes its
+ * thread ready) and runs the caller's. */
+static void *spawn_start(void *p) {
+  spawn_rec_t *r = p;
+  weft_thread_fn fn = r->fn;
+  void *arg = r->arg;
+  free(r);
+  /* relaxed: as iod_wait's decrement once its waiter is done */
+  atomic_fetch_sub_explicit(&io.nwait, 1, memory_order_relaxed);
+  return fn(arg);
+}
+
+int weft_fd_spawn(int fd, short events, weft_thread_fn fn, void *arg) {
+  uint32_t mode = (uint32_t)events & (POLLIN | POLLOUT | POLLPRI);
+  if (!fn || !mode) return WEFT_EINVAL;
+  if (fd < 0 || fd >= IOD_PAGE * IOD_PAGES) return WEFT_EINVAL;
+  weft_vp_t *vp = weft__vp();
+  if (!vp || !vp->current) return WEFT_EPERM;
+  iod_t *d = iod_get(fd);
+  if (!d) return WEFT_ENOMEM;
+  spawn_rec_t *r = malloc(sizeof *r);
+  if (!r) return WEFT_ENOMEM;
+  r->fn = fn;
+  r->arg = arg;
+  weft_thread_t *t;
+  int rc = weft__create_unready(vp, &t, spawn_start, r);
+  if (rc) {
+    free(r);
+    return rc;
+  }
+  weft__waiter_init(&r->w, WEFT_FOREVER);
+  r->w.t = t;
+  r->w.mode = mode;
+  weft__qlock_lock(&d->lock);
+  int arc = arm(d, mode);
+  if (arc == 0) {
+    weft__wq_push(&d->q, &r->w);
+    /* seq_cst: as in iod_wait (the deadlock check and the pollers read it) */
+    atomic_fetch_add_explicit(&io.nwait, 1, memory_order_seq_cst);
+  }
+  weft__spin_unlock(&d->lock);
+  if (arc) {
+    /* the engine will not watch fd: the thread runs at once and sees why (as a
+     * waiter woken by a failed arming does) */
+    atomic_fetch_add_explicit(&io.nwait, 1, memory_order_relaxed);  /* spawn_start's */
+    weft__unblock(vp, t);
+    return 0;
+  }
+  kick(NULL);  /* a poller must be there for it, as for a parked thread */
+  return 0;
+}
+
 /* From a plain OS thread: poll(2) until ready or the deadline. 0 or -errno. */
 static int os_wait(int fd, uint32_t mode, uint64_t deadline) {
   for (;;) {
@@ -1581,10 +1642,10 @@ int weft_close(int fd) {
   iod_t *d = (fd >= 0 && fd < IOD_PAGE * IOD_PAGES)
                  ? atomic_load_explicit(&io.pages[fd / IOD_PAGE], memory_order_acquire)
                  : NULL;
+  weft__wakeset_t s;
+  weft__wakeset_init(&s);
   if (d) {
     d = &d[fd % IOD_PAGE];
-    weft__wakeset_t s;
-    weft__wakeset_init(&s);
     weft__qlock_lock(&d->lock);
     /* relaxed: waiters read it under this lock, or after their acquire load of the
      * state our claim below releases */
@@ -1598,8 +1659,11 @@ int weft_close(int fd) {
     weft__waiter_t *w;
     while ((w = weft__wq_pop(&d->q)) != NULL) weft__wakeset_claim(&s, w);
     weft__spin_unlock(&d->lock);
-    weft__wakeset_run(&s);
   }
+  /* The claimed waiters are made ready after the close: one that calls into fd again
+   * at once (a weft_fd_spawn thread starts its function, which reads) must find it
+   * closed. Made ready before, it found it open, parked on it anew, and nothing woke
+   * it (the close had already passed). */
 #ifdef WEFT_HAVE_URING
   /* release the file the polls pin. A regular file has no polls, only reads and
    * writes in flight, which must complete as the POSIX calls would (cancelled, they
@@ -1609,11 +1673,14 @@ int weft_close(int fd) {
     struct io_uring_sqe t;
     io_uring_prep_close(&t, fd);
     int r = uring_call(&t, WEFT_FOREVER);
+    weft__wakeset_run(&s);
     return r >= 0 ? r : (int)fail(-r);
   }
 #else
   (void)was_file;  /* epoll: nothing in flight to spare */
 #endif
+  int r = close(fd), e = r < 0 ? err_now() : 0;
+  weft__wakeset_run(&s);
   if (gated) weft__os_leave(WEFT__GATE_OTHER);
-  return close(fd);
+  return r < 0 ? (int)fail(e) : r;
 }

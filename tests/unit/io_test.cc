@@ -1538,6 +1538,73 @@ TEST_P(IoTest, RecvmsgWaitallGathersOnAStream) {
   weft_close(sv[1]);
 }
 
+// weft_fd_spawn: the thread starts once its descriptor is ready, or weft_close wakes
+// it (its read then fails with EBADF); until then it is parked on the descriptor
+// (counted by weft_io_parked) and holds no stack. Many at once, woken in an order
+// unlike their creation's, each runs exactly once with its own argument.
+std::atomic<int> g_spawn_runs{0};
+std::atomic<long> g_spawn_sum{0};
+TEST_P(IoTest, FdSpawnStartsTheThreadWhenReadyOrClosed) {
+  struct Arg { int fd; int id; std::atomic<int> got; std::atomic<int> err; };
+  auto body = +[](void *a) -> void * {
+    auto *x = static_cast<Arg *>(a);
+    char c = 0;
+    ssize_t n = weft_read(x->fd, &c, 1);
+    x->got = n == 1 ? c : -1;
+    x->err = n < 0 ? Err() : 0;
+    g_spawn_sum += x->id;
+    g_spawn_runs++;
+    return nullptr;
+  };
+  g_spawn_runs = 0;
+  g_spawn_sum = 0;
+  // bad arguments
+  EXPECT_EQ(weft_fd_spawn(0, POLLIN, nullptr, nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_fd_spawn(0, 0, body, nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_fd_spawn(-1, POLLIN, body, nullptr), WEFT_EINVAL);
+  int os_rc = 0;
+  std::thread([&] { os_rc = weft_fd_spawn(0, POLLIN, body, nullptr); }).join();
+  EXPECT_EQ(os_rc, WEFT_EPERM);
+  // many pipes, written in reverse order
+  const int n = static_cast<int>(Scaled(500, 50));
+  std::vector<int> rd(n), wr(n);
+  std::vector<Arg> args(n);
+  long want = 0;
+  for (int i = 0; i < n; i++) {
+    int p[2];
+    ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+    rd[i] = p[0];
+    wr[i] = p[1];
+    args[i].fd = p[0];
+    args[i].id = i;
+    args[i].got = 0;
+    args[i].err = 0;
+    want += i;
+    ASSERT_EQ(weft_fd_spawn(p[0], POLLIN, body, &args[i]), 0);
+  }
+  EXPECT_EQ(weft_io_parked(), n);
+  EXPECT_EQ(g_spawn_runs.load(), 0);
+  EXPECT_EQ(weft_shutdown(), WEFT_EBUSY);  // they are live
+  for (int i = n - 1; i >= 1; i--) {
+    char c = static_cast<char>('a' + i % 26);
+    ASSERT_EQ(write(wr[i], &c, 1), 1);
+  }
+  for (int k = 0; k < 200000 && g_spawn_runs.load() < n - 1; k++) ASSERT_EQ(weft_sleep_ns(100000), 0);
+  EXPECT_EQ(g_spawn_runs.load(), n - 1);
+  for (int i = 1; i < n; i++) EXPECT_EQ(args[i].got.load(), 'a' + i % 26) << i;
+  // the last one: weft_close starts it, and its read fails with EBADF
+  EXPECT_EQ(args[0].got.load(), 0);
+  ASSERT_EQ(weft_close(rd[0]), 0);
+  for (int k = 0; k < 200000 && g_spawn_runs.load() < n; k++) ASSERT_EQ(weft_sleep_ns(100000), 0);
+  EXPECT_EQ(g_spawn_runs.load(), n);
+  EXPECT_EQ(g_spawn_sum.load(), want);
+  EXPECT_EQ(args[0].got.load(), -1);
+  EXPECT_EQ(args[0].err.load(), EBADF);
+  EXPECT_EQ(weft_io_parked(), 0);
+  for (int i = 1; i < n; i++) weft_close(rd[i]);
+  for (int i = 0; i < n; i++) close(wr[i]);
+}
+
 // A second weft_connect of a connected TCP socket fails with EISCONN, as connect(2)
 // after a blocking connect does (Linux left the socket that weft connected without
 // blocking in the connecting state, and the second call answered 0).

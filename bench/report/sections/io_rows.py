@@ -5,9 +5,9 @@ of bench/io/I_run.py and I3.json of weft_io_i3 (bench/README.md, "Servers and I/
 Python's own module.)"""
 from core import section, table, cell, fmt_ns, spread_pct, plt
 
-NAME = {"weft": "weft", "go": "Go (net)", "go_nethttp": "Go (net/http)†", "pthreads": "POSIX threads",
+NAME = {"weft": "weft", "weft_stackless": "weft --stackless", "go": "Go (net)", "go_nethttp": "Go (net/http)†", "pthreads": "POSIX threads",
         "epoll": "epoll loop (C)"}
-COLOR = {"weft": "tab:blue", "go": "tab:green", "go_nethttp": "tab:olive", "pthreads": "tab:red",
+COLOR = {"weft": "tab:blue", "weft_stackless": "tab:cyan", "go": "tab:green", "go_nethttp": "tab:olive", "pthreads": "tab:red",
          "epoll": "tab:gray"}
 
 
@@ -91,7 +91,8 @@ def i2(rep):
     libs = [l for l in NAME if any(r["lib"] == l for r in res + idle)]
     md = ("Every server answers each request with the same fixed 13-byte response and keeps "
           "the connection open, one thread (goroutine) per connection: weft = "
-          "`examples/http_server.c`, Go (net) = the same loop over `net.Conn`, POSIX threads = "
+          "`examples/http_server.c`; weft --stackless = the same, whose connections wait for "
+          "their next request without a stack (`weft_fd_spawn`); Go (net) = the same loop over `net.Conn`, POSIX threads = "
           "the same loop with blocking calls; † Go (net/http) is the standard library's server "
           "(it parses fully and adds a Date header), for reference. Load: `wrk -t T -c C -d %ds "
           "--latency` (T = min(%d, C)), %d run(s) per point, each against a fresh server "
