@@ -260,6 +260,18 @@ static weft_thread_t *take_front(weft_vp_t *v) {
   return t;
 }
 
+weft_thread_t *weft__monitor_spare_take(weft_vp_t *s) {
+  int k = s->index - mon.nvps;
+  if (!mon.on || k < 0 || k >= mon.nspares) return NULL;
+  spare_t *sp = &mon.spares[k];
+  /* acquire: as spare_main's load (the monitor's release store of 0) */
+  if (!atomic_load_explicit(&sp->take, memory_order_acquire)) return NULL;
+  weft_vp_t *target = weft__rt.vps[atomic_load_explicit(&sp->target, memory_order_relaxed)];
+  weft_thread_t *t = take_front(target);
+  if (t) weft_sched_steal_note(target, 1, t);
+  return t;
+}
+
 static void *spare_main(void *p) {
   int k = (int)(intptr_t)p;
   pthread_setname_np(pthread_self(), "weft-spare");

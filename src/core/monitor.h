@@ -29,6 +29,10 @@ void weft__monitor_free(void);
 /* Called by vp's kernel thread once it runs vp: records its kernel thread (id and
  * CPU clock) for the monitor. */
 void weft__monitor_vp_start(weft_vp_t *vp);
+/* On spare VP s, while its target is stalled: the next ready thread taken from the
+ * front of the target's queue (as the spare's own loop takes them), else NULL (also
+ * when s is not a spare). */
+weft_thread_t *weft__monitor_spare_take(weft_vp_t *s);
 /* 1 while a spare VP's kernel thread exists (running threads or about to exit). */
 int weft__monitor_busy(void);
 /* The index a VP shows to programs and schedulers (weft_vp_self,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/monitor.h"
 #include "weft/wire.h"
 #include "weft/hook.h"
 
@@ -1056,6 +1057,20 @@ static __attribute__((noinline, cold)) void yield_to_scheduler(weft_vp_t *vp, we
   weft__switch(&self->ctx, &next->ctx, yield_cont, self);
 }
 
+/* A thread yields on a spare VP (the system monitor's, standing in for a VP whose
+ * kernel thread sleeps in a call weft was not told of) with an empty queue: the
+ * threads ready behind the stalled VP are what the spare is there for, and the spare
+ * takes them only when its own loop runs, which a thread that keeps yielding never
+ * lets it do (they waited for the whole blocking call). Take the next one. */
+static __attribute__((noinline, cold)) void yield_on_spare(weft_vp_t *vp, weft_thread_t *self) {
+  weft_thread_t *next = weft__monitor_spare_take(vp);
+  if (!next) return;
+  weft__prepare(vp, &next);
+  if (!next) return;
+  vp->current = next;
+  weft__switch(&self->ctx, &next->ctx, yield_cont, self);
+}
+
 /* A root thread yields on the only VP with an empty dispatch queue: nothing else is
  * ready there, but a bundle's scheduler may hold threads of its own that only an idle
  * VP would ask for, and with one VP none ever is (a thread that waits for them by
@@ -1136,6 +1151,8 @@ static inline void yield_on(weft_vp_t *vp) {
      * is full only while the queue is empty): the general yield takes it */
     if (WEFT__UNLIKELY(atomic_load_explicit(&vp->q.next, memory_order_relaxed) != NULL))
       yield_generic(vp, self);
+    else if (WEFT__UNLIKELY(vp->index >= weft__rt.nvps))
+      yield_on_spare(vp, self);
     else if (WEFT__UNLIKELY(weft__tflags(self) & WEFT__TF_BUNDLE))
       yield_to_scheduler(vp, self);
     /* relaxed: a hint (bundles created since are found by the next yield); nvps is

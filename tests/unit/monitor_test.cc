@@ -93,6 +93,36 @@ TEST_F(MonitorTest, OneVpBlockedReadLetsReadyThreadsRun) {
   EXPECT_GE(mi.spare_slots, 1);
 }
 
+// A thread that waits by yielding on a spare VP lets the stalled VP's other ready
+// threads run: its yield takes the next of them (the spare took them only in its own
+// loop, which a yielding thread never lets run, so the thread it waits for stayed
+// queued behind the stalled VP for the whole blocking call; here, for ever: that
+// thread is the one that ends the call).
+std::atomic<int> g_spare_flag{0};
+TEST_F(MonitorTest, YieldOnASpareRunsTheStalledVpsOtherThreads) {
+  Watchdog wd(60);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  static Pipe p;
+  g_spare_flag = 0;
+  // created in this order, they run in the reverse one (the newest first): r blocks
+  // the only VP in read(), b goes to the spare and yields, c waits behind
+  weft_thread_t *c = Spawn(+[](void *) -> void * {
+    g_spare_flag = 1;
+    return Writer(&p);
+  });
+  weft_thread_t *b = Spawn(+[](void *) -> void * {
+    while (!g_spare_flag.load()) weft_yield();
+    return nullptr;
+  });
+  weft_thread_t *r = Spawn(Reader, &p);
+  void *res = nullptr;
+  ASSERT_EQ(weft_join(c, &res), 0);
+  EXPECT_EQ(reinterpret_cast<intptr_t>(res), 1);
+  ASSERT_EQ(weft_join(b, nullptr), 0);
+  ASSERT_EQ(weft_join(r, &res), 0);
+  EXPECT_EQ(reinterpret_cast<intptr_t>(res), 'x');
+}
+
 // Synchronisation events counted while a thread runs on a spare VP are in
 // weft_sync_stats (it summed the regular VPs only, and a timeout counted on the spare
 // was lost: CondTest.StatsMove failed under TSan on a loaded machine). The reader
