@@ -1003,16 +1003,20 @@ static void yield_cont(void *p) {
   else weft__ready(vp, self);
 }
 
-/* The general yield: dequeue the next ready thread (binding its stack if it never
- * ran) and give the caller to thread_unblocked once it is saved. */
-static void yield_generic(weft_vp_t *vp, weft_thread_t *self) {
-  weft_thread_t *next = weft__dequeue(vp);
+/* The end of the yields below: switch from self to next (binding its stack if it
+ * never ran; none to be had: stay) and give self to thread_unblocked once it is saved.
+ * next NULL: nothing to yield to, return at once. */
+static inline __attribute__((always_inline)) void yield_to(weft_vp_t *vp, weft_thread_t *self,
+                                                          weft_thread_t *next) {
   if (!next) return;
   weft__prepare(vp, &next);
   if (!next) return;
   vp->current = next;
   weft__switch(&self->ctx, &next->ctx, yield_cont, self);
 }
+
+/* The general yield: dequeue the next ready thread and yield to it. */
+static void yield_generic(weft_vp_t *vp, weft_thread_t *self) { yield_to(vp, self, weft__dequeue(vp)); }
 
 static inline void yield_on(weft_vp_t *vp);
 
@@ -1050,11 +1054,7 @@ static __attribute__((noinline, cold)) void yield_to_scheduler(weft_vp_t *vp, we
    * other bundles, as for a root thread (yield_to_bundles) */
   weft_thread_t *next = weft__bundle_yield_idle(self->bundle, vp);
   if (!next && weft__rt.nvps == 1) next = weft__idle_bundles(vp);  /* see yield_to_bundles */
-  if (!next) return;
-  weft__prepare(vp, &next);
-  if (!next) return;
-  vp->current = next;
-  weft__switch(&self->ctx, &next->ctx, yield_cont, self);
+  yield_to(vp, self, next);
 }
 
 /* A thread yields on a spare VP (the system monitor's, standing in for a VP whose
@@ -1063,12 +1063,7 @@ static __attribute__((noinline, cold)) void yield_to_scheduler(weft_vp_t *vp, we
  * takes them only when its own loop runs, which a thread that keeps yielding never
  * lets it do (they waited for the whole blocking call). Take the next one. */
 static __attribute__((noinline, cold)) void yield_on_spare(weft_vp_t *vp, weft_thread_t *self) {
-  weft_thread_t *next = weft__monitor_spare_take(vp);
-  if (!next) return;
-  weft__prepare(vp, &next);
-  if (!next) return;
-  vp->current = next;
-  weft__switch(&self->ctx, &next->ctx, yield_cont, self);
+  yield_to(vp, self, weft__monitor_spare_take(vp));
 }
 
 /* A root thread yields on the only VP with an empty dispatch queue: nothing else is
@@ -1078,12 +1073,7 @@ static __attribute__((noinline, cold)) void yield_on_spare(weft_vp_t *vp, weft_t
  * an idle one asks them; a yield does not, since a scheduler's processor_idle may
  * steal from other VPs, which a yield must not do (placement is the scheduler's). */
 static __attribute__((noinline, cold)) void yield_to_bundles(weft_vp_t *vp, weft_thread_t *self) {
-  weft_thread_t *next = weft__idle_bundles(vp);
-  if (!next) return;
-  weft__prepare(vp, &next);
-  if (!next) return;
-  vp->current = next;
-  weft__switch(&self->ctx, &next->ctx, yield_cont, self);
+  yield_to(vp, self, weft__idle_bundles(vp));
 }
 
 /* The rotation yield, up to the switch: under vp's queue lock, the head thread `next`
