@@ -69,7 +69,8 @@ int main(int argc, char **argv) {
     }
     weft_thread_t *t;
     if (weft_create(&t, NULL, serve, (void *)(intptr_t)c) != 0) {
-      weft_close(c);
+      weft_close(c);  /* no thread for it (out of memory, cfg.max_threads) */
+      served--;       /* nor was it served */
       continue;
     }
     if (conns) conns[served] = t;
