@@ -302,6 +302,7 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
     uint64_t soon = weft__os_now_ns() + 1000000u;
     if (soon < until) until = soon;
   }
+  atomic_store_explicit(&vp->asleep, 1, memory_order_relaxed);  /* the monitor's hint */
   /* acquire: pairs with the release store of 0 in weft__wake_one */
   while (atomic_load_explicit(&vp->park, memory_order_acquire)) {
     /* the futex wait, or a wait in the I/O engine while threads wait on I/O; 1 if
@@ -312,6 +313,7 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
       break;
     }
   }
+  atomic_store_explicit(&vp->asleep, 0, memory_order_relaxed);
   return NULL;
 }
 

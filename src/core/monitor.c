@@ -508,8 +508,11 @@ static int look(uint64_t now, int full) {
     int tid = atomic_load_explicit(&m->tid, memory_order_acquire);
     if (!tid) continue;
     weft_vp_t *v = weft__rt.vps[i];
-    /* relaxed: a hint; parked means asleep in its idle loop (or about to be) */
-    if (atomic_load_explicit(&v->park, memory_order_relaxed)) {
+    /* relaxed: hints; parked means asleep in its idle loop (or about to be), and a
+     * VP still asleep there after a waker cleared park (the waker has not made its
+     * futex wake yet: kept off its CPU) is not stalled either */
+    if (atomic_load_explicit(&v->park, memory_order_relaxed) ||
+        atomic_load_explicit(&v->asleep, memory_order_relaxed)) {
       if (m->stalled) unstall(i);
       m->last_head = NULL;
       m->last_cpu = 0;
