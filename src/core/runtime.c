@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -238,6 +239,14 @@ static weft_thread_t *main_new(void) {
 }
 
 /* Undoes a partial init; safe on any prefix of init's steps. */
+/* Zeroes the runtime record but its state word, which is 0 whenever this runs: plain
+ * OS threads read it at any time (weft_is_running, an atomic load), and a plain memset
+ * over it raced with them (TSan, a cthread_fork racing a restart). */
+static void rt_clear(weft__rt_t *rt) {
+  _Static_assert(offsetof(weft__rt_t, state) == 0, "state must come first in weft__rt_t");
+  memset((char *)rt + sizeof rt->state, 0, sizeof *rt - sizeof rt->state);
+}
+
 static void teardown(void) {
   weft__rt_t *rt = &weft__rt;
   if (rt->vps) {
@@ -252,7 +261,7 @@ static void teardown(void) {
   if (rt->root) weft__bundle_free_root(rt->root);
   weft__sys_free(rt->main);
   weft__dump_fini();
-  memset(rt, 0, sizeof *rt);
+  rt_clear(rt);
 }
 
 static _Atomic int init_lock; /* 0 free, 1 someone in init or shutdown */
@@ -282,7 +291,7 @@ int weft_init(const weft_config_t *cfg) {
     atomic_store(&init_lock, 0);
     return WEFT_EALREADY;
   }
-  memset(rt, 0, sizeof *rt);
+  rt_clear(rt);  /* state is 0: it stays untouched */
   weft__ctx_tstate_init();  /* before the first context: picks the switch (C++ or not) */
   rt->cfg = c;
   rt->nvps = c.nvps;
