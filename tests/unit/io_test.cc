@@ -92,6 +92,21 @@ int Dial(int port, uint64_t deadline = WEFT_FOREVER) {
   return s;
 }
 
+// An AF_UNIX stream listener on an abstract name (nothing in the file system to clean
+// up) made of `tag` and the process id; *addr and *alen name it for connect.
+int UnixListen(const std::string &tag, int backlog, sockaddr_un *addr, socklen_t *alen) {
+  int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  memset(addr, 0, sizeof *addr);
+  addr->sun_family = AF_UNIX;
+  snprintf(addr->sun_path + 1, sizeof addr->sun_path - 1, "%s-%d", tag.c_str(), getpid());
+  *alen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + strlen(addr->sun_path + 1));
+  if (ls < 0 || bind(ls, reinterpret_cast<sockaddr *>(addr), *alen) != 0 || listen(ls, backlog) != 0) {
+    if (ls >= 0) close(ls);
+    return -1;
+  }
+  return ls;
+}
+
 class IoTest : public WeftTest, public ::testing::WithParamInterface<std::tuple<std::string, int>> {
  protected:
   void SetUp() override {
@@ -1641,16 +1656,10 @@ TEST_P(IoTest, ConnectOfAConnectedSocketIsEisconn) {
 TEST_P(IoTest, CloseEndsTheRetryLoopsOfConnectAndPeek) {
   static std::atomic<int> fd;
   // a connect to a listener whose backlog is full
-  int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(ls, 0);
   static sockaddr_un addr;
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "weft-io-close-%d-%d", getpid(), nvps());
   static socklen_t alen;
-  alen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1));
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr *>(&addr), alen), 0);
-  ASSERT_EQ(listen(ls, 0), 0);
+  int ls = UnixListen("weft-io-close-" + std::to_string(nvps()), 0, &addr, &alen);
+  ASSERT_GE(ls, 0) << strerror(errno);
   std::vector<int> fill;
   for (int i = 0; i < 8; i++) {  // until a non-blocking connect finds no room
     int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -1694,16 +1703,10 @@ TEST_P(IoTest, CloseEndsTheRetryLoopsOfConnectAndPeek) {
 // connect to an AF_UNIX listener whose backlog is full waits for room, as connect(2)
 // does (a non-blocking try gets EAGAIN, which weft once returned).
 TEST_P(IoTest, UnixConnectWaitsForBacklogRoom) {
-  int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(ls, 0);
   static sockaddr_un addr;
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  // an abstract name: nothing in the file system to clean up
-  snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "weft-io-test-%d-%d", getpid(), nvps());
-  socklen_t alen = offsetof(sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1);
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr *>(&addr), alen), 0);
-  ASSERT_EQ(listen(ls, 1), 0);
+  socklen_t alen;
+  int ls = UnixListen("weft-io-test-" + std::to_string(nvps()), 1, &addr, &alen);
+  ASSERT_GE(ls, 0) << strerror(errno);
   const int k = 4;
   static socklen_t len;
   len = alen;
