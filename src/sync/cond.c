@@ -125,7 +125,7 @@ int weft_cond_signal(weft_cond_t *c) {
   while ((w = weft__wq_pop(&x->q)) != NULL) {
     nwait_add(x, -1);
     t = w->t;
-    if (weft__waiter_claim(w)) break;
+    if (weft__waiter_claim_locked(w, WEFT__W_SIGNALED)) break;
   }
   weft__spin_unlock(&x->qlock);
   if (!w) return 0;
@@ -148,7 +148,7 @@ int weft_cond_broadcast(weft_cond_t *c) {
       weft__wakeset_claim(&os, w);
       continue;
     }
-    if (!weft__waiter_claim(w)) continue;
+    if (!weft__waiter_claim_locked(w, WEFT__W_SIGNALED)) continue;
     w->next = list;   /* a claimed weft thread cannot run: w stays valid */
     list = w;
   }

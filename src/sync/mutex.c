@@ -122,12 +122,7 @@ static void unlock_slow(weft__mutex_t *m);
 static weft__waiter_t *claim_waiter(weft__mutex_t *m) {
   weft__waiter_t *w;
   while ((w = weft__wq_pop(&m->q)) != NULL) {
-    uint32_t exp = WEFT__W_WAITING;
-    /* acq_rel: as weft__waiter_claim (a timer's failed claim is ordered before) */
-    if (atomic_compare_exchange_strong_explicit(&w->state, &exp,
-                                                w->t ? WEFT__W_SIGNALED : WEFT__W_CLAIMED,
-                                                memory_order_acq_rel, memory_order_acquire))
-      return w;
+    if (weft__waiter_claim_locked(w, w->t ? WEFT__W_SIGNALED : WEFT__W_CLAIMED)) return w;
     /* it timed out: it returns on its own */
   }
   return NULL;

@@ -174,7 +174,7 @@ static __attribute__((noinline)) int signal_waiters(weft__sem_t *x) {
   while ((w = weft__wq_pop(&x->q)) != NULL) {
     leave(x);
     weft_thread_t *t = w->t;
-    if (weft__waiter_claim(w)) {
+    if (weft__waiter_claim_locked(w, WEFT__W_SIGNALED)) {
       weft__spin_unlock(&x->qlock);
       weft__wake(t, w);
       return 0;

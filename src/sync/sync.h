@@ -109,6 +109,25 @@ static inline int weft__waiter_claim(weft__waiter_t *w) {
                                                  memory_order_acq_rel, memory_order_acquire);
 }
 
+/* weft__waiter_claim for the waiters of an object whose only claimers are its wakers,
+ * under its queue lock, and the waiter's own timer (cond, sem, mutex; not the I/O
+ * waiters, which a completion and weft_close may both try to claim; docs/memory-
+ * ordering.md §8). A waiter with no
+ * deadline then has one claimer at a time, the holder of the queue lock that unlinks
+ * it, and nothing else writes its state: the claim is a plain store, one locked
+ * instruction less per wake-up. With a deadline, the CAS decides against the timer.
+ * release (the store): pairs with the waiter's acquire load of its state, as the
+ * CAS's. `to`: WEFT__W_SIGNALED, or WEFT__W_CLAIMED for a mutex's plain OS waiter. */
+static inline int weft__waiter_claim_locked(weft__waiter_t *w, uint32_t to) {
+  if (WEFT__LIKELY(w->deadline == WEFT_FOREVER)) {
+    atomic_store_explicit(&w->state, to, memory_order_release);
+    return 1;
+  }
+  uint32_t exp = WEFT__W_WAITING;
+  return atomic_compare_exchange_strong_explicit(&w->state, &exp, to, memory_order_acq_rel,
+                                                 memory_order_acquire);
+}
+
 /* Wakes a claimed waiter. t is w->t read before the queue lock was released: an
  * OS waiter may return (and its stack frame die) as soon as it sees SIGNALED, so
  * w is not read here; the futex wake on its old address is harmless if it did. */
