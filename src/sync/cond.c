@@ -71,7 +71,7 @@ static inline __attribute__((always_inline)) int cond_wait(weft_cond_t *c, weft_
   weft__wq_push(&x->q, &w);
   nwait_add(x, 1);
   weft__mutex_owner_drop(WEFT__M(m));
-  uint32_t st = weft__wait_cond(&w, WEFT__WAITING(c, WEFT__WK_COND), &x->qlock);
+  uint32_t st = weft__wait_block(&w, WEFT__WAITING(c, WEFT__WK_COND), &x->qlock, 1);
   if (w.morphed) return weft__mutex_lock_woken(WEFT__M(m), &w);
   int rc = 0;
   if (st == WEFT__W_TIMEDOUT) {

@@ -191,7 +191,8 @@ static inline __attribute__((always_inline)) int lock_queue(weft__mutex_t *m, we
     w->morphed = 0;
     weft__wq_push(&m->q, w);
     if (!woken) weft__sync_count(WEFT__ST_BLOCKED);  /* once per lock call, as Fig 5-5 */
-    if (weft__wait_q(w, WEFT__WAITING(m, WEFT__WK_MUTEX), &m->qlock) == WEFT__W_TIMEDOUT) {
+    if (weft__wait_block(w, WEFT__WAITING(m, WEFT__WK_MUTEX), &m->qlock, 0) ==
+        WEFT__W_TIMEDOUT) {
       weft__qlock_lock(&m->qlock);
       if (w->linked) weft__wq_remove(&m->q, w);
       weft__spin_unlock(&m->qlock);

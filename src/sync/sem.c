@@ -125,7 +125,8 @@ static inline __attribute__((always_inline)) int wait_slow(weft__sem_t *x, uint6
     }
   }
   weft__wq_push(&x->q, &w);
-  if (weft__wait_q(&w, WEFT__WAITING(x, WEFT__WK_SEM), &x->qlock) == WEFT__W_SIGNALED) return 0;
+  if (weft__wait_block(&w, WEFT__WAITING(x, WEFT__WK_SEM), &x->qlock, 0) == WEFT__W_SIGNALED)
+    return 0;
   /* timed out: leave the queue unless a signaller already dropped us */
   weft__qlock_lock(&x->qlock);
   if (w.linked) {

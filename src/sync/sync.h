@@ -222,11 +222,18 @@ uint32_t weft__wait_on(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock,
 
 /* weft__wait_on's common cases, with the waiter itself as the continuation's argument
  * (no argument block to fill, no extra step to test): weft__wait_q(w, what, qlock) is
- * weft__wait_on(w, what, qlock, NULL, NULL), qlock not NULL; weft__wait_cond(w, what,
- * qlock) is weft__wait_on(w, what, qlock, weft__mutex_unlock_cont, WEFT__M(w->mutex))
+ * weft__wait_on(w, what, qlock, NULL, NULL), qlock not NULL, out of line (rwlock,
+ * barrier, future); weft__wait_block (below) is the same inlined, and with cond 1 is
+ * weft__wait_on(w, what, qlock, weft__mutex_unlock_cont, WEFT__M(w->mutex))
  * (weft_cond_wait). */
 uint32_t weft__wait_q(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock);
-uint32_t weft__wait_cond(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock);
+
+/* The pieces of weft__wait_block in wait.c: a plain OS thread's wait, and the block
+ * continuations (cont_publish, then for _cond the mutex's release). */
+uint32_t weft__wait_os(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg);
+void weft__wait_cont_q(void *w);
+void weft__wait_cont_cond(void *w);
+
 
 /* How many waiters on q still wait (state WAITING: a timed-out one may stay linked
  * a moment), counted under qlock (weft_debug_waiters; never on a hot path). */
@@ -300,6 +307,29 @@ static inline void weft__mutex_owner_drop(weft__mutex_t *m) {
 #else
   (void)m;
 #endif
+}
+
+/* weft__wait_q (cond 0) or weft__wait_cond (cond 1: the continuation also releases
+ * w->mutex, weft_cond_wait), inlined into the waits of the mutex, the semaphore and the
+ * condition variable: no call and no second frame between them and the switch. */
+static inline __attribute__((always_inline)) uint32_t weft__wait_block(weft__waiter_t *w,
+                                                                      uintptr_t what,
+                                                                      weft__spin_t *qlock,
+                                                                      int cond) {
+  weft_thread_t *self = w->t;
+  if (!self)
+    return cond ? weft__wait_os(w, qlock, weft__mutex_unlock_cont, WEFT__M(w->mutex))
+                : weft__wait_os(w, qlock, NULL, NULL);
+  weft_vp_t *vp = weft__vp();
+  w->qlock = qlock;
+  /* relaxed (both): read only by weft_dump, which orders nothing by it */
+  atomic_store_explicit(&self->waiting, what, memory_order_relaxed);
+  weft__block(vp, self, cond ? weft__wait_cont_cond : weft__wait_cont_q, w);
+  atomic_store_explicit(&self->waiting, 0, memory_order_relaxed);
+  /* acquire: pairs with the waker's (or the timer's) claim */
+  uint32_t st = atomic_load_explicit(&w->state, memory_order_acquire);
+  if (w->heap) weft__timer_cancel(w);
+  return st;
 }
 
 #endif

@@ -99,7 +99,7 @@ static void wait_cont(void *p) {
   if (extra) extra(arg);
 }
 
-static uint32_t wait_os(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg) {
+uint32_t weft__wait_os(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg) {
   if (qlock) weft__spin_unlock(qlock);
   if (extra) extra(arg);
   for (;;) {
@@ -124,7 +124,7 @@ static uint32_t wait_os(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(vo
 uint32_t weft__wait_on(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock,
                        void (*extra)(void *), void *arg) {
   weft_thread_t *self = w->t;
-  if (!self) return wait_os(w, qlock, extra, arg);
+  if (!self) return weft__wait_os(w, qlock, extra, arg);
   weft_vp_t *vp = weft__vp();
   struct wait_cont c = {w, qlock, extra, arg};
   /* relaxed (both): read only by weft_dump, which orders nothing by it */
@@ -137,43 +137,34 @@ uint32_t weft__wait_on(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock,
   return st;
 }
 
-/* The continuations of weft__wait_q and weft__wait_cond: wait_cont's steps with the
- * waiter as the argument. Everything is read from w before qlock is released. */
-static inline __attribute__((always_inline)) void wait_cont_w(weft__waiter_t *w,
-                                                              weft__mutex_t *m) {
+/* The continuations of weft__wait_block (sync.h): wait_cont's steps with the waiter
+ * as the argument; a cond waiter (_cond) also gives up its mutex. Everything is read
+ * from w before qlock is released. The common case (no callbacks or other slow-path
+ * flag, another thread to run, no deadline) is a leaf that releases qlock and
+ * tail-calls the mutex release; the rest goes out of line (wait_cont_rare), so that
+ * the fast path saves no registers. */
+static __attribute__((noinline)) void wait_cont_rare(weft__waiter_t *w, weft__mutex_t *m) {
   cont_publish(w, w->qlock, 0);  /* never NULL here */
   if (m) weft__mutex_unlock_cont(m);
 }
-static void wait_cont_q(void *p) { wait_cont_w(p, NULL); }
-static void wait_cont_cond(void *p) {
-  weft__waiter_t *w = p;
-  wait_cont_w(w, WEFT__M(w->mutex));
-}
-
-static inline __attribute__((always_inline)) uint32_t weft__wait_block(weft__waiter_t *w, uintptr_t what,
-                                                             weft__spin_t *qlock, int cond) {
-  weft_thread_t *self = w->t;
-  if (!self)
-    return cond ? wait_os(w, qlock, weft__mutex_unlock_cont, WEFT__M(w->mutex))
-                : wait_os(w, qlock, NULL, NULL);
+static inline __attribute__((always_inline)) void wait_cont_w(weft__waiter_t *w, int cond) {
+  weft__mutex_t *m = cond ? WEFT__M(w->mutex) : NULL;  /* never NULL for a cond waiter */
   weft_vp_t *vp = weft__vp();
-  w->qlock = qlock;
-  /* relaxed (both): read only by weft_dump, which orders nothing by it */
-  atomic_store_explicit(&self->waiting, what, memory_order_relaxed);
-  weft__block(vp, self, cond ? wait_cont_cond : wait_cont_q, w);
-  atomic_store_explicit(&self->waiting, 0, memory_order_relaxed);
-  /* acquire: pairs with the waker's (or the timer's) acq_rel CAS */
-  uint32_t st = atomic_load_explicit(&w->state, memory_order_acquire);
-  if (w->heap) weft__timer_cancel(w);
-  return st;
+  /* the tests of cont_publish, as one */
+  if (WEFT__UNLIKELY((weft__tflags(w->t) & WEFT__TF_SLOW) || !vp->current ||
+                     w->deadline != WEFT_FOREVER)) {
+    wait_cont_rare(w, m);
+    return;
+  }
+  /* release: pairs with the waker's lock. w may be resumed from here on. */
+  weft__spin_unlock(w->qlock);
+  if (cond) weft__mutex_unlock_cont(m);
 }
+void weft__wait_cont_q(void *p) { wait_cont_w(p, 0); }
+void weft__wait_cont_cond(void *p) { wait_cont_w(p, 1); }
 
 uint32_t weft__wait_q(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock) {
   return weft__wait_block(w, what, qlock, 0);
-}
-
-uint32_t weft__wait_cond(weft__waiter_t *w, uintptr_t what, weft__spin_t *qlock) {
-  return weft__wait_block(w, what, qlock, 1);
 }
 
 uint32_t weft__wait(weft__waiter_t *w, weft__spin_t *qlock, void (*extra)(void *), void *arg) {
