@@ -84,7 +84,7 @@ static inline __attribute__((always_inline)) int cond_wait(weft_cond_t *c, weft_
     weft__sync_count(WEFT__ST_TIMEOUT);
     rc = WEFT_ETIMEDOUT;
   }
-  weft_mutex_lock(m);
+  weft__mutex_relock(m);
   return rc;
 }
 

@@ -81,9 +81,17 @@ static inline void weft__wq_remove(weft__wq_t *q, weft__waiter_t *w) {
   w->linked = 0;
 }
 
+/* Unlinks and returns the oldest waiter, or NULL: weft__wq_remove of the head, which
+ * has no prev. */
 static inline weft__waiter_t *weft__wq_pop(weft__wq_t *q) {
   weft__waiter_t *w = q->head;
-  if (w) weft__wq_remove(q, w);
+  if (w) {
+    weft__waiter_t *n = w->next;
+    q->head = n;
+    if (n) n->prev = NULL;
+    else q->tail = NULL;
+    w->linked = 0;
+  }
   return w;
 }
 
@@ -274,6 +282,20 @@ _Static_assert(offsetof(weft__mutex_t, q) == offsetof(weft_mutex_t, head_), "mut
 _Static_assert(offsetof(weft__mutex_t, owner) == offsetof(weft_mutex_t, owner_), "mutex layout");
 
 #define WEFT__M(m) ((weft__mutex_t *)(void *)(m))
+
+/* weft_mutex_lock with its fast path inlined (cond_wait's re-acquisition): the CAS
+ * 0 -> 1 (acquire: pairs with the release of the previous unlock), else the whole
+ * call. Checked builds always call it (it records the holder). */
+static inline int weft__mutex_relock(weft_mutex_t *m) {
+#ifndef WEFT_CHECKED
+  uint32_t seen = 0;
+  if (WEFT__LIKELY(atomic_compare_exchange_strong_explicit(&WEFT__M(m)->word, &seen, 1,
+                                                           memory_order_acquire,
+                                                           memory_order_relaxed)))
+    return 0;
+#endif
+  return weft_mutex_lock(m);
+}
 
 /* Used by cond.c for wait morphing and re-acquisition. */
 void weft__mutex_unlock_cont(void *m);
