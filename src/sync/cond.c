@@ -61,17 +61,18 @@ static inline __attribute__((always_inline)) int cond_wait(weft_cond_t *c, weft_
   if (held) return held;
   weft__cond_t *x = C(c);
   weft__waiter_t w;
-  weft__waiter_init(&w, deadline);
+  weft_vp_t *vp = weft__vp();
+  weft__waiter_init_on(&w, vp, deadline);
   w.mutex = m;
   if (w.t && deadline != WEFT_FOREVER) {
-    int rc = weft__timer_reserve(weft__vp());
+    int rc = weft__timer_reserve(vp);
     if (rc) return rc;
   }
   weft__qlock_lock(&x->qlock);
   weft__wq_push(&x->q, &w);
   nwait_add(x, 1);
   weft__mutex_owner_drop(WEFT__M(m));
-  uint32_t st = weft__wait_block(&w, WEFT__WAITING(c, WEFT__WK_COND), &x->qlock, 1);
+  uint32_t st = weft__wait_block_on(&w, vp, WEFT__WAITING(c, WEFT__WK_COND), &x->qlock, 1);
   if (w.morphed) return weft__mutex_lock_woken(WEFT__M(m), &w);
   int rc = 0;
   if (st == WEFT__W_TIMEDOUT) {

@@ -161,16 +161,22 @@ static void pass_on(weft__mutex_t *m) {
 }
 
 /* The blocking part of lock. w: the caller's waiter. woken: the caller has been
- * queued before (takes the word as 2). */
+ * queued before (takes the word as 2). vp: the caller's VP as weft__vp() gave it (not
+ * read by a woken caller: read again after the CAS below fails, since a wait may have
+ * moved the thread to another VP). */
 static inline __attribute__((always_inline)) int lock_queue(weft__mutex_t *m, weft__waiter_t *w,
-                                                           int woken, uint64_t deadline) {
+                                                           int woken, uint64_t deadline,
+                                                           weft_vp_t *vp) {
   for (;;) {
-    if (woken && cas_word(m, 0, 2)) return 0;
+    if (woken) {
+      if (cas_word(m, 0, 2)) return 0;
+      vp = weft__vp();
+    }
     /* deadline is w->deadline, passed as a value: a constant for the untimed callers
      * (w's address escapes to the queue, so w->deadline would be loaded again) */
     if (deadline != WEFT_FOREVER) {
       int rc = weft__os_now_ns() >= deadline ? WEFT_ETIMEDOUT : 0;
-      if (!rc && w->t) rc = weft__timer_reserve(weft__vp());
+      if (!rc && w->t) rc = weft__timer_reserve(vp);
       if (rc) {
         if (woken) pass_on(m);
         if (rc == WEFT_ETIMEDOUT) weft__sync_count(WEFT__ST_TIMEOUT);
@@ -190,8 +196,8 @@ static inline __attribute__((always_inline)) int lock_queue(weft__mutex_t *m, we
     atomic_store_explicit(&w->state, WEFT__W_WAITING, memory_order_relaxed);
     w->morphed = 0;
     weft__wq_push(&m->q, w);
-    if (!woken) weft__sync_count(WEFT__ST_BLOCKED);  /* once per lock call, as Fig 5-5 */
-    if (weft__wait_block(w, WEFT__WAITING(m, WEFT__WK_MUTEX), &m->qlock, 0) ==
+    if (!woken) weft__sync_count_on(vp, WEFT__ST_BLOCKED);  /* once per lock call, as Fig 5-5 */
+    if (weft__wait_block_on(w, vp, WEFT__WAITING(m, WEFT__WK_MUTEX), &m->qlock, 0) ==
         WEFT__W_TIMEDOUT) {
       weft__qlock_lock(&m->qlock);
       if (w->linked) weft__wq_remove(&m->q, w);
@@ -208,16 +214,16 @@ static inline __attribute__((always_inline)) int lock_queue(weft__mutex_t *m, we
  * away. */
 static inline __attribute__((always_inline)) int lock_slow(weft__mutex_t *m, uint64_t deadline,
                                                           int hybrid) {
-  weft_vp_t *vp = weft__vp();
-  weft__sync_count(WEFT__ST_MISSED);
+  weft_vp_t *vp = weft__vp();  /* this thread's VP until the wait in lock_queue */
+  weft__sync_count_on(vp, WEFT__ST_MISSED);
   WEFT__ASSERT(!OWNER_IS_ME(m), "weft_mutex_lock of a mutex the caller holds");
   if (spin_phase(m, vp, hybrid)) {
-    weft__sync_count(WEFT__ST_SPIN);
+    weft__sync_count_on(vp, WEFT__ST_SPIN);
     return 0;
   }
   weft__waiter_t w;
-  weft__waiter_init(&w, deadline);
-  return lock_queue(m, &w, 0, deadline);
+  weft__waiter_init_on(&w, vp, deadline);
+  return lock_queue(m, &w, 0, deadline, vp);
 }
 
 static __attribute__((noinline)) int lock_slow_forever(weft__mutex_t *m, int hybrid) {
@@ -231,7 +237,7 @@ static __attribute__((noinline)) int lock_slow_until(weft__mutex_t *m, uint64_t 
 int weft__mutex_lock_woken(weft__mutex_t *m, weft__waiter_t *w) {
   w->deadline = WEFT_FOREVER;
   w->heap = NULL;
-  int rc = lock_queue(m, w, 1, WEFT_FOREVER);
+  int rc = lock_queue(m, w, 1, WEFT_FOREVER, NULL);  /* woken: vp is read when needed */
   if (rc == 0) OWNER_SET(m);
   return rc;
 }

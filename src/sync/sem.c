@@ -99,10 +99,11 @@ int weft_sem_trywait(weft_sem_t *s) {
 /* always inlined (into wait_slow_forever and wait_slow_until, below) */
 static inline __attribute__((always_inline)) int wait_slow(weft__sem_t *x, uint64_t deadline) {
   weft__waiter_t w;
-  weft__waiter_init(&w, deadline);
+  weft_vp_t *vp = weft__vp();
+  weft__waiter_init_on(&w, vp, deadline);
   if (w.t && deadline != WEFT_FOREVER) {
     if (deadline <= weft__os_now_ns()) return WEFT_ETIMEDOUT;
-    int rc = weft__timer_reserve(weft__vp());
+    int rc = weft__timer_reserve(vp);
     if (rc) return rc;
   }
   weft__qlock_lock(&x->qlock);
@@ -125,7 +126,8 @@ static inline __attribute__((always_inline)) int wait_slow(weft__sem_t *x, uint6
     }
   }
   weft__wq_push(&x->q, &w);
-  if (weft__wait_block(&w, WEFT__WAITING(x, WEFT__WK_SEM), &x->qlock, 0) == WEFT__W_SIGNALED)
+  if (weft__wait_block_on(&w, vp, WEFT__WAITING(x, WEFT__WK_SEM), &x->qlock, 0) ==
+      WEFT__W_SIGNALED)
     return 0;
   /* timed out: leave the queue unless a signaller already dropped us */
   weft__qlock_lock(&x->qlock);

@@ -95,15 +95,19 @@ static inline weft__waiter_t *weft__wq_pop(weft__wq_t *q) {
   return w;
 }
 
-/* Fills in a waiter for the calling thread. next/prev/linked are set when it is
- * linked; mode, morphed and mutex by the objects that use them. */
-static inline void weft__waiter_init(weft__waiter_t *w, uint64_t deadline) {
-  weft_vp_t *vp = weft__vp();
+/* Fills in a waiter for the calling thread, vp its VP as it read it (weft__vp(): valid
+ * until the caller next switches; NULL on a plain OS thread). next/prev/linked are set
+ * when it is linked; mode, morphed and mutex by the objects that use them. */
+static inline void weft__waiter_init_on(weft__waiter_t *w, weft_vp_t *vp, uint64_t deadline) {
   w->t = vp ? vp->current : NULL;
   atomic_store_explicit(&w->state, WEFT__W_WAITING, memory_order_relaxed);
   w->morphed = 0;
   w->deadline = deadline;
   w->heap = NULL;
+}
+/* The same for a caller that has not read its VP. */
+static inline void weft__waiter_init(weft__waiter_t *w, uint64_t deadline) {
+  weft__waiter_init_on(w, weft__vp(), deadline);
 }
 
 /* Claims w for waking: WAITING -> SIGNALED. Caller holds the queue lock w was on
@@ -257,11 +261,13 @@ int weft__barrier_waiting(const weft_barrier_t *b);
 /* Counts one slow-path event (weft/sync.h counters): a plain add to the VP's own
  * counter, or a relaxed atomic add for plain OS threads (counts only). */
 extern _Atomic uint64_t weft__sync_os_counts[WEFT__ST_N];
-static inline void weft__sync_count(int which) {
-  weft_vp_t *vp = weft__vp();
+static inline void weft__sync_count_on(weft_vp_t *vp, int which) {
   if (WEFT__LIKELY(vp != NULL)) weft__stat_inc(&vp->sync_st[which]);
   else atomic_fetch_add_explicit(&weft__sync_os_counts[which], 1, memory_order_relaxed);
 }
+/* vp: the caller's VP as weft__vp() gave it, not read across a switch (the thread
+ * may be on another VP after one). weft__sync_count reads it. */
+static inline void weft__sync_count(int which) { weft__sync_count_on(weft__vp(), which); }
 
 /* ---- private views of the public objects ---------------------------------------- */
 typedef struct weft__mutex {
@@ -331,18 +337,20 @@ static inline void weft__mutex_owner_drop(weft__mutex_t *m) {
 #endif
 }
 
-/* weft__wait_q (cond 0) or weft__wait_cond (cond 1: the continuation also releases
- * w->mutex, weft_cond_wait), inlined into the waits of the mutex, the semaphore and the
- * condition variable: no call and no second frame between them and the switch. */
-static inline __attribute__((always_inline)) uint32_t weft__wait_block(weft__waiter_t *w,
-                                                                      uintptr_t what,
-                                                                      weft__spin_t *qlock,
-                                                                      int cond) {
+/* weft__wait_q (cond 0), or with cond 1 the same whose continuation also releases
+ * w->mutex (weft_cond_wait), inlined into the waits of the mutex, the semaphore and the
+ * condition variable: no call and no second frame between them and the switch. vp: the
+ * caller's VP as weft__vp() gave it, not read across a switch (any VP for a plain OS
+ * thread, w->t NULL: not read). */
+static inline __attribute__((always_inline)) uint32_t weft__wait_block_on(weft__waiter_t *w,
+                                                                         weft_vp_t *vp,
+                                                                         uintptr_t what,
+                                                                         weft__spin_t *qlock,
+                                                                         int cond) {
   weft_thread_t *self = w->t;
   if (!self)
     return cond ? weft__wait_os(w, qlock, weft__mutex_unlock_cont, WEFT__M(w->mutex))
                 : weft__wait_os(w, qlock, NULL, NULL);
-  weft_vp_t *vp = weft__vp();
   w->qlock = qlock;
   /* relaxed (both): read only by weft_dump, which orders nothing by it */
   atomic_store_explicit(&self->waiting, what, memory_order_relaxed);
@@ -352,6 +360,13 @@ static inline __attribute__((always_inline)) uint32_t weft__wait_block(weft__wai
   uint32_t st = atomic_load_explicit(&w->state, memory_order_acquire);
   if (w->heap) weft__timer_cancel(w);
   return st;
+}
+/* weft__wait_block_on for a caller that has not read its VP since it last switched. */
+static inline __attribute__((always_inline)) uint32_t weft__wait_block(weft__waiter_t *w,
+                                                                      uintptr_t what,
+                                                                      weft__spin_t *qlock,
+                                                                      int cond) {
+  return weft__wait_block_on(w, weft__vp(), what, qlock, cond);
 }
 
 #endif
