@@ -72,8 +72,9 @@ static __attribute__((noinline)) int spin_phase_run(weft__mutex_t *m, int smax, 
  * a plain OS thread. The test inline, the spinning out of line. */
 static inline __attribute__((always_inline)) int spin_phase(weft__mutex_t *m, weft_vp_t *vp,
                                                            int hybrid) {
+  if (vp && weft__rt.nvps < 2) return 0;
   int smax = atomic_load_explicit(&weft__spin_max, memory_order_relaxed);
-  if (smax == 0 || (vp && weft__rt.nvps < 2)) return 0;
+  if (smax == 0) return 0;
   return spin_phase_run(m, smax, hybrid);
 }
 static int spin_phase_run(weft__mutex_t *m, int smax, int hybrid) {
@@ -171,6 +172,9 @@ static inline __attribute__((always_inline)) int lock_queue(weft__mutex_t *m, we
     if (woken) {
       if (cas_word(m, 0, 2)) return 0;
       vp = weft__vp();
+      /* to be queued again: a fresh wait (waiter_init did this for the first) */
+      atomic_store_explicit(&w->state, WEFT__W_WAITING, memory_order_relaxed);
+      w->morphed = 0;
     }
     /* deadline is w->deadline, passed as a value: a constant for the untimed callers
      * (w's address escapes to the queue, so w->deadline would be loaded again) */
@@ -193,8 +197,6 @@ static inline __attribute__((always_inline)) int lock_queue(weft__mutex_t *m, we
       weft__sync_count(WEFT__ST_POLL);
       return 0;
     }
-    atomic_store_explicit(&w->state, WEFT__W_WAITING, memory_order_relaxed);
-    w->morphed = 0;
     weft__wq_push(&m->q, w);
     if (!woken) weft__sync_count_on(vp, WEFT__ST_BLOCKED);  /* once per lock call, as Fig 5-5 */
     if (weft__wait_block_on(w, vp, WEFT__WAITING(m, WEFT__WK_MUTEX), &m->qlock, 0) ==
