@@ -59,8 +59,11 @@ static inline uint64_t next_id(weft_vp_t *vp) {
  * global pool and the thread is handed to a VP. */
 static int create_os(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg);
 
-static inline void tcb_init(weft_thread_t *t, weft_bundle_t *b, weft_thread_fn fn,
-                            void *arg, const weft_attr_t *attr) {
+/* attr: NULL, or the thread's attributes; plain: attr is NULL or attr_plain (no stack
+ * size, no VP: the defaults), so only its detached flag is read. */
+static inline __attribute__((always_inline)) void tcb_init_as(weft_thread_t *t, weft_bundle_t *b,
+                                                             weft_thread_fn fn, void *arg,
+                                                             const weft_attr_t *attr, int plain) {
   t->ctx.sp = NULL;
 #if defined(WEFT_TSAN)
   t->ctx.tsan_fiber = NULL;
@@ -83,6 +86,12 @@ static inline void tcb_init(weft_thread_t *t, weft_bundle_t *b, weft_thread_fn f
     t->stack_size = 0;
     t->affinity = -1;
     atomic_store_explicit(&t->join, 0, memory_order_relaxed);
+  } else if (plain) {
+    t->stack_size = 0;
+    t->affinity = -1;
+    /* relaxed: the thread is published to others by the enqueue's lock release */
+    atomic_store_explicit(&t->join, attr->detached ? WEFT__JW_DETACHED : 0,
+                          memory_order_relaxed);
   } else {
     t->stack_size = attr->stack_size;
     t->affinity = attr->vproc - 1;  /* WEFT_VPROC(v) = v + 1; 0: none (-1) */
@@ -90,6 +99,11 @@ static inline void tcb_init(weft_thread_t *t, weft_bundle_t *b, weft_thread_fn f
     atomic_store_explicit(&t->join, attr->detached ? WEFT__JW_DETACHED : 0,
                           memory_order_relaxed);
   }
+}
+
+static inline void tcb_init(weft_thread_t *t, weft_bundle_t *b, weft_thread_fn fn,
+                            void *arg, const weft_attr_t *attr) {
+  tcb_init_as(t, b, fn, arg, attr, 0);
 }
 
 static int attr_check(const weft_attr_t *attr) {
@@ -344,7 +358,7 @@ static __attribute__((noinline)) int create_attr_fast(weft_thread_t **out, const
   vp->id_next = id + 1;
   vp->tcb_free = t->next;
   weft__own_add(&vp->ntcb, -1);
-  tcb_init(t, b, fn, arg, attr);
+  tcb_init_as(t, b, fn, arg, attr, 1);  /* attr_plain */
   int root = weft__is_default(b);
   if (!root) weft__tflags_init(t, b->tf | weft__tf_start()); /* as create_attrs */
   t->id = id;
@@ -358,11 +372,12 @@ static __attribute__((noinline)) int create_attr_fast(weft_thread_t **out, const
   return 0;
 }
 
-/* weft_create's general entry: the plain-attribute case, else everything else. */
+/* weft_create's general entry: the plain-attribute case, else everything else. vp: the
+ * caller's (weft_create read it; NULL on a plain OS thread). */
 static __attribute__((noinline)) int create_general(weft_thread_t **out,
                                                     const weft_attr_t *attr,
-                                                    weft_thread_fn fn, void *arg) {
-  weft_vp_t *vp = weft__vp();
+                                                    weft_thread_fn fn, void *arg,
+                                                    weft_vp_t *vp) {
   if (WEFT__LIKELY(vp && attr && fn && (out || attr->detached) && attr_plain(attr)))
     return create_attr_fast(out, attr, fn, arg, vp);
   return create_general_full(out, attr, fn, arg);
@@ -375,13 +390,13 @@ static __attribute__((noinline)) int create_general(weft_thread_t **out,
  * fewer per creation. */
 int weft_create(weft_thread_t **out, const weft_attr_t *attr, weft_thread_fn fn, void *arg) {
   weft_vp_t *vp = weft__vp();
-  if (WEFT__UNLIKELY(!vp || attr || !fn || !out)) return create_general(out, attr, fn, arg);
+  if (WEFT__UNLIKELY(!vp || attr || !fn || !out)) return create_general(out, attr, fn, arg, vp);
   uint64_t id = vp->id_next;
   weft_thread_t *t = vp->tcb_free;
   /* a full hand-off slot goes to the queue before the push: the general path */
   if (WEFT__UNLIKELY(id == vp->id_end || !t ||
                      atomic_load_explicit(&vp->q.next, memory_order_relaxed)))
-    return create_general(out, attr, fn, arg);
+    return create_general(out, attr, fn, arg, vp);
   vp->id_next = id + 1;
   vp->tcb_free = t->next;
   weft__own_add(&vp->ntcb, -1);
@@ -531,6 +546,14 @@ static void finish_cont(void *p) {
    * detacher's acquire; acquire pairs with the joiner's release CAS that published
    * it. A failed CAS (a joiner or detacher changed the word) reloads and retries. */
   uintptr_t old = atomic_load_explicit(&t->join, memory_order_relaxed);
+  if (old == WEFT__JW_DETACHED) {
+    /* Detached: only the finisher changes a DETACHED word (a detach and a join change
+     * only 0 or DONE), so FREED is a plain store and the thread is ours to reap, with
+     * no locked instruction (T1's chains and every detached thread finish here). */
+    atomic_store_explicit(&t->join, WEFT__JW_FREED, memory_order_relaxed);
+    weft__tcb_free(vp, t);
+    return;
+  }
   while (!atomic_compare_exchange_weak_explicit(
       &t->join, &old, old == WEFT__JW_DETACHED ? WEFT__JW_FREED : WEFT__JW_DONE,
       memory_order_acq_rel, memory_order_relaxed)) {
