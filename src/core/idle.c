@@ -12,7 +12,8 @@
  *     |    retry the oldest thread waiting for a stack --bound--> run it ------+
  *     |        | none, or still no stack
  *     |    spin (lock-free polls of every queue head) for cfg.spin_us, and on
- *     |        while backing off with a thread queued on another VP
+ *     |        while backing off with a thread queued on another VP (napping
+ *     |        between polls until the back-off ends)
  *     |        | nothing
  *     +--- sleep on vp->park (futex) until an enqueuer wakes us (the last VP to
  *          sleep first checks that some thread can still run: check_stuck, with
@@ -147,10 +148,10 @@ weft_thread_t *weft__idle_bundles(weft_vp_t *vp) { return raise_idle(vp, 0); }
  * the VP steals no more for a back-off that starts at WEFT__STEAL_WAIT_MIN_NS and
  * doubles with every steal that does not pay, up to WEFT__STEAL_WAIT_MAX_NS; a steal
  * that pays ends it. While it backs off the VP still takes its own queue's threads,
- * bundles' threads and timers at once; it only leaves other VPs' queues alone, and
- * it keeps polling (it does not sleep while another queue holds a thread), so a
- * queued thread waits at most WEFT__STEAL_WAIT_MAX_NS for it (docs/memory-ordering.md
- * §3). Only the idle loop's own steals (the root scheduler's processor_idle) back
+ * bundles' threads and timers, within a nap (WEFT__STEAL_NAP_MAX_NS) when it has
+ * nothing to run; it only leaves other VPs' queues alone, and it keeps looking (it
+ * does not go to sleep while another queue holds a thread), so a queued thread waits
+ * at most WEFT__STEAL_WAIT_MAX_NS for it (docs/memory-ordering.md §3). Only the idle loop's own steals (the root scheduler's processor_idle) back
  * off: a scheduler that steals elsewhere is not limited. The constants are in
  * core/idle.h. */
 
@@ -332,10 +333,21 @@ static weft_thread_t *idle_wait(weft_vp_t *vp) {
   do {
     idle_event(WEFT_HOOK_IDLE_SPIN, NULL);
     weft__idle_funcs_run();  /* do-when-idle functions (weft/vp.h) */
-    for (int i = 0; i < 64; i++) weft__os_relax();
-    /* let a ready kernel thread on this CPU run first: plain OS threads woken by a
-     * sync object would otherwise wait for a CPU until every VP stops polling */
-    sched_yield();
+    if (!weft__steal_allowed(&vp->steal_bo, now)) {
+      /* Backing off: nap until the back-off ends, WEFT__STEAL_NAP_MAX_NS at most at a
+       * time, instead of polling. A polling VP kept its CPU busy for nothing all
+       * through a fork-join of null threads (T5 at 2 VPs: 2.0 CPUs busy against 1.3
+       * with the nap, in the same time). The VP still counts as spinning, so
+       * enqueuers wake nobody for it; its own queue, timers and I/O wait for the end
+       * of the nap, as other queues wait for the end of the back-off. */
+      uint64_t nap = vp->steal_bo.ok - now;
+      weft__os_sleep_ns(nap < WEFT__STEAL_NAP_MAX_NS ? nap : WEFT__STEAL_NAP_MAX_NS);
+    } else {
+      for (int i = 0; i < 64; i++) weft__os_relax();
+      /* let a ready kernel thread on this CPU run first: plain OS threads woken by a
+       * sync object would otherwise wait for a CPU until every VP stops polling */
+      sched_yield();
+    }
     /* backing off from steals (above), only the VP's own queue counts as work until
      * the back-off ends; it does not sleep while another queue holds a thread */
     now = weft__os_now_ns();

@@ -26,6 +26,9 @@ void weft__wake_all(void);
 #define WEFT__STEAL_PAYS_NS 500u
 #define WEFT__STEAL_WAIT_MIN_NS 4000u
 #define WEFT__STEAL_WAIT_MAX_NS 1000000u
+/* A VP that backs off naps in the kernel until the back-off ends, at most this long at
+ * a time, instead of polling (idle.c, idle_wait). */
+#define WEFT__STEAL_NAP_MAX_NS 50000u
 /* 1 if a VP with back-off state *bo may steal at time now (ns, weft__os_now_ns). */
 int weft__steal_allowed(const weft__steal_bo_t *bo, uint64_t now);
 /* Rates a steal of `taken` threads (>= 1) whose busy period lasted busy_ns and ended
