@@ -80,7 +80,12 @@
  * monitor and a read of each busy VP's CPU clock, which took 18% of a CPU while two
  * threads yielded to each other. A VP that then blocks is seen within two slow
  * periods (its CPU time over the last period tells), and watched at half the bound
- * from there.
+ * from there. A stalled VP that a spare stands in for counts as running too, but the
+ * period then stays within MON_SERVED_BOUNDS bounds, since the monitor fires the
+ * stalled VP's timers and polls for its I/O: watched at half the bound for as long as
+ * the stall lasted, the monitor's looks (a read of each VP's CPU clock, and of the
+ * stalled thread's state) took about a sixth of a CPU from the spare and the other
+ * VPs (row I3, "unannounced").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,6 +107,8 @@
 #define MON_DEFAULT_US 20
 #define MON_SLOW_NS 1000000u      /* longest period while every awake VP runs */
 #define MON_CALM_LOOKS 50         /* looks that found nothing before the period doubles */
+#define MON_SERVED_BOUNDS 8       /* longest period while a stalled VP's spare stands in:
+                                     this many bounds (and no more than MON_SLOW_NS) */
 #define MON_MAX_SPARES 64
 
 enum { SP_FREE = 0, SP_RUNNING = 1, SP_DONE = 2 };
@@ -150,6 +157,8 @@ static struct {
   pthread_t kt;
   _Atomic int stop;
   _Atomic uint64_t n_stalls, n_started;
+  int served;                   /* the last look found a stalled VP with a spare
+                                   standing in for it (monitor thread only) */
 } mon;
 
 _Atomic uint32_t weft__monitor_deep;
@@ -495,13 +504,15 @@ static int kthread_sleeps(mon_vp_t *m, int tid) {
 }
 
 /* One look at every VP (now: its time). Returns 2 if some awake VP's kernel thread
- * hardly ran and sleeps in the kernel, or some VP is stalled (the monitor then looks again after half the
- * bound), 1 if some awake VP has threads queued (the period may back off), 0 if
- * neither. The CPU time of a VP with an empty queue is read at every eighth look
+ * hardly ran and sleeps in the kernel, or some VP is stalled with no spare standing in
+ * (the monitor then looks again after half the bound), 1 if some awake VP has threads
+ * queued or a stalled VP is served by a spare (mon.served: the period may back off),
+ * 0 if neither. The CPU time of a VP with an empty queue is read at every eighth look
  * only (full), or at every look in the slow mode: one system call per VP and look
  * would cost more than the look. */
 static int look(uint64_t now, int full) {
   int risk = 0;
+  mon.served = 0;
   for (int i = 0; i < mon.nvps + mon.nspares; i++) {
     mon_vp_t *m = &mon.vps[i];
     /* acquire: pairs with weft__monitor_vp_start's release store */
@@ -547,8 +558,14 @@ static int look(uint64_t now, int full) {
     }
     /* at risk: threads queued, or an awake VP whose kernel thread hardly ran (it may
      * sleep in a call: a thread made ready onto it now must be seen within the bound) */
-    if (sleeping || m->stalled) risk = 2;
-    else if ((h || slot) && risk < 1) risk = 1;
+    /* A stalled VP whose spare stands in for it is served: its queue moves. It is
+     * watched as a running VP is (risk 1: the period may back off, to at most
+     * MON_SERVED_BOUNDS bounds: its timers and I/O wait for the monitor's looks), and
+     * the spare is watched as a VP, so a stall of the spare brings the period back. */
+    int served = m->stalled && m->helper >= 0;
+    if (served) mon.served = 1;
+    if ((sleeping || m->stalled) && !served) risk = 2;
+    else if ((h || slot || served) && risk < 1) risk = 1;
     if (h != m->last_head) m->head_since = now;
     if (m->stalled) {
       if (!idle_cpu) {
@@ -627,7 +644,10 @@ static void *monitor_main(void *unused) {
       continue;
     }
     if (risk == 1) {  /* every awake VP runs: back off after a calm stretch */
-      if (++calm > MON_CALM_LOOKS && period < MON_SLOW_NS) period *= 2;
+      uint64_t cap = MON_SLOW_NS;
+      if (mon.served && MON_SERVED_BOUNDS * mon.bound_ns < cap) cap = MON_SERVED_BOUNDS * mon.bound_ns;
+      if (period > cap) period = cap;
+      else if (++calm > MON_CALM_LOOKS && period < cap) period *= 2;
       continue;
     }
     calm = 0;

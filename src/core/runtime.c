@@ -95,11 +95,14 @@ static weft_vp_t *vp_new(int index) {
   weft_vp_t *vp = weft__sys_calloc_aligned(sizeof *vp, WEFT__CACHELINE);
   if (!vp) return NULL;
   vp->index = index;
-  /* 2T stacks and tcb_local control blocks; none on the system monitor's spare VPs
-   * (their frees and allocations go to the pool: the caches stay bounded by
-   * nvps * (2T stacks + tcb_local blocks) + G of each) */
-  vp->free_limit = index < weft__rt.nvps ? 2 * weft__rt.cfg.freelist_local : 0;
-  vp->tcb_limit = index < weft__rt.nvps ? weft__rt.cfg.tcb_local : 0;
+  /* 2T stacks and tcb_local control blocks; T of each on the system monitor's spare
+   * VPs, which hand what they cached to the pool whenever they wait or close (the
+   * caches stay bounded by nvps * (2T stacks + tcb_local blocks) + T of each per
+   * running spare + G). With none, every create and finish on a spare took the
+   * pool's lock twice: a chain of threads run by a spare ran at about half speed. */
+  int T = weft__rt.cfg.freelist_local;
+  vp->free_limit = index < weft__rt.nvps ? 2 * T : T;
+  vp->tcb_limit = index < weft__rt.nvps ? weft__rt.cfg.tcb_local : T;
   vp->def_stack = weft__rt.cfg.stack_size;
   atomic_store_explicit(&vp->tm.earliest, UINT64_MAX, memory_order_relaxed); /* no timer */
   return vp;

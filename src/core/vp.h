@@ -50,10 +50,11 @@ struct weft_vp {
    * an estimate, off by the creations racing with it; stats.c). */
   _Atomic uint64_t id_grant_base;
   _Atomic long id_grant;
-  int free_limit;               /* 2T: most free stacks kept locally; 0 on a spare VP
-                                   (core/monitor.h) */
+  int free_limit;               /* 2T: most free stacks kept locally; T on a spare VP
+                                   (core/monitor.h), which empties its caches when
+                                   it waits or closes */
   int tcb_limit;                /* cfg.tcb_local: most free control blocks kept
-                                   locally; 0 on a spare VP */
+                                   locally; T on a spare VP */
   size_t def_stack;             /* cfg.stack_size */
   /* statistics: written by the owner only (relaxed stores; n_finished: release),
    * read by anyone. n_created and n_finished also make the exact live count. */
