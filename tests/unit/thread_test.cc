@@ -256,6 +256,37 @@ TEST_P(ThreadTest, DetachRacingJoinOfFinishedThreadReclaimsOnce) {
   }
 }
 
+// A detach racing the thread's own finish on another VP: the finisher that loads
+// DETACHED reaps with a plain store, one that loads 0 goes through its CAS loop, which
+// a detach between the two turns into the reap as well. Checked: every detach
+// succeeds, every body runs, and no block is reclaimed twice (the free lists then hand
+// out distinct blocks; a block on a free list twice would be given to two threads).
+std::atomic<long> g_race_bodies{0};
+void *SpinBriefly(void *arg) {
+  for (long i = 0, n = (long)(intptr_t)arg; i < n; ++i) std::atomic_signal_fence(std::memory_order_seq_cst);
+  g_race_bodies++;
+  return arg;
+}
+TEST_P(ThreadTest, DetachRacingFinishOnAnotherVpReclaimsOnce) {
+  g_race_bodies = 0;
+  weft_attr_t a;
+  weft_attr_init(&a);
+  a.vproc = WEFT_VPROC(nvps() - 1);  // the last VP; the creator runs on VP 0
+  const int kThreads = 2000;
+  int esrch = 0;
+  for (int i = 0; i < kThreads; ++i) {
+    weft_thread_t *t = Spawn(SpinBriefly, P(i % 64), &a);
+    if (!t) return;
+    if ((i & 7) == 0) weft_yield();  // some finish before their detach, some after
+    int rc = weft_detach(t);
+    EXPECT_TRUE(rc == 0) << weft_err_name(rc);
+    esrch += rc == WEFT_ESRCH;
+  }
+  EXPECT_EQ(esrch, 0);
+  EXPECT_TRUE(YieldUntil([&] { return g_race_bodies.load() == kThreads; }));
+  ExpectNextTwoCreatesDistinct();
+}
+
 // Two joiners of one live thread: exactly one gets the result, the other WEFT_ESRCH.
 struct JoinRace {
   Gate target_gate;
