@@ -123,7 +123,9 @@ struct __attribute__((aligned(64))) weft_thread {
   uint64_t id;
   void *local;                 /* weft_local_get/set: the thread itself only */
   void **tsd;                  /* key values, allocated on first weft_key_set */
-  void *blocked_on;            /* what the thread waits for (joinee); diagnostic */
+  void *blocked_on;            /* what the thread waits for: its joinee (weft_join),
+                                  or in cond_wait its waiter record (on its stack;
+                                  valid while `waiting` says COND: wait.c) */
   void **join_out;             /* weft_join's result pointer while it waits */
   weft_ctx_fn cont_fn;         /* weft_thread_block's release, for its continuation */
   void *cont_arg;

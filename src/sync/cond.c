@@ -68,12 +68,20 @@ static inline __attribute__((always_inline)) int cond_wait(weft_cond_t *c, weft_
     int rc = weft__timer_reserve(vp);
     if (rc) return rc;
   }
+  /* the waiter, for the continuation of a thread that blocks in cond_wait on the
+   * same mutex and switches to this one: it may hand the mutex over held
+   * (weft__wait_cont_cond; valid while the waiting word says COND) */
+  if (w.t) w.t->blocked_on = &w;
   weft__qlock_lock(&x->qlock);
   weft__wq_push(&x->q, &w);
   nwait_add(x, 1);
   weft__mutex_owner_drop(WEFT__M(m));
   uint32_t st = weft__wait_block_on(&w, vp, WEFT__WAITING(c, WEFT__WK_COND), &x->qlock, 1);
-  if (w.morphed) return weft__mutex_lock_woken(WEFT__M(m), &w);
+  int handed = 0;
+  if (w.morphed) {
+    if (w.morphed != WEFT__MORPH_HANDED) return weft__mutex_lock_woken(WEFT__M(m), &w);
+    handed = 1;  /* m is ours, held */
+  }
   int rc = 0;
   if (st == WEFT__W_TIMEDOUT) {
     weft__qlock_lock(&x->qlock);
@@ -85,7 +93,8 @@ static inline __attribute__((always_inline)) int cond_wait(weft_cond_t *c, weft_
     weft__sync_count(WEFT__ST_TIMEOUT);
     rc = WEFT_ETIMEDOUT;
   }
-  weft__mutex_relock(m);
+  if (handed) weft__mutex_owner_take(WEFT__M(m));
+  else weft__mutex_relock(m);
   return rc;
 }
 

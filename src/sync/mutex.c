@@ -326,6 +326,8 @@ static inline int unlock_common(weft__mutex_t *m) {
 }
 
 #ifdef WEFT_CHECKED
+void weft__mutex_owner_take(weft__mutex_t *m) { OWNER_SET(m); }
+
 void weft__mutex_assert_mine(weft__mutex_t *m) {
   WEFT__ASSERT(OWNER_IS_ME(m), "weft_cond_wait with a mutex held by another thread");
 }
@@ -353,7 +355,7 @@ void weft__mutex_morph(weft__mutex_t *m, weft__waiter_t *w) {
     if (v == 2 || atomic_compare_exchange_weak_explicit(&m->word, &v, 2, memory_order_relaxed,
                                                         memory_order_relaxed)) {
       atomic_store_explicit(&w->state, WEFT__W_WAITING, memory_order_relaxed);
-      w->morphed = 1;
+      w->morphed = WEFT__MORPH_QUEUED;
       /* it waits on the mutex now (weft_dump; relaxed, as weft__wait_on's store:
        * the waiter, still blocked, clears it when it runs again) */
       atomic_store_explicit(&t->waiting, WEFT__WAITING(m, WEFT__WK_MUTEX), memory_order_relaxed);

@@ -30,6 +30,7 @@
 /* CLAIMED: a plain OS waiter claimed by a mutex unlock that has not yet freed the
  * mutex (mutex.c); it cannot time out any more and waits on for SIGNALED. */
 enum { WEFT__W_WAITING = 0, WEFT__W_SIGNALED = 1, WEFT__W_TIMEDOUT = 2, WEFT__W_CLAIMED = 3 };
+enum { WEFT__MORPH_QUEUED = 1, WEFT__MORPH_HANDED = 2 };  /* weft__waiter_t.morphed */
 
 typedef struct weft__waiter {
   struct weft__waiter *next, *prev; /* object queue links: queue lock */
@@ -38,7 +39,10 @@ typedef struct weft__waiter {
   uint32_t linked;                  /* queue lock */
   uint32_t mode;                    /* rwlock: 1 reader, 2 writer, | 4 woken to compete */
   uint32_t passes;                  /* rwlock: competitions this waiter has lost */
-  uint32_t morphed;                 /* cond: moved onto the mutex queue */
+  uint32_t morphed;                 /* cond: WEFT__MORPH_QUEUED: moved onto the mutex
+                                       queue (wait morphing); WEFT__MORPH_HANDED: given
+                                       the mutex held by the continuation of a thread
+                                       that blocked in cond_wait on it (wait.c) */
   weft_mutex_t *mutex;              /* cond: the waiter's mutex */
   weft__spin_t *qlock;              /* weft__wait_q/_cond: the queue lock its
                                        continuation releases */
@@ -321,6 +325,14 @@ static inline int weft__mutex_check_held(weft__mutex_t *m) {
 #endif
   return 0;
 }
+
+/* A cond waiter that was handed its mutex held (weft__wait_cont_cond) records itself as
+ * the holder (checked builds; nothing otherwise). */
+#ifdef WEFT_CHECKED
+void weft__mutex_owner_take(weft__mutex_t *m);
+#else
+static inline void weft__mutex_owner_take(weft__mutex_t *m) { (void)m; }
+#endif
 
 /* Checked builds: a cond waiter gives up the holder token just before it blocks,
  * not in its continuation (weft__mutex_unlock_cont). The continuation arms the

@@ -150,15 +150,34 @@ static __attribute__((noinline)) void wait_cont_rare(weft__waiter_t *w, weft__mu
 static inline __attribute__((always_inline)) void wait_cont_w(weft__waiter_t *w, int cond) {
   weft__mutex_t *m = cond ? WEFT__M(w->mutex) : NULL;  /* never NULL for a cond waiter */
   weft_vp_t *vp = weft__vp();
+  weft_thread_t *next = vp->current;  /* the thread this VP switched to */
   /* the tests of cont_publish, as one */
-  if (WEFT__UNLIKELY((weft__tflags(w->t) & WEFT__TF_SLOW) || !vp->current ||
+  if (WEFT__UNLIKELY((weft__tflags(w->t) & WEFT__TF_SLOW) || !next ||
                      w->deadline != WEFT_FOREVER)) {
     wait_cont_rare(w, m);
     return;
   }
   /* release: pairs with the waker's lock. w may be resumed from here on. */
   weft__spin_unlock(w->qlock);
-  if (cond) weft__mutex_unlock_cont(m);
+  if (!cond) return;
+  /* Continuation recognition (C-Threads with continuations, 4.4): the thread this VP
+   * switches to waits in cond_wait (its waiting word says COND until it resumes; wait
+   * morphing rewrites it to MUTEX) and will take back this same mutex first thing.
+   * The mutex goes to it held (its waiter marked HANDED): no release here and no
+   * acquire there, the word unchanged (2 stays 2: whoever is queued is woken by its
+   * unlock). next is off every queue, its context not yet resumed: nobody else reads
+   * or writes its waiter now (relaxed: its own word, written by next itself before
+   * it blocked, on this VP or published by the queue lock it came through), and it
+   * runs next on this kernel thread, after everything this thread did under m. */
+  uintptr_t wk = atomic_load_explicit(&next->waiting, memory_order_relaxed);
+  if ((wk & 7) == WEFT__WK_COND) {
+    weft__waiter_t *nw = next->blocked_on;  /* cond_wait's waiter, on next's stack */
+    if (WEFT__M(nw->mutex) == m) {
+      nw->morphed = WEFT__MORPH_HANDED;
+      return;
+    }
+  }
+  weft__mutex_unlock_cont(m);
 }
 void weft__wait_cont_q(void *p) { wait_cont_w(p, 0); }
 void weft__wait_cont_cond(void *p) { wait_cont_w(p, 1); }

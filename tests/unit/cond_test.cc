@@ -6,6 +6,8 @@
 // waits (timeout re-acquires the mutex; timed waits racing with signals lose
 // nothing), C-Threads §5.1's PingPong, initializers, destroy and EINVAL.
 #include <deque>
+#include <functional>
+#include <vector>
 
 #include "sync_test_util.h"
 
@@ -306,6 +308,85 @@ TEST_P(CondTest, SignalOnTheOnlyVpMakesTheWaiterReady) {
   }
   EXPECT_EQ(weft_cond_destroy(&c), 0);
   EXPECT_EQ(weft_mutex_destroy(&m), 0);
+}
+
+// A thread that blocks in cond_wait hands its mutex, held, to the cond waiter it
+// switches to when that one waits to take the same mutex back (continuation
+// recognition, src/sync/wait.c). Whatever the mix, a waiter returns holding the mutex
+// and alone in it: threads take turns through waits and timed waits on two condition
+// variables of one mutex while plain lockers (which queue on the mutex, so that its
+// word says "waiters") and a waiter on another mutex come and go. Every turn is
+// counted exactly once, nobody is inside twice, and the mutex ends free.
+TEST_P(CondTest, MutexHandedToTheNextCondWaiterStaysExclusive) {
+  weft_mutex_t m = WEFT_MUTEX_INIT, other = WEFT_MUTEX_INIT;
+  weft_cond_t c[2] = {WEFT_COND_INIT, WEFT_COND_INIT}, oc = WEFT_COND_INIT;
+  const int kTurners = 4, kRounds = 400;
+  int turn = 0, inside = 0, overlaps = 0;  // m
+  long turns = 0, locked = 0;              // m
+  bool stop_other = false;                 // other
+  std::atomic<int> turners_left{kTurners};
+  auto enter = [&] {
+    overlaps += inside != 0;
+    inside = 1;
+  };
+  auto leave = [&] { inside = 0; };
+  std::vector<std::function<void()>> fns;
+  for (int me = 0; me < kTurners; ++me) {
+    fns.push_back([&, me] {
+      for (int r = 0; r < kRounds; ++r) {
+        weft_mutex_lock(&m);
+        while (turn != me) {
+          // half of the waits are timed, some so short that they time out
+          if ((r + me) & 1) weft_cond_timedwait(&c[me & 1], &m, weft_deadline_after(2000));
+          else weft_cond_wait(&c[me & 1], &m);
+          enter();  // it returned holding m
+          leave();
+        }
+        enter();
+        turns++;
+        turn = (turn + 1) % kTurners;
+        leave();
+        weft_cond_broadcast(&c[0]);
+        weft_cond_broadcast(&c[1]);
+        weft_mutex_unlock(&m);
+      }
+      turners_left--;
+    });
+  }
+  for (int k = 0; k < 2; ++k) {
+    fns.push_back([&] {
+      while (turners_left.load() > 0) {
+        weft_mutex_lock(&m);
+        enter();
+        locked++;
+        leave();
+        weft_mutex_unlock(&m);
+        weft_yield();
+      }
+    });
+  }
+  fns.push_back([&] {  // a cond waiter on another mutex, never handed m
+    weft_mutex_lock(&other);
+    while (!stop_other) weft_cond_timedwait(&oc, &other, weft_deadline_after(5000));
+    weft_mutex_unlock(&other);
+  });
+  std::vector<weft_thread_t *> ts;
+  for (auto &f : fns) ts.push_back(SpawnCall(&f));
+  for (int i = 0; i < kTurners + 2; ++i) Join(ts[(size_t)i]);
+  weft_mutex_lock(&other);
+  stop_other = true;
+  weft_cond_signal(&oc);
+  weft_mutex_unlock(&other);
+  Join(ts.back());
+  EXPECT_EQ(turns, (long)kTurners * kRounds);
+  EXPECT_EQ(overlaps, 0) << "two threads inside the mutex at once";
+  EXPECT_GT(locked, 0);
+  EXPECT_EQ(weft_mutex_trylock(&m), 0) << "the mutex was left held";
+  EXPECT_EQ(weft_mutex_unlock(&m), 0);
+  EXPECT_EQ(weft_mutex_destroy(&m), 0);
+  EXPECT_EQ(weft_mutex_destroy(&other), 0);
+  for (auto &x : c) EXPECT_EQ(weft_cond_destroy(&x), 0);
+  EXPECT_EQ(weft_cond_destroy(&oc), 0);
 }
 
 // Broadcast and signal without the mutex held (waiters are woken to compete).
