@@ -223,14 +223,33 @@ void weft__monitor_free(void) {
   memset(&mon, 0, sizeof mon);
 }
 
+static int stat_open(int tid);
+
 void weft__monitor_vp_start(weft_vp_t *vp) {
   if (!mon.on) return;
   mon_vp_t *m = &mon.vps[vp->index];
   clockid_t c;
   if (pthread_getcpuclockid(pthread_self(), &c) != 0) return;  /* never watched */
   atomic_store_explicit(&m->clock, c, memory_order_relaxed);
-  /* release: pairs with the monitor's acquire load of tid; clock is read after it */
-  atomic_store_explicit(&m->tid, (int)syscall(SYS_gettid), memory_order_release);
+  int tid = (int)syscall(SYS_gettid);
+  /* A regular VP's stat file is opened here, inside weft_init, not at the monitor's
+   * first close look at it: even an open moved at once above mon.fd_floor takes the
+   * lowest free number for a moment, and at a random time while the program runs that
+   * can be one the program has just closed while another of its threads still reads
+   * it (a weft_fd_spawn thread started by weft_close read the first byte of a stat
+   * file once, in a test). Its kernel thread stays the slot's until shutdown (the
+   * monitor closes the file then). A spare's slot changes kernel threads: its file
+   * is opened at the first close look, as before. */
+  if (vp->index < mon.nvps && !m->stat_tid) {
+    int fd = stat_open(tid);
+    if (fd >= 0) {
+      m->stat_fd = fd;
+      m->stat_tid = tid;  /* published with tid below */
+    }
+  }
+  /* release: pairs with the monitor's acquire load of tid; clock (and the stat file)
+   * are read after it */
+  atomic_store_explicit(&m->tid, tid, memory_order_release);
 }
 
 int weft__vp_public_index(const weft_vp_t *vp) {
@@ -468,6 +487,23 @@ static uint64_t cpu_ns(clockid_t c) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Opens /proc/self/task/tid/stat, moved above mon.fd_floor (kthread_sleeps says why);
+ * -1 if it cannot. */
+static int stat_open(int tid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (mon.fd_floor > 0 && fd < mon.fd_floor) {
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, mon.fd_floor);
+    if (hi >= 0) {  /* else (every number above taken) the low one serves */
+      close(fd);
+      fd = hi;
+    }
+  }
+  return fd;
+}
+
 /* 1 if the kernel thread of slot m (tid) sleeps in the kernel (state S or D).
  * Its /proc stat file stays open while the slot's kernel thread is the same (a
  * pread at offset 0 renders it anew), for two reasons: one system call per look
@@ -481,17 +517,8 @@ static int kthread_sleeps(mon_vp_t *m, int tid) {
   if (m->stat_tid != tid) {
     if (m->stat_tid) close(m->stat_fd);
     m->stat_tid = 0;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = stat_open(tid);
     if (fd < 0) return 0;
-    if (mon.fd_floor > 0 && fd < mon.fd_floor) {
-      int hi = fcntl(fd, F_DUPFD_CLOEXEC, mon.fd_floor);
-      if (hi >= 0) {  /* else (every number above taken) the low one serves */
-        close(fd);
-        fd = hi;
-      }
-    }
     m->stat_fd = fd;
     m->stat_tid = tid;
   }
