@@ -1,13 +1,14 @@
-/* src/io/io.c - the I/O calls of weft/io.h and the epoll engine (docs/io.md).
+/* src/io/io.c - the I/O calls of weft/io.h and the two engines (docs/io.md).
  *
  * Readiness, as Go's netpoller: a call tries its system call without blocking
  * (MSG_DONTWAIT on sockets, O_NONBLOCK on other descriptors that can block); if
  * that would block, the thread links a waiter (src/sync/sync.h) on the descriptor's
- * record, arms the descriptor in the process's one epoll instance (one-shot, level
- * triggered, for the union of what its waiters want), and blocks; the lock of the
- * record is released in the block continuation, so no poller can wake it before it
- * is saved. A level-triggered arm after the failed try reports readiness that came
- * in between, so no edge is lost.
+ * record and blocks; the lock of the record is released in the block
+ * continuation, so no poller can wake it before it is saved. A descriptor is
+ * registered in the process's one epoll instance at its first park, edge-triggered,
+ * for good: a park makes no system call. An edge that comes while no waiter waits
+ * for it is kept in the record (ready), and a waiter looks at that under the lock
+ * before it parks, so no edge between its try and its park is lost.
  *
  * Polling: an idle VP that would sleep while threads wait on I/O waits in
  * epoll_wait instead of its futex (at most one VP at a time: the poller), bounded
@@ -17,9 +18,11 @@
  * once) and makes them ready. A waker of a sleeping VP interrupts the poller's
  * epoll_wait through an eventfd (docs/memory-ordering.md "The I/O poller").
  *
- * The io_uring engine (WEFT_HAVE_URING; docs/io.md "The io_uring engine") shares
- * all of this: one ring, poll requests in place of epoll arming, regular-file
- * operations submitted to the ring, the poller in io_uring_wait_cqe_timeout.
+ * The io_uring engine (WEFT_HAVE_URING; docs/io.md "The io_uring engine") is the
+ * same plus one ring for what readiness cannot express: operations on regular
+ * files, opens, fsyncs and closes are submitted to the ring and park their thread
+ * until their completion. The ring's descriptor is registered in the epoll
+ * instance, so the poller that waits there reaps the ring's completions too.
  *
  * Descriptor records live in a two-level table indexed by fd, allocated on first
  * use and freed at weft_shutdown.
@@ -87,15 +90,19 @@ typedef struct iod {
                               at its start (relaxed: a waiter re-reads it under lock,
                               or after the acquire load of its waiter state that
                               pairs with weft_close's claim) */
-  uint32_t armed;          /* events armed (one-shot) in epoll: lock */
+  uint32_t armed;          /* IO_EVMASK once the descriptor is registered in the
+                              epoll instance (edge-triggered, for good), 0 before:
+                              lock; cleared by weft_close and iod_reset */
+  uint32_t seen;           /* 1: an event came since the last registration check
+                              (the registration is alive): lock */
+  uint32_t ready;          /* events (mapped, IO_EVMASK) the engine reported
+                              that no waiter took, so that the next waiter for one
+                              retries instead of waiting for an edge that has
+                              passed: lock; cleared by a waiter that takes it,
+                              weft_close and iod_reset */
   _Atomic int kind;        /* K_*: a cache (relaxed); K_OTHER means weft set
                               O_NONBLOCK on it */
   _Atomic int listen_nb;   /* 1 once weft_accept set O_NONBLOCK (relaxed: a cache) */
-  uint32_t rdhup_pause;    /* uring: ns a waiter for OUT or PRI sleeps instead of
-                              arming a poll, once a poll without IN came back with
-                              only RDHUP (the peer shut its side: io_uring reports
-                              RDHUP to every poll, and it stays true); 0: polls.
-                              lock; cleared by weft_close and iod_reset */
   weft__wq_t q;            /* parked waiters, w->mode = the events they wait for:
                               lock */
 } iod_t;
@@ -110,25 +117,24 @@ static struct {
   int epfd, evfd;
   int uring;                            /* 1: the io_uring engine, else epoll (set
                                            at init, then read-only) */
+  char ring_mark;                       /* its address: the ring's epoll data */
   const char *name;
 #ifdef WEFT_HAVE_URING
   /* The io_uring engine's one ring. Its submission queue is shared by every VP
    * under sqlock (a queue lock: its holder makes a system call); its completion
-   * queue is read only by the holder of the poller role below, as epoll_wait is. */
+   * queue is read by the holder of the poller role below, which finds it ready
+   * through the ring's descriptor in the epoll instance. */
   weft__spin_t sqlock;
   struct io_uring ring;
-  /* 1 while poll requests sit in the submission queue unsubmitted (deferred arms,
-   * uring_submit_sqe): set by an armer, cleared by whoever submits them, both under
-   * sqlock. seq_cst (the store and the load in uring_submit_sqe, the load in
-   * uring_flush): with the seq_cst CAS for the poller role, the store-buffering pair
-   * that hands every deferred request to a submitter ("Deferred arming" in
-   * docs/memory-ordering.md) */
-  _Atomic int sq_pending;
 #endif
   /* the VP waiting in epoll_wait, or NULL; CAS to take the role (seq_cst: the
    * store-buffering pair with weft__io_wake, see there) */
   _Atomic(weft_vp_t *) poller;
   _Atomic long nwait;                   /* threads linked on a record (seq_cst RMW) */
+  /* The registration check (check_registrations): when the next is due and the
+   * period after it. Read and written by the holder of the poller role only (the
+   * role's release/acquire hands them over). */
+  uint64_t check_at, check_period;
   /* pages: CAS from NULL (acq_rel) once; acquire loads pair with it */
   _Atomic(iod_t *) pages[IOD_PAGES];
 } io;
@@ -163,8 +169,7 @@ static inline int here(void) { return weft__vp() != NULL; }
  * them when that thread exits, as a spare's does when its stall ends: a file read
  * cancelled that way returned EFAULT or ESRCH to its caller, and a cancelled close
  * would leave the descriptor open. A spare makes these calls directly, as the epoll
- * engine does (it only stands in for a while). Polls may still be armed from a spare:
- * one cancelled at its exit completes with ECANCELED, and uring_reap arms it again. */
+ * engine does (it only stands in for a while). */
 static inline int ring_ok(void) {
   weft_vp_t *vp = weft__vp();
   return vp != NULL && vp->index < weft__rt.nvps;
@@ -178,22 +183,12 @@ static int uring_submit_locked(void) {
   RING_RELEASE();
   do rc = io_uring_submit(&io.ring);
   while (rc == -EINTR);
-  if (rc >= 0) atomic_store_explicit(&io.sq_pending, 0, memory_order_relaxed); /* sqlock */
   return rc < 0 ? rc : 0;
 }
 
 /* Queues the request *tmpl (filled by an io_uring_prep_ function) with user_data ud,
- * under sqlock, and submits it. 0 or -errno.
- * defer (poll arms only): leave it in the submission queue when no VP holds the
- * poller role; the next VP to take the role submits it with everything else queued
- * (uring_flush) before it waits or reaps, so that a VP running many threads that
- * park in turn makes one system call for all their arms, as Go's netpoller makes
- * none. No request waits longer for it: its completion could not be reaped before a
- * VP takes the role anyway. The store-buffering pair: we store sq_pending, then load
- * the poller; a VP takes the role (seq_cst CAS), then loads sq_pending in
- * uring_flush. One of the two sees the other: either we see a poller (which may be
- * asleep in the ring already) and submit now, or it sees our request and submits it. */
-static int uring_submit_sqe(const struct io_uring_sqe *tmpl, uint64_t ud, int defer) {
+ * under sqlock, and submits it. 0 or -errno. */
+static int uring_submit_sqe(const struct io_uring_sqe *tmpl, uint64_t ud) {
   weft__qlock_lock(&io.sqlock);
   struct io_uring_sqe *sqe = io_uring_get_sqe(&io.ring);
   if (!sqe) {  /* full: push what is there, then there is room */
@@ -204,38 +199,10 @@ static int uring_submit_sqe(const struct io_uring_sqe *tmpl, uint64_t ud, int de
   if (sqe) {
     *sqe = *tmpl;
     io_uring_sqe_set_data64(sqe, ud);
-    rc = 0;
-    if (defer) {
-      /* seq_cst (both): the pair with the poller's CAS and uring_flush's load */
-      atomic_store_explicit(&io.sq_pending, 1, memory_order_seq_cst);
-      if (atomic_load_explicit(&io.poller, memory_order_seq_cst) != NULL) rc = uring_submit_locked();
-    } else {
-      rc = uring_submit_locked();
-    }
+    rc = uring_submit_locked();
   }
   weft__spin_unlock(&io.sqlock);
   return rc;
-}
-
-/* The poller's part of deferred arming: submits the requests armers left queued. Called
- * by the holder of the poller role, after its CAS for the role, before it waits in or
- * reaps the ring. */
-static void uring_flush(void) {
-  /* seq_cst: see uring_submit_sqe */
-  if (!atomic_load_explicit(&io.sq_pending, memory_order_seq_cst)) return;
-  weft__qlock_lock(&io.sqlock);
-  /* relaxed: under sqlock, which every writer of it holds */
-  if (atomic_load_explicit(&io.sq_pending, memory_order_relaxed)) (void)uring_submit_locked();
-  weft__spin_unlock(&io.sqlock);
-}
-
-/* A poll request for mask on fd (op IORING_OP_POLL_ADD), or a cancellation of every
- * request on fd (IORING_OP_ASYNC_CANCEL). 0 or -errno. */
-static int uring_submit(int op, int fd, uint32_t mask, uint64_t ud) {
-  struct io_uring_sqe t;
-  if (op == IORING_OP_POLL_ADD) io_uring_prep_poll_add(&t, fd, mask);
-  else io_uring_prep_cancel_fd(&t, fd, IORING_ASYNC_CANCEL_ALL);
-  return uring_submit_sqe(&t, ud, 0);
 }
 
 /* An operation in the ring that a weft thread waits for (on its stack; its address,
@@ -276,7 +243,7 @@ static int uring_call(struct io_uring_sqe *tmpl, uint64_t deadline) {
   u.done = 0;
   uint64_t ud = (uint64_t)(uintptr_t)&u;
   weft__qlock_lock(&u.lock);
-  int rc = uring_submit_sqe(tmpl, ud, 0);
+  int rc = uring_submit_sqe(tmpl, ud);
   if (rc) {
     weft__spin_unlock(&u.lock);
     return rc;
@@ -289,7 +256,7 @@ static int uring_call(struct io_uring_sqe *tmpl, uint64_t deadline) {
   if (st != WEFT__W_SIGNALED) {
     struct io_uring_sqe c;
     io_uring_prep_cancel64(&c, ud, 0);
-    (void)uring_submit_sqe(&c, URING_UD_IGNORE, 0);
+    (void)uring_submit_sqe(&c, URING_UD_IGNORE);
     weft__qlock_lock(&u.lock);
     if (!u.done) {  /* the completion (cancelled or not) is still to come */
       weft__waiter_init(&u.w, WEFT_FOREVER);
@@ -321,44 +288,21 @@ static int uop_complete(uop_t *u, int res) {
   return won;
 }
 
-/* Cancels every request on fd (its polls hold a reference to the file: a plain
- * close() would not release it, nor a socket's peer see the close). */
-static void uring_cancel_fd(int fd) { (void)uring_submit(IORING_OP_ASYNC_CANCEL, fd, 0, URING_UD_IGNORE); }
 #endif
 
-/* Arms d for `want` on top of what is armed (lock held). 0 or -errno. */
-static int arm(iod_t *d, uint32_t want) {
-#ifdef WEFT_HAVE_URING
-  if (io.uring) {
-    /* one one-shot poll request per arming, for the events not yet asked for; its
-     * user_data is d with those events in the low bits (iod_t is 8-aligned) */
-    uint32_t add = want & ~d->armed & IO_EVMASK;
-    if (!add) return 0;
-    struct io_uring_sqe t;
-    /* io_uring reports RDHUP to every poll, asked for or not (rdhup_pause says
-     * what a waiter for OUT or PRI does then) */
-    io_uring_prep_poll_add(&t, d->fd, add | POLLRDHUP);
-    int rc = uring_submit_sqe(&t, (uint64_t)(uintptr_t)d | add, 1);  /* deferred */
-    if (rc) return rc;
-    d->armed |= add;
-    return 0;
-  }
-#endif
-  uint32_t ev = d->armed | want;
-  if (ev == d->armed) return 0;
+/* Registers d in the epoll instance if it is not yet (lock held). 0 or -errno. */
+static int arm(iod_t *d) {
+  if (d->armed) return 0;
+  /* Registered once, edge-triggered, for everything (as Go's netpoller): a park
+   * makes no system call. An edge that comes while no waiter waits for it is kept
+   * in d->ready (iod_events), which a waiter looks at under the lock before it
+   * parks; the registration reports the state at once if it is ready already. */
   struct epoll_event e;
   memset(&e, 0, sizeof e);
-  /* RDHUP (the peer shut its side) only for readers: it stays true, and an arming
-   * for OUT or PRI with it reported at once, mapped to IN, woke nobody, re-armed, and
-   * so on for ever (a writer parked on a full socket whose peer half-closed spun its
-   * VP; with one VP the other threads' timers never fired) */
-  e.events = ev | EPOLLONESHOT | (ev & EPOLLIN ? EPOLLRDHUP : 0);
+  e.events = IO_EVMASK | EPOLLRDHUP | EPOLLET;
   e.data.ptr = d;
-  if (epoll_ctl(io.epfd, EPOLL_CTL_MOD, d->fd, &e) != 0) {
-    if (err_now() != ENOENT) return -err_now();
-    if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, d->fd, &e) != 0) return -err_now();
-  }
-  d->armed = ev;
+  if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, d->fd, &e) != 0 && err_now() != EEXIST) return -err_now();
+  d->armed = IO_EVMASK;
   return 0;
 }
 
@@ -377,27 +321,9 @@ static void kick(void *unused) {
  * began), -ENOMEM (no timer slot), or epoll_ctl's -errno. */
 static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
   weft__waiter_t w;
-  uint64_t until = deadline;
-  int paused = 0;
-#ifdef WEFT_HAVE_URING
-  /* uring, a peer that shut its side, a wait without IN: no poll would wait (see
-   * rdhup_pause), so the waiter sleeps instead, 50 us doubling to 10 ms, then the
-   * caller tries again; weft_close wakes it as any waiter (it is queued) */
-  if (io.uring && !(mode & EPOLLIN)) {
-    weft__qlock_lock(&d->lock);
-    uint32_t p = d->rdhup_pause;
-    if (p) d->rdhup_pause = p < 10000000u ? 2 * p : p;
-    weft__spin_unlock(&d->lock);
-    uint64_t now = weft__os_now_ns();
-    if (p && (deadline == WEFT_FOREVER || now + p < deadline)) {
-      until = now + p;
-      paused = 1;
-    }
-  }
-#endif
-  weft__waiter_init(&w, until);
-  if (until != WEFT_FOREVER) {
-    if (until <= weft__os_now_ns()) return -ETIMEDOUT;
+  weft__waiter_init(&w, deadline);
+  if (deadline != WEFT_FOREVER) {
+    if (deadline <= weft__os_now_ns()) return -ETIMEDOUT;
     if (weft__timer_reserve(weft__vp())) return -ENOMEM;
   }
   w.mode = mode;
@@ -406,7 +332,13 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
     weft__spin_unlock(&d->lock);
     return -EBADF;
   }
-  int rc = paused ? 0 : arm(d, mode);
+  if (d->ready & mode) {  /* an edge came since the caller's try (or before it, and it
+                            found what came): try again */
+    d->ready &= ~mode;
+    weft__spin_unlock(&d->lock);
+    return 0;
+  }
+  int rc = arm(d);
   if (rc) {
     weft__spin_unlock(&d->lock);
     return rc;
@@ -421,20 +353,8 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
   if (st != WEFT__W_SIGNALED) {
     weft__qlock_lock(&d->lock);
     if (w.linked) weft__wq_remove(&d->q, &w);
-    /* The last waiter left: nothing is armed for anyone any more. epoll: the next
-     * arm makes an epoll_ctl again (MOD, or ADD if the number was closed with
-     * close(2) and reused: the kernel dropped the old registration with the file,
-     * and an arm that trusted `armed` would never register the new one); an event of
-     * the old arming that still comes wakes nobody or makes a waiter retry. */
-    int drop = !d->q.head && d->armed;
-    if (drop) d->armed = 0;
     weft__spin_unlock(&d->lock);
-#ifdef WEFT_HAVE_URING
-    /* uring: withdraw the polls (they pin the file). A waiter that armed a new one
-     * meanwhile sees it cancelled and is re-armed by dispatch. */
-    if (drop && io.uring) uring_cancel_fd(d->fd);
-#endif
-    rc = paused && atomic_load_explicit(&d->gen, memory_order_relaxed) == gen ? 0 : -ETIMEDOUT;
+    rc = -ETIMEDOUT;
   } else if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
     rc = -EBADF;  /* woken by weft_close (its bump is ordered by our acquire of state) */
   }
@@ -518,7 +438,11 @@ int weft_fd_spawn(int fd, short events, weft_thread_fn fn, void *arg) {
   r->w.t = t;
   r->w.mode = mode;
   weft__qlock_lock(&d->lock);
-  int arc = arm(d, mode);
+  int arc = arm(d);
+  if (arc == 0 && (d->ready & mode)) {  /* an edge came while nobody waited: runs at once */
+    d->ready &= ~mode;
+    arc = 1;
+  }
   if (arc == 0) {
     weft__wq_push(&d->q, &r->w);
     /* seq_cst: as in iod_wait (the deadlock check and the pollers read it) */
@@ -562,31 +486,25 @@ static int os_wait(int fd, uint32_t mode, uint64_t deadline) {
 
 /* ---- engine hooks (runtime.c) -------------------------------------------------------- */
 
-/* Events e came for d (a mapped EPOLLIN/OUT/PRI mask; 0 for a cancelled uring
- * poll), from an arming of `bits` (epoll: everything armed; uring: one request's
- * events), or `all` (the arming failed: wake every waiter to retry and see).
- * Wakes the waiters e satisfies, re-arms for the rest. Returns how many it woke. */
-static int iod_events(iod_t *d, uint32_t m, uint32_t bits, int all) {
+/* Events m came for d (a mapped EPOLLIN/OUT/PRI mask): wakes the waiters m
+ * satisfies and keeps in d->ready what none of them took (the registration is
+ * edge-triggered: that edge will not be reported again). Returns how many it woke. */
+static int iod_events(iod_t *d, uint32_t m) {
   int woke = 0;
   weft__wakeset_t s;
   weft__wakeset_init(&s);
   weft__qlock_lock(&d->lock);
-  d->armed &= ~bits;  /* one-shot: the kernel disarmed it when it reported */
-  uint32_t rest = 0;
+  uint32_t took = 0;
   for (weft__waiter_t *w = d->q.head, *nx; w; w = nx) {
     nx = w->next;  /* before the claim: the wake set reuses next */
-    if (all || (w->mode & m)) {
+    if (w->mode & m) {
+      took |= w->mode;
       weft__wq_remove(&d->q, w);
       woke += weft__wakeset_claim(&s, w);
-    } else {
-      rest |= w->mode;
     }
   }
-  if (rest && arm(d, rest) != 0) {
-    /* cannot re-arm (closed behind weft's back): wake them all to retry and see */
-    weft__waiter_t *w;
-    while ((w = weft__wq_pop(&d->q)) != NULL) woke += weft__wakeset_claim(&s, w);
-  }
+  d->ready |= m & ~took;
+  d->seen = 1;
   weft__spin_unlock(&d->lock);
   weft__wakeset_run(&s);
   return woke;
@@ -600,6 +518,44 @@ static uint32_t map_events(uint32_t e) {
   return m;
 }
 
+#ifdef WEFT_HAVE_URING
+/* Reaps every completion there (the caller holds the poller role). */
+static int uring_reap(void) {
+  int woke = 0;
+  struct io_uring_cqe *cqe;
+  while (io_uring_peek_cqe(&io.ring, &cqe) == 0) {
+    RING_ACQUIRE();
+    uint64_t ud = io_uring_cqe_get_data64(cqe);
+    int res = cqe->res;
+    io_uring_cqe_seen(&io.ring, cqe);
+    if (ud == URING_UD_IGNORE) continue;
+    woke += uop_complete((uop_t *)(uintptr_t)ud, res);
+  }
+  return woke;
+}
+#endif
+
+/* The epoll_event data of the ring's descriptor (never a record's address). */
+#define RING_MARK ((void *)&io.ring_mark)
+
+/* Gives up the poller role after a wait that returned n events in ev; first, while
+ * the role is held, reaps the ring if it was among them (its completion queue has
+ * one reader at a time: the holder of the role). Returns how many threads that woke. */
+static int release_role(struct epoll_event *ev, int n) {
+  int woke = 0;
+#ifdef WEFT_HAVE_URING
+  for (int i = 0; i < n; i++)
+    if (ev[i].data.ptr == RING_MARK) woke += uring_reap();
+#else
+  (void)ev;
+  (void)n;
+#endif
+  /* release: pairs with the acquire of the next CAS for the role (what the reap
+   * read of the completion queue is handed over with it) */
+  atomic_store_explicit(&io.poller, NULL, memory_order_release);
+  return woke;
+}
+
 static int dispatch(struct epoll_event *ev, int n) {
   int woke = 0;
   for (int i = 0; i < n; i++) {
@@ -610,70 +566,11 @@ static int dispatch(struct epoll_event *ev, int n) {
       (void)r;
       continue;
     }
-    woke += iod_events(d, map_events(ev[i].events), ~0u, 0);
+    if (d == RING_MARK) continue;  /* reaped by the holder of the role (release_role) */
+    woke += iod_events(d, map_events(ev[i].events));
   }
   return woke;
 }
-
-#ifdef WEFT_HAVE_URING
-/* Arms the poll on the eventfd that weft__io_wake writes (user_data 0). Called at
- * init and by the poller after it drained the eventfd: a write between the drain
- * and this arming makes the new poll complete at once, so no wake-up is lost. */
-static int uring_arm_wake(void) { return uring_submit(IORING_OP_POLL_ADD, io.evfd, POLLIN, 0); }
-
-/* Reaps every completion there (the caller holds the poller role). */
-static int uring_reap(void) {
-  int woke = 0;
-  struct io_uring_cqe *cqe;
-  while (io_uring_peek_cqe(&io.ring, &cqe) == 0) {
-    RING_ACQUIRE();
-    uint64_t ud = io_uring_cqe_get_data64(cqe);
-    int res = cqe->res;
-    io_uring_cqe_seen(&io.ring, cqe);
-    if (ud == URING_UD_IGNORE || ud == LIBURING_UDATA_TIMEOUT) continue;
-    if (ud == 0) {  /* the eventfd (or its poll cancelled at a VP's exit): drain, re-arm */
-      uint64_t v;
-      ssize_t r = read(io.evfd, &v, sizeof v);
-      (void)r;
-      (void)uring_arm_wake();
-      continue;
-    }
-    if (!(ud & 7)) {
-      woke += uop_complete((uop_t *)(uintptr_t)ud, res);
-      continue;
-    }
-    iod_t *d = (iod_t *)(uintptr_t)(ud & ~(uint64_t)7);
-    uint32_t bits = (uint32_t)(ud & 7);
-    if (res >= 0 && (res & POLLRDHUP) && !(bits & EPOLLIN) &&
-        !(map_events((uint32_t)res & ~(uint32_t)POLLRDHUP) & bits)) {
-      /* only RDHUP, for a poll without IN: its waiters retry, and sleep from then on
-       * (iod_wait); re-armed, it would come back at once, for ever */
-      weft__qlock_lock(&d->lock);
-      if (!d->rdhup_pause) d->rdhup_pause = 50000;
-      weft__spin_unlock(&d->lock);
-      woke += iod_events(d, bits, bits, 0);
-    } else if (res >= 0) {
-      woke += iod_events(d, map_events((uint32_t)res), bits, 0);
-    } else {
-      woke += iod_events(d, 0, bits, res != -ECANCELED);
-    }
-  }
-  return woke;
-}
-
-/* Waits for a completion until `until` (0: a poll that does not wait). */
-static int uring_wait(uint64_t until) {
-  struct io_uring_cqe *cqe;
-  if (until == WEFT_FOREVER) {
-    (void)io_uring_wait_cqe(&io.ring, &cqe);
-  } else if (until != 0) {
-    uint64_t now = weft__os_now_ns(), left = until > now ? until - now : 0;
-    struct __kernel_timespec ts = {(long long)(left / 1000000000u), (long long)(left % 1000000000u)};
-    (void)io_uring_wait_cqe_timeout(&io.ring, &cqe, &ts);
-  }
-  return uring_reap();
-}
-#endif
 
 #define IO_NEV 64
 
@@ -690,6 +587,46 @@ static int epoll_for(uint64_t until, struct epoll_event *ev) {
   return n;
 }
 
+/* The registration check, by the holder of the poller role. A descriptor closed
+ * with close(2) loses its epoll registration with its file; if its number is reused
+ * and a weft thread parks on it, the record still says registered, and no event
+ * would ever come (weft/io.h asks for weft_close, which forgets the registration).
+ * So, from time to time, each record with waiters that has had no event since the
+ * last check is registered again: EEXIST, the registration is alive; success, it
+ * was lost, and the new one reports the descriptor's state at once. The period
+ * starts at CHECK_MIN and doubles to CHECK_MAX while nothing is found; a lost
+ * registration brings it back to CHECK_MIN. Returns the next check's time. */
+#define CHECK_MIN 1000000ull       /* 1 ms */
+#define CHECK_MAX 1000000000ull    /* 1 s */
+static uint64_t check_registrations(void) {
+  if (!atomic_load_explicit(&io.nwait, memory_order_relaxed)) return WEFT_FOREVER;
+  uint64_t now = weft__os_now_ns();
+  if (now < io.check_at) return io.check_at;
+  int lost = 0;
+  for (int i = 0; i < IOD_PAGES; i++) {
+    /* acquire: pairs with iod_get's release publication of the page */
+    iod_t *p = atomic_load_explicit(&io.pages[i], memory_order_acquire);
+    if (!p) continue;
+    for (int j = 0; j < IOD_PAGE; j++) {
+      iod_t *d = &p[j];
+      weft__qlock_lock(&d->lock);
+      if (d->armed && d->q.head && !d->seen) {
+        struct epoll_event e;
+        memset(&e, 0, sizeof e);
+        e.events = IO_EVMASK | EPOLLRDHUP | EPOLLET;
+        e.data.ptr = d;
+        if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, d->fd, &e) == 0) lost = 1;
+      }
+      d->seen = 0;
+      weft__spin_unlock(&d->lock);
+    }
+  }
+  if (lost || !io.check_period) io.check_period = CHECK_MIN;
+  else if (io.check_period < CHECK_MAX) io.check_period *= 2;
+  io.check_at = now + io.check_period;
+  return io.check_at;
+}
+
 int weft__io_park(weft_vp_t *vp, uint64_t until) {
   weft_vp_t *none = NULL;
   if (!atomic_load_explicit(&io.nwait, memory_order_relaxed) ||
@@ -698,9 +635,6 @@ int weft__io_park(weft_vp_t *vp, uint64_t until) {
     weft__os_futex_wait_until(&vp->park, 1, until);
     return 0;
   }
-#ifdef WEFT_HAVE_URING
-  if (io.uring) uring_flush();  /* the role's first duty, even if we do not wait */
-#endif
   /* seq_cst: with the CAS above, the store-buffering pair with weft__io_wake (a
    * waker stores park = 0, then fences and reads poller): either we see 0 here, or
    * it sees us as the poller and writes the eventfd */
@@ -708,19 +642,12 @@ int weft__io_park(weft_vp_t *vp, uint64_t until) {
     atomic_store_explicit(&io.poller, NULL, memory_order_release);
     return 0;
   }
-#ifdef WEFT_HAVE_URING
-  if (io.uring) {
-    int woke = uring_wait(until == 0 ? 1 : until);
-    atomic_store_explicit(&io.poller, NULL, memory_order_release);
-    return woke > 0;
-  }
-#endif
+  uint64_t check = check_registrations();
+  if (until == 0) until = 1;
   struct epoll_event ev[IO_NEV];
-  int n = epoll_for(until == 0 ? 1 : until, ev);
-  /* release: pairs with the acquire of the next CAS for the role (nothing to hand
-   * over but the role itself) */
-  atomic_store_explicit(&io.poller, NULL, memory_order_release);
-  return n > 0 && dispatch(ev, n) > 0;
+  int n = epoll_for(check < until ? check : until, ev);
+  int woke = release_role(ev, n);
+  return (n > 0 && dispatch(ev, n) > 0) || woke > 0;
 }
 
 void weft__io_wake(weft_vp_t *vp) {
@@ -741,19 +668,11 @@ static weft_vp_t *monitor_token(void) { return (weft_vp_t *)(void *)&io.poller; 
 /* One poll that does not wait, by the holder of the poller role (token), which it
  * gives up at the end; returns how many threads it made ready. */
 static int poll_held(void) {
-#ifdef WEFT_HAVE_URING
-  if (io.uring) {
-    uring_flush();
-    int woke = uring_reap();
-    atomic_store_explicit(&io.poller, NULL, memory_order_release);
-    return woke;
-  }
-#endif
+  (void)check_registrations();
   struct epoll_event ev[IO_NEV];
   int n = epoll_for(0, ev);
-  /* release: pairs with the acquire of the next CAS for the role */
-  atomic_store_explicit(&io.poller, NULL, memory_order_release);
-  return n > 0 ? dispatch(ev, n) : 0;
+  int woke = release_role(ev, n);
+  return woke + (n > 0 ? dispatch(ev, n) : 0);
 }
 
 /* The CAS for the role (seq_cst: see weft__io_park); 1 if token took it. */
@@ -794,28 +713,37 @@ int weft__io_need_poller(void) {
 }
 
 #ifdef WEFT_HAVE_URING
-/* Starts the ring; 0, or -errno when this kernel cannot run the engine: io_uring
- * refused (ENOSYS, or EPERM under seccomp or kernel.io_uring_disabled), or it lacks
- * what the engine uses (waits with a timeout that submit nothing: EXT_ARG, 5.11;
- * cancellation by descriptor: 5.19), found by trying them. */
+/* Starts the ring and registers its descriptor in the epoll instance; 0, or -errno
+ * when this kernel cannot run the engine: io_uring refused (ENOSYS, or EPERM under
+ * seccomp or kernel.io_uring_disabled), or it lacks what the engine uses
+ * (completions never dropped: NODROP, 5.5; cancellation by user_data, 5.5), found
+ * by trying them. */
 static int uring_start(void) {
   struct io_uring_params p;
   memset(&p, 0, sizeof p);
   int rc = io_uring_queue_init_params(256, &io.ring, &p);
   if (rc < 0) return rc;
-  if (!(p.features & IORING_FEAT_EXT_ARG) || !(p.features & IORING_FEAT_NODROP)) {
+  if (!(p.features & IORING_FEAT_NODROP)) {
     io_uring_queue_exit(&io.ring);
     return -ENOSYS;
   }
-  /* a cancellation by descriptor with nothing to cancel: ENOENT where supported */
+  /* a cancellation of a request that is not there: ENOENT where supported */
   struct io_uring_cqe *cqe;
-  rc = uring_submit(IORING_OP_ASYNC_CANCEL, io.evfd, 0, URING_UD_IGNORE);
+  struct io_uring_sqe t;
+  io_uring_prep_cancel64(&t, URING_UD_IGNORE - 1, 0);
+  rc = uring_submit_sqe(&t, URING_UD_IGNORE);
   if (rc == 0) rc = io_uring_wait_cqe(&io.ring, &cqe);
   if (rc == 0) {
-    rc = cqe->res == -ENOENT || cqe->res == 0 ? 0 : -ENOSYS;
+    rc = cqe->res == -ENOENT ? 0 : -ENOSYS;
     io_uring_cqe_seen(&io.ring, cqe);
   }
-  if (rc == 0) rc = uring_arm_wake();
+  if (rc == 0) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;  /* level-triggered: readable while completions wait */
+    ev.data.ptr = RING_MARK;
+    if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, io.ring.ring_fd, &ev) != 0) rc = -err_now();
+  }
   if (rc) io_uring_queue_exit(&io.ring);
   return rc;
 }
@@ -833,24 +761,8 @@ int weft__io_init(void) {
 #endif
   }
   memset(&io, 0, sizeof io);
-  io.epfd = -1;
   io.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (io.evfd < 0) return WEFT_ESYS;
-#ifdef WEFT_HAVE_URING
-  if (!forced || want_uring) {  /* the default: io_uring where it works */
-    if (uring_start() == 0) {
-      io.uring = 1;
-      io.name = "uring";
-      atomic_store_explicit(&io.on, 1, memory_order_release);
-      return 0;
-    }
-    if (want_uring) {
-      close(io.evfd);
-      return WEFT_ESYS;  /* forced, but this kernel refuses it */
-    }
-  }
-#endif
-  (void)want_uring;
   io.epfd = epoll_create1(EPOLL_CLOEXEC);
   if (io.epfd < 0) {
     close(io.evfd);
@@ -866,6 +778,19 @@ int weft__io_init(void) {
     return WEFT_ESYS;
   }
   io.name = "epoll";
+#ifdef WEFT_HAVE_URING
+  if (!forced || want_uring) {  /* the default: io_uring where it works */
+    if (uring_start() == 0) {
+      io.uring = 1;
+      io.name = "uring";
+    } else if (want_uring) {
+      close(io.evfd);
+      close(io.epfd);
+      return WEFT_ESYS;  /* forced, but this kernel refuses it */
+    }
+  }
+#endif
+  (void)want_uring;
   atomic_store_explicit(&io.on, 1, memory_order_release);
   return 0;
 }
@@ -884,7 +809,7 @@ void weft__io_fini(void) {
     atomic_store_explicit(&io.pages[i], NULL, memory_order_relaxed);
   }
   close(io.evfd);
-  if (io.epfd >= 0) close(io.epfd);
+  close(io.epfd);
   io.name = NULL;
 }
 
@@ -1404,7 +1329,7 @@ static void iod_reset(int fd, int kind) {
   if (!d) return;
   weft__qlock_lock(&d->lock);
   d->armed = 0;
-  d->rdhup_pause = 0;
+  d->ready = 0;
   atomic_store_explicit(&d->kind, kind, memory_order_relaxed);
   atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
   weft__spin_unlock(&d->lock);
@@ -1632,7 +1557,7 @@ int weft_fsync_deadline(int fd, uint64_t deadline) {
 int weft_fsync(int fd) { return weft_fsync_deadline(fd, WEFT_FOREVER); }
 
 int weft_close(int fd) {
-  int gated = 0, was_file = 0;
+  int gated = 0;
   if (!here()) {
     /* a plain OS thread wakes weft threads only inside the gate (weft_shutdown
      * must not free the records meanwhile); not running: just close */
@@ -1652,8 +1577,7 @@ int weft_close(int fd) {
     atomic_store_explicit(&d->gen, atomic_load_explicit(&d->gen, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     d->armed = 0;
-    d->rdhup_pause = 0;
-    was_file = atomic_load_explicit(&d->kind, memory_order_relaxed) == K_FILE;
+    d->ready = 0;
     atomic_store_explicit(&d->kind, K_UNKNOWN, memory_order_relaxed);
     atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
     weft__waiter_t *w;
@@ -1664,11 +1588,10 @@ int weft_close(int fd) {
    * at once (a weft_fd_spawn thread starts its function, which reads) must find it
    * closed. Made ready before, it found it open, parked on it anew, and nothing woke
    * it (the close had already passed). */
+  /* The close drops the descriptor's epoll registration with the file (unless
+   * another descriptor still refers to it: then its events come to this record
+   * until that one is closed too, and make a later waiter here try once more). */
 #ifdef WEFT_HAVE_URING
-  /* release the file the polls pin. A regular file has no polls, only reads and
-   * writes in flight, which must complete as the POSIX calls would (cancelled, they
-   * returned EFAULT or ESRCH to their callers) */
-  if (io.uring && d && !was_file) uring_cancel_fd(fd);
   if (io.uring && !gated && ring_ok()) {  /* the close (a flush, on some file systems) parks */
     struct io_uring_sqe t;
     io_uring_prep_close(&t, fd);
@@ -1676,8 +1599,6 @@ int weft_close(int fd) {
     weft__wakeset_run(&s);
     return r >= 0 ? r : (int)fail(-r);
   }
-#else
-  (void)was_file;  /* epoll: nothing in flight to spare */
 #endif
   int r = close(fd), e = r < 0 ? err_now() : 0;
   weft__wakeset_run(&s);
