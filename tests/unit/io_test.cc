@@ -1620,6 +1620,53 @@ TEST_P(IoTest, FdSpawnStartsTheThreadWhenReadyOrClosed) {
   for (int i = 0; i < n; i++) close(wr[i]);
 }
 
+// A descriptor is registered in epoll once, edge-triggered: an edge that came while
+// no thread waited on it is reported once. The engine keeps it, and a weft_fd_spawn
+// (or a park) after it must not wait for an edge that has passed: the thread starts
+// at once. Here a reader parks once (the registration), reads, and leaves; a byte
+// then comes while nobody waits, and the VPs poll it away (a thread parked on
+// another pipe keeps them polling) before the spawn.
+TEST_P(IoTest, FdSpawnAfterAnEdgeNobodyWaitedForStartsAtOnce) {
+  int p[2], idle[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(idle, O_CLOEXEC), 0);
+  static int rfd, wfd, ifd;
+  rfd = p[0];
+  wfd = p[1];
+  ifd = idle[0];
+  // registers p[0]: the read parks until the write
+  weft_thread_t *r = Spawn(+[](void *) -> void * {
+    char c;
+    return P(weft_read(rfd, &c, 1));
+  });
+  ASSERT_EQ(weft_sleep_ns(2000000), 0);
+  ASSERT_EQ(write(wfd, "x", 1), 1);
+  EXPECT_EQ(Join(r), P(1));
+  // keeps a waiter on the engine, so that idle VPs poll it
+  weft_thread_t *keep = Spawn(+[](void *) -> void * {
+    char c;
+    return P(weft_read(ifd, &c, 1));
+  });
+  ASSERT_EQ(weft_sleep_ns(2000000), 0);
+  ASSERT_EQ(write(wfd, "y", 1), 1);  // the edge, with no waiter on p[0]
+  ASSERT_EQ(weft_sleep_ns(20000000), 0);  // idle: the poller takes it
+  static std::atomic<int> got;
+  got = 0;
+  ASSERT_EQ(weft_fd_spawn(p[0], POLLIN, +[](void *) -> void * {
+              char c = 0;
+              got = weft_read(rfd, &c, 1) == 1 ? c : -1;
+              return nullptr;
+            }, nullptr), 0);
+  for (int k = 0; k < 100000 && got.load() == 0; k++) ASSERT_EQ(weft_sleep_ns(100000), 0);
+  EXPECT_EQ(got.load(), 'y');
+  ASSERT_EQ(write(idle[1], "z", 1), 1);
+  EXPECT_EQ(Join(keep), P(1));
+  weft_close(p[0]);
+  weft_close(idle[0]);
+  close(p[1]);
+  close(idle[1]);
+}
+
 // A second weft_connect of a connected TCP socket fails with EISCONN, as connect(2)
 // after a blocking connect does (Linux left the socket that weft connected without
 // blocking in the connecting state, and the second call answered 0).
