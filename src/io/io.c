@@ -450,8 +450,8 @@ int weft_fd_spawn(int fd, short events, weft_thread_fn fn, void *arg) {
   }
   weft__spin_unlock(&d->lock);
   if (arc) {
-    /* the engine will not watch fd: the thread runs at once and sees why (as a
-     * waiter woken by a failed arming does) */
+    /* the engine will not watch fd (arc < 0: the thread runs at once and its call
+     * sees why), or it is ready already (arc == 1) */
     atomic_fetch_add_explicit(&io.nwait, 1, memory_order_relaxed);  /* spawn_start's */
     weft__unblock(vp, t);
     return 0;
