@@ -55,11 +55,11 @@
 /* The kernel carries a request from its submitter to the thread that reaps its
  * completion (the io_uring_enter system call, then the completion queue's release/
  * acquire pair inside liburing); TSan sees neither, so these tell it. */
-#define RING_RELEASE() __tsan_release(&io.ring)
-#define RING_ACQUIRE() __tsan_acquire(&io.ring)
+#define RING_RELEASE(r) __tsan_release(r)
+#define RING_ACQUIRE(r) __tsan_acquire(r)
 #else
-#define RING_RELEASE() ((void)0)
-#define RING_ACQUIRE() ((void)0)
+#define RING_RELEASE(r) ((void)(r))
+#define RING_ACQUIRE(r) ((void)(r))
 #endif
 
 /* errno of the kernel thread the caller runs on now. glibc declares
@@ -117,15 +117,15 @@ static struct {
   int epfd, evfd;
   int uring;                            /* 1: the io_uring engine, else epoll (set
                                            at init, then read-only) */
-  char ring_mark;                       /* its address: the ring's epoll data */
   const char *name;
 #ifdef WEFT_HAVE_URING
-  /* The io_uring engine's one ring. Its submission queue is shared by every VP
-   * under sqlock (a queue lock: its holder makes a system call); its completion
-   * queue is read by the holder of the poller role below, which finds it ready
-   * through the ring's descriptor in the epoll instance. */
-  weft__spin_t sqlock;
-  struct io_uring ring;
+  /* The io_uring engine's rings, one per regular VP (index < nvps), made by the
+   * VP's kernel thread the first time one of its threads needs it (vp_ring); slot
+   * i is written by VP i's kernel thread only, and read by it and by fini (after
+   * the VPs stopped). Completion queues are read by the holder of the poller role,
+   * which finds them through their descriptors in the epoll instance. */
+  struct vring **rings;
+  int nrings;
 #endif
   /* the VP waiting in epoll_wait, or NULL; CAS to take the role (seq_cst: the
    * store-buffering pair with weft__io_wake, see there) */
@@ -163,45 +163,77 @@ static iod_t *iod_get(int fd) {
 static inline int here(void) { return weft__vp() != NULL; }
 
 #ifdef WEFT_HAVE_URING
-/* Whether the caller may send an operation (a file read or write, an open, an fsync, a
- * close) to the ring: on a VP of its own, not on a monitor's spare. io_uring ties the
- * kernel workers of a request to the kernel thread that submitted it, and cancels
- * them when that thread exits, as a spare's does when its stall ends: a file read
- * cancelled that way returned EFAULT or ESRCH to its caller, and a cancelled close
- * would leave the descriptor open. A spare makes these calls directly, as the epoll
- * engine does (it only stands in for a while). */
-static inline int ring_ok(void) {
-  weft_vp_t *vp = weft__vp();
-  return vp != NULL && vp->index < weft__rt.nvps;
-}
+/* A VP's ring. Its submission queue is written under sqlock (a queue lock: its
+ * holder makes a system call) by the VP's kernel thread, and by a thread that
+ * cancels a request it submitted here after it moved to another VP. Its epoll
+ * data is its address with bit 0 set (records are 8-aligned). */
+typedef struct vring {
+  weft__spin_t sqlock;
+  struct io_uring ring;
+} vring_t;
+#define RING_TAG 1u
+
 /* user_data of requests whose completion wakes nobody (cancellations) */
 #define URING_UD_IGNORE ((uint64_t)-2)
 
-/* Submits what the submission queue holds (sqlock held). 0 or -errno. */
-static int uring_submit_locked(void) {
+/* The caller's VP's ring, made on first use; NULL when the caller may not send an
+ * operation (a file read or write, an open, an fsync, a close) to a ring, or the
+ * ring cannot be made: the caller then makes the call directly, as the epoll engine
+ * does. Only a VP of its own has a ring, not a monitor's spare: io_uring ties the
+ * kernel workers of a request to the kernel thread that submitted it, and cancels
+ * them when that thread exits, as a spare's does when its stall ends (a file read
+ * cancelled that way returned EFAULT or ESRCH to its caller, and a cancelled close
+ * would leave the descriptor open); a spare only stands in for a while. */
+static vring_t *vp_ring(void) {
+  weft_vp_t *vp = weft__vp();
+  if (!io.uring || vp == NULL || vp->index >= io.nrings) return NULL;
+  vring_t *r = io.rings[vp->index];
+  if (WEFT__LIKELY(r != NULL)) return r;
+  r = weft__sys_calloc(1, sizeof *r);
+  if (!r) return NULL;
+  if (io_uring_queue_init(256, &r->ring, 0) < 0) {
+    weft__sys_free(r);
+    return NULL;
+  }
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLIN;  /* level-triggered: readable while completions wait */
+  ev.data.u64 = (uint64_t)(uintptr_t)r | RING_TAG;
+  RING_RELEASE(r);  /* the poller reads the ring it finds in the epoll data */
+  if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, r->ring.ring_fd, &ev) != 0) {
+    io_uring_queue_exit(&r->ring);
+    weft__sys_free(r);
+    return NULL;
+  }
+  io.rings[vp->index] = r;
+  return r;
+}
+
+/* Submits what r's submission queue holds (its sqlock held). 0 or -errno. */
+static int uring_submit_locked(vring_t *r) {
   int rc;
-  RING_RELEASE();
-  do rc = io_uring_submit(&io.ring);
+  RING_RELEASE(r);
+  do rc = io_uring_submit(&r->ring);
   while (rc == -EINTR);
   return rc < 0 ? rc : 0;
 }
 
-/* Queues the request *tmpl (filled by an io_uring_prep_ function) with user_data ud,
- * under sqlock, and submits it. 0 or -errno. */
-static int uring_submit_sqe(const struct io_uring_sqe *tmpl, uint64_t ud) {
-  weft__qlock_lock(&io.sqlock);
-  struct io_uring_sqe *sqe = io_uring_get_sqe(&io.ring);
+/* Queues the request *tmpl (filled by an io_uring_prep_ function) with user_data ud
+ * in r, under its sqlock, and submits it. 0 or -errno. */
+static int uring_submit_sqe(vring_t *r, const struct io_uring_sqe *tmpl, uint64_t ud) {
+  weft__qlock_lock(&r->sqlock);
+  struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
   if (!sqe) {  /* full: push what is there, then there is room */
-    (void)uring_submit_locked();
-    sqe = io_uring_get_sqe(&io.ring);
+    (void)uring_submit_locked(r);
+    sqe = io_uring_get_sqe(&r->ring);
   }
   int rc = -EBUSY;
   if (sqe) {
     *sqe = *tmpl;
     io_uring_sqe_set_data64(sqe, ud);
-    rc = uring_submit_locked();
+    rc = uring_submit_locked(r);
   }
-  weft__spin_unlock(&io.sqlock);
+  weft__spin_unlock(&r->sqlock);
   return rc;
 }
 
@@ -227,11 +259,12 @@ const char *const weft__io_op_names[64] = {
 
 #ifdef WEFT_HAVE_URING
 
-/* Submits *tmpl and parks the caller until its completion: returns its result (>= 0
- * or -errno). At the deadline it cancels the request and waits for its completion
+/* Submits *tmpl to r (the caller's VP's ring) and parks the caller until its
+ * completion: returns its result (>= 0 or -errno). At the deadline it cancels the
+ * request (in r, from whichever VP it runs on then) and waits for its completion
  * (which may still bring a result: then that is returned, nothing is lost); a
  * cancelled request gives -ETIMEDOUT. -ENOMEM: no timer slot. */
-static int uring_call(struct io_uring_sqe *tmpl, uint64_t deadline) {
+static int uring_call(vring_t *r, struct io_uring_sqe *tmpl, uint64_t deadline) {
   uop_t u;
   weft__waiter_init(&u.w, deadline);
   if (deadline != WEFT_FOREVER) {
@@ -243,7 +276,7 @@ static int uring_call(struct io_uring_sqe *tmpl, uint64_t deadline) {
   u.done = 0;
   uint64_t ud = (uint64_t)(uintptr_t)&u;
   weft__qlock_lock(&u.lock);
-  int rc = uring_submit_sqe(tmpl, ud);
+  int rc = uring_submit_sqe(r, tmpl, ud);
   if (rc) {
     weft__spin_unlock(&u.lock);
     return rc;
@@ -256,7 +289,7 @@ static int uring_call(struct io_uring_sqe *tmpl, uint64_t deadline) {
   if (st != WEFT__W_SIGNALED) {
     struct io_uring_sqe c;
     io_uring_prep_cancel64(&c, ud, 0);
-    (void)uring_submit_sqe(&c, URING_UD_IGNORE);
+    (void)uring_submit_sqe(r, &c, URING_UD_IGNORE);
     weft__qlock_lock(&u.lock);
     if (!u.done) {  /* the completion (cancelled or not) is still to come */
       weft__waiter_init(&u.w, WEFT_FOREVER);
@@ -519,15 +552,15 @@ static uint32_t map_events(uint32_t e) {
 }
 
 #ifdef WEFT_HAVE_URING
-/* Reaps every completion there (the caller holds the poller role). */
-static int uring_reap(void) {
+/* Reaps every completion in r (the caller holds the poller role). */
+static int uring_reap(vring_t *r) {
   int woke = 0;
   struct io_uring_cqe *cqe;
-  while (io_uring_peek_cqe(&io.ring, &cqe) == 0) {
-    RING_ACQUIRE();
+  while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
+    RING_ACQUIRE(r);
     uint64_t ud = io_uring_cqe_get_data64(cqe);
     int res = cqe->res;
-    io_uring_cqe_seen(&io.ring, cqe);
+    io_uring_cqe_seen(&r->ring, cqe);
     if (ud == URING_UD_IGNORE) continue;
     woke += uop_complete((uop_t *)(uintptr_t)ud, res);
   }
@@ -535,8 +568,16 @@ static int uring_reap(void) {
 }
 #endif
 
-/* The epoll_event data of the ring's descriptor (never a record's address). */
-#define RING_MARK ((void *)&io.ring_mark)
+/* Whether an epoll event is a ring's (its data tagged with RING_TAG), not a record's
+ * or the eventfd's. */
+static inline int is_ring(const struct epoll_event *e) {
+#ifdef WEFT_HAVE_URING
+  return (e->data.u64 & RING_TAG) != 0;
+#else
+  (void)e;
+  return 0;
+#endif
+}
 
 /* Gives up the poller role after a wait that returned n events in ev; first, while
  * the role is held, reaps the ring if it was among them (its completion queue has
@@ -545,7 +586,7 @@ static int release_role(struct epoll_event *ev, int n) {
   int woke = 0;
 #ifdef WEFT_HAVE_URING
   for (int i = 0; i < n; i++)
-    if (ev[i].data.ptr == RING_MARK) woke += uring_reap();
+    if (is_ring(&ev[i])) woke += uring_reap((vring_t *)(uintptr_t)(ev[i].data.u64 & ~(uint64_t)RING_TAG));
 #else
   (void)ev;
   (void)n;
@@ -566,7 +607,7 @@ static int dispatch(struct epoll_event *ev, int n) {
       (void)r;
       continue;
     }
-    if (d == RING_MARK) continue;  /* reaped by the holder of the role (release_role) */
+    if (is_ring(&ev[i])) continue;  /* reaped by the holder of the role (release_role) */
     woke += iod_events(d, map_events(ev[i].events));
   }
   return woke;
@@ -713,38 +754,33 @@ int weft__io_need_poller(void) {
 }
 
 #ifdef WEFT_HAVE_URING
-/* Starts the ring and registers its descriptor in the epoll instance; 0, or -errno
- * when this kernel cannot run the engine: io_uring refused (ENOSYS, or EPERM under
- * seccomp or kernel.io_uring_disabled), or it lacks what the engine uses
- * (completions never dropped: NODROP, 5.5; cancellation by user_data, 5.5), found
- * by trying them. */
-static int uring_start(void) {
+/* Whether this kernel can run the engine: 0, or -errno when io_uring is refused
+ * (ENOSYS, or EPERM under seccomp or kernel.io_uring_disabled), or it lacks what the
+ * engine uses (completions never dropped: NODROP, 5.5; cancellation by user_data,
+ * 5.5), found by trying them on a ring made for the purpose. The VPs' own rings are
+ * made when first needed (vp_ring). */
+static int uring_probe(void) {
+  vring_t r;
+  memset(&r, 0, sizeof r);
   struct io_uring_params p;
   memset(&p, 0, sizeof p);
-  int rc = io_uring_queue_init_params(256, &io.ring, &p);
+  int rc = io_uring_queue_init_params(4, &r.ring, &p);
   if (rc < 0) return rc;
   if (!(p.features & IORING_FEAT_NODROP)) {
-    io_uring_queue_exit(&io.ring);
+    io_uring_queue_exit(&r.ring);
     return -ENOSYS;
   }
   /* a cancellation of a request that is not there: ENOENT where supported */
   struct io_uring_cqe *cqe;
   struct io_uring_sqe t;
   io_uring_prep_cancel64(&t, URING_UD_IGNORE - 1, 0);
-  rc = uring_submit_sqe(&t, URING_UD_IGNORE);
-  if (rc == 0) rc = io_uring_wait_cqe(&io.ring, &cqe);
+  rc = uring_submit_sqe(&r, &t, URING_UD_IGNORE);
+  if (rc == 0) rc = io_uring_wait_cqe(&r.ring, &cqe);
   if (rc == 0) {
     rc = cqe->res == -ENOENT ? 0 : -ENOSYS;
-    io_uring_cqe_seen(&io.ring, cqe);
+    io_uring_cqe_seen(&r.ring, cqe);
   }
-  if (rc == 0) {
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = EPOLLIN;  /* level-triggered: readable while completions wait */
-    ev.data.ptr = RING_MARK;
-    if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, io.ring.ring_fd, &ev) != 0) rc = -err_now();
-  }
-  if (rc) io_uring_queue_exit(&io.ring);
+  io_uring_queue_exit(&r.ring);
   return rc;
 }
 #endif
@@ -780,7 +816,9 @@ int weft__io_init(void) {
   io.name = "epoll";
 #ifdef WEFT_HAVE_URING
   if (!forced || want_uring) {  /* the default: io_uring where it works */
-    if (uring_start() == 0) {
+    io.nrings = weft__rt.nvps;
+    io.rings = uring_probe() == 0 ? weft__sys_calloc((size_t)io.nrings, sizeof *io.rings) : NULL;
+    if (io.rings) {
       io.uring = 1;
       io.name = "uring";
     } else if (want_uring) {
@@ -801,7 +839,14 @@ void weft__io_fini(void) {
   if (!atomic_load_explicit(&io.on, memory_order_relaxed)) return;
   atomic_store_explicit(&io.on, 0, memory_order_relaxed);
 #ifdef WEFT_HAVE_URING
-  if (io.uring) io_uring_queue_exit(&io.ring);  /* drops the requests still there */
+  if (io.uring) {  /* drops the requests still there */
+    for (int i = 0; i < io.nrings; i++) {
+      if (!io.rings[i]) continue;
+      io_uring_queue_exit(&io.rings[i]->ring);
+      weft__sys_free(io.rings[i]);
+    }
+    weft__sys_free(io.rings);
+  }
 #endif
   for (int i = 0; i < IOD_PAGES; i++) {
     iod_t *p = atomic_load_explicit(&io.pages[i], memory_order_relaxed);
@@ -938,7 +983,7 @@ static void *pool_op_run(void *p) {
  * write over each other). Those go to the blocking pool instead, whose kernel
  * thread makes the plain call; their deadline is not applied (a started read or
  * write at the position cannot be taken back: the position has moved). */
-static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
+static ssize_t uring_file_op(vring_t *vr, const op_t *o, uint64_t deadline) {
   /* First a try that does not block (RWF_NOWAIT: the page cache has it): then no
    * request, no park. EAGAIN (it would wait for the disk) or EOPNOTSUPP (the file
    * system cannot tell): through the ring. */
@@ -964,7 +1009,7 @@ static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
                                                                            most per call */
   if (o->kind == OP_PREAD) io_uring_prep_read(&t, o->fd, o->buf, len, (uint64_t)o->off);
   else io_uring_prep_write(&t, o->fd, o->buf, len, (uint64_t)o->off);
-  int r = uring_call(&t, deadline);
+  int r = uring_call(vr, &t, deadline);
   if (r == -EAGAIN) return op_plain(o, 0);
   return r >= 0 ? r : fail(-r);
 }
@@ -1048,8 +1093,10 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
   }
   uint32_t gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
 #ifdef WEFT_HAVE_URING
-  if (io.uring && o->kind <= OP_PWRITE && is_file(d))
-    return ring_ok() ? uring_file_op(o, deadline) : op_plain(o, 0);
+  if (io.uring && o->kind <= OP_PWRITE && is_file(d)) {
+    vring_t *vr = vp_ring();
+    return vr ? uring_file_op(vr, o, deadline) : op_plain(o, 0);
+  }
 #endif
   ssize_t r = op_try(d, o);
   if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK) || nowait) return r;
@@ -1492,7 +1539,8 @@ static int open_cached(int dirfd, const char *path, int flags, mode_t mode) {
 int weft_openat_deadline(int dirfd, const char *path, int flags, mode_t mode, uint64_t deadline) {
   int fd;
 #ifdef WEFT_HAVE_URING
-  if (io.uring && ring_ok()) {
+  vring_t *vr = vp_ring();
+  if (vr) {
     /* Without a deadline, first on the VP when the path walk is in the dentry cache
      * (the common case: as fast as openat, where a ring round trip cost about 3.5
      * times as much), with openat's own semantics: a FIFO without O_NONBLOCK waits for
@@ -1516,7 +1564,7 @@ int weft_openat_deadline(int dirfd, const char *path, int flags, mode_t mode, ui
       struct io_uring_sqe t;
       io_uring_prep_openat(&t, dirfd, path, flags, mode);
       t.flags |= IOSQE_ASYNC;
-      int r = uring_call(&t, deadline);
+      int r = uring_call(vr, &t, deadline);
       fd = r >= 0 ? r : (int)fail(-r);
     }
   } else
@@ -1542,10 +1590,11 @@ int weft_openat(int dirfd, const char *path, int flags, ...) {
 
 int weft_fsync_deadline(int fd, uint64_t deadline) {
 #ifdef WEFT_HAVE_URING
-  if (io.uring && ring_ok()) {
+  vring_t *vr = vp_ring();
+  if (vr) {
     struct io_uring_sqe t;
     io_uring_prep_fsync(&t, fd, 0);
-    int r = uring_call(&t, deadline);
+    int r = uring_call(vr, &t, deadline);
     return r >= 0 ? r : (int)fail(-r);
   }
 #else
@@ -1592,10 +1641,11 @@ int weft_close(int fd) {
    * another descriptor still refers to it: then its events come to this record
    * until that one is closed too, and make a later waiter here try once more). */
 #ifdef WEFT_HAVE_URING
-  if (io.uring && !gated && ring_ok()) {  /* the close (a flush, on some file systems) parks */
+  vring_t *vr = gated ? NULL : vp_ring();
+  if (vr) {  /* the close (a flush, on some file systems) parks */
     struct io_uring_sqe t;
     io_uring_prep_close(&t, fd);
-    int r = uring_call(&t, WEFT_FOREVER);
+    int r = uring_call(vr, &t, WEFT_FOREVER);
     weft__wakeset_run(&s);
     return r >= 0 ? r : (int)fail(-r);
   }

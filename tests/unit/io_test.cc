@@ -375,6 +375,55 @@ TEST_P(IoTest, OpenatAndFsyncDeadlineForms) {
 // engines: the reader's open returns only once the writer has opened (io_uring's own
 // open would return at once, and the read would then see end of file), and the
 // writer's open only once a reader has (io_uring's would fail with ENXIO).
+// io_uring: each VP has its own ring, and a request is cancelled in the ring it was
+// submitted to, from whichever VP its thread runs on when its deadline passes. Here
+// a thread on VP 0 opens a FIFO that has no writer (a ring request that waits) with a
+// deadline; VP 0 is kept busy past the deadline, so VP 1 takes the thread when its
+// timer fires and makes the cancellation. Cancelled in VP 1's ring, the request would
+// not be found, and the open would wait for ever.
+TEST_P(IoTest, RingRequestIsCancelledFromAnotherVp) {
+  if (std::get<0>(GetParam()) != "uring" || nvps() < 2) GTEST_SKIP() << "uring at 2 VPs";
+  char dir[] = "/tmp/weft_io_xvp_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  static std::string q;
+  q = std::string(dir) + "/q";
+  ASSERT_EQ(mkfifo(q.c_str(), 0600), 0);
+  ASSERT_EQ(weft_set_affinity(0), 0);
+  struct Res { int fd, err, before, after; };
+  static Res res;
+  static std::atomic<int> parked;
+  int moved = 0;
+  for (int round = 0; round < 10 && !moved; round++) {
+    res = {-2, 0, -1, -1};
+    parked = 0;
+    weft_thread_t *t = Spawn(+[](void *) -> void * {
+      weft_set_affinity(0);
+      res.before = weft_vp_self();
+      parked = 1;
+      res.fd = weft_openat_deadline(AT_FDCWD, q.c_str(), O_RDONLY | O_CLOEXEC, 0,
+                                    weft_deadline_after(20ull * 1000 * 1000));
+      res.err = Err();
+      res.after = weft_vp_self();
+      return nullptr;
+    });
+    while (!parked.load()) weft_yield();
+    weft_yield();  // the opener submits and parks
+    // VP 0 busy (no switch) well past the deadline: VP 1 fires the timer and runs it
+    uint64_t until = weft_time_now() + 200ull * 1000 * 1000;
+    while (weft_time_now() < until) {
+    }
+    Join(t);
+    EXPECT_EQ(res.fd, -1);
+    EXPECT_EQ(res.err, ETIMEDOUT) << strerror(res.err);
+    if (res.fd >= 0) weft_close(res.fd);
+    moved = res.before == 0 && res.after == 1;
+  }
+  unlink(q.c_str());
+  rmdir(dir);
+  EXPECT_EQ(weft_io_parked(), 0);
+  if (!moved) GTEST_SKIP() << "the opener never resumed on VP 1";
+}
+
 TEST_P(IoTest, FifoOpenWaitsForItsPeer) {
   char dir[] = "/tmp/weft_io_fifo_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
