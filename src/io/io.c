@@ -19,10 +19,10 @@
  * epoll_wait through an eventfd (docs/memory-ordering.md "The I/O poller").
  *
  * The io_uring engine (WEFT_HAVE_URING; docs/io.md "The io_uring engine") is the
- * same plus one ring for what readiness cannot express: operations on regular
- * files, opens, fsyncs and closes are submitted to the ring and park their thread
- * until their completion. The ring's descriptor is registered in the epoll
- * instance, so the poller that waits there reaps the ring's completions too.
+ * same plus a ring per VP for what readiness cannot express: operations on regular
+ * files, opens, fsyncs and closes are submitted to the caller's VP's ring and park
+ * their thread until their completion. Each ring's descriptor is registered in the
+ * epoll instance, so the poller that waits there reaps the rings' completions too.
  *
  * Descriptor records live in a two-level table indexed by fd, allocated on first
  * use and freed at weft_shutdown.
