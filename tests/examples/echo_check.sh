@@ -1,14 +1,16 @@
 #!/bin/sh
-# tests/examples/echo_check.sh SERVER - runs an echo server example (examples/echo_server.c
-# or .cc) at 2 VPs for 20 connections, made all at once by a Python client, each sending
-# 200 KB that must come back byte for byte; then the server must exit 0 by itself.
+# tests/examples/echo_check.sh SERVER [EMULATOR...] - runs an echo server example
+# (examples/echo_server.c or .cc; through EMULATOR when cross-built) at 2 VPs for 20
+# connections, made all at once by a Python client, each sending 200 KB that must
+# come back byte for byte; then the server must exit 0 by itself.
 # Exit 77 (skipped) without python3.
 set -eu
 server=$1
+shift
 command -v python3 >/dev/null 2>&1 || exit 77
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$server" 0 20 2 >"$out" &
+"$@" "$server" 0 20 2 >"$out" &
 pid=$!
 port=
 for _ in $(seq 200); do
