@@ -556,8 +556,9 @@ static uint32_t map_events(uint32_t e) {
 static int uring_reap(vring_t *r) {
   int woke = 0;
   struct io_uring_cqe *cqe;
+  RING_ACQUIRE(r);  /* the ring as its maker left it (vp_ring) */
   while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
-    RING_ACQUIRE(r);
+    RING_ACQUIRE(r);  /* each request as its submitter left it */
     uint64_t ud = io_uring_cqe_get_data64(cqe);
     int res = cqe->res;
     io_uring_cqe_seen(&r->ring, cqe);
