@@ -44,7 +44,9 @@
  * plain close() leaves them parked (until their deadline, if any). A descriptor
  * closed with close() and reused by a new open keeps weft's cached notion of its
  * kind until weft_close or a weft_openat/weft_accept returns it; at worst a call on
- * it then blocks its VP.
+ * it then blocks its VP, or a thread that parks on it waits up to about a second for
+ * its first event (weft registers a descriptor with the kernel once, and finds a
+ * registration that close() dropped by checking from time to time: docs/io.md).
  *
  * Signals: a parked weft thread is not interrupted by signals (as if every handler
  * had SA_RESTART); EINTR is only returned when the system call itself returns it.
