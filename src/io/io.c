@@ -90,9 +90,9 @@ typedef struct iod {
                               at its start (relaxed: a waiter re-reads it under lock,
                               or after the acquire load of its waiter state that
                               pairs with weft_close's claim) */
-  uint32_t armed;          /* IO_EVMASK once the descriptor is registered in the
-                              epoll instance (edge-triggered, for good), 0 before:
-                              lock; cleared by weft_close and iod_reset */
+  uint32_t registered;     /* 1 once the descriptor is registered in the epoll
+                              instance (edge-triggered, for good), 0 before: lock;
+                              cleared by weft_close and iod_reset */
   uint32_t seen;           /* 1: an event came since the last registration check
                               (the registration is alive): lock */
   uint32_t ready;          /* events (mapped, IO_EVMASK) the engine reported
@@ -323,19 +323,26 @@ static int uop_complete(uop_t *u, int res) {
 
 #endif
 
-/* Registers d in the epoll instance if it is not yet (lock held). 0 or -errno. */
-static int arm(iod_t *d) {
-  if (d->armed) return 0;
-  /* Registered once, edge-triggered, for everything (as Go's netpoller): a park
-   * makes no system call. An edge that comes while no waiter waits for it is kept
-   * in d->ready (iod_events), which a waiter looks at under the lock before it
-   * parks; the registration reports the state at once if it is ready already. */
+/* EPOLL_CTL_ADD of d's descriptor (lock held): 0 (it was not registered, and now
+ * is), or -errno (-EEXIST: it was). Registered once, edge-triggered, for everything
+ * (as Go's netpoller): a park makes no system call. An edge that comes while no
+ * waiter waits for it is kept in d->ready (iod_events), which a waiter looks at
+ * under the lock before it parks; the registration reports the state at once if it
+ * is ready already. */
+static int epoll_add(iod_t *d) {
   struct epoll_event e;
   memset(&e, 0, sizeof e);
   e.events = IO_EVMASK | EPOLLRDHUP | EPOLLET;
   e.data.ptr = d;
-  if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, d->fd, &e) != 0 && err_now() != EEXIST) return -err_now();
-  d->armed = IO_EVMASK;
+  return epoll_ctl(io.epfd, EPOLL_CTL_ADD, d->fd, &e) == 0 ? 0 : -err_now();
+}
+
+/* Registers d in the epoll instance if it is not yet (lock held). 0 or -errno. */
+static int arm(iod_t *d) {
+  if (d->registered) return 0;
+  int rc = epoll_add(d);
+  if (rc && rc != -EEXIST) return rc;
+  d->registered = 1;
   return 0;
 }
 
@@ -652,13 +659,7 @@ static uint64_t check_registrations(void) {
     for (int j = 0; j < IOD_PAGE; j++) {
       iod_t *d = &p[j];
       weft__qlock_lock(&d->lock);
-      if (d->armed && d->q.head && !d->seen) {
-        struct epoll_event e;
-        memset(&e, 0, sizeof e);
-        e.events = IO_EVMASK | EPOLLRDHUP | EPOLLET;
-        e.data.ptr = d;
-        if (epoll_ctl(io.epfd, EPOLL_CTL_ADD, d->fd, &e) == 0) lost = 1;
-      }
+      if (d->registered && d->q.head && !d->seen && epoll_add(d) == 0) lost = 1;
       d->seen = 0;
       weft__spin_unlock(&d->lock);
     }
@@ -1376,7 +1377,7 @@ static void iod_reset(int fd, int kind) {
   iod_t *d = iod_get(fd);
   if (!d) return;
   weft__qlock_lock(&d->lock);
-  d->armed = 0;
+  d->registered = 0;
   d->ready = 0;
   atomic_store_explicit(&d->kind, kind, memory_order_relaxed);
   atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
@@ -1626,7 +1627,7 @@ int weft_close(int fd) {
      * state our claim below releases */
     atomic_store_explicit(&d->gen, atomic_load_explicit(&d->gen, memory_order_relaxed) + 1,
                           memory_order_relaxed);
-    d->armed = 0;
+    d->registered = 0;
     d->ready = 0;
     atomic_store_explicit(&d->kind, K_UNKNOWN, memory_order_relaxed);
     atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
