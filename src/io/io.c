@@ -176,7 +176,8 @@ typedef struct vring {
 /* user_data of requests whose completion wakes nobody (cancellations) */
 #define URING_UD_IGNORE ((uint64_t)-2)
 
-/* The caller's VP's ring, made on first use; NULL when the caller may not send an
+/* ring_allowed: whether the caller may use a ring (without making one).
+ * vp_ring: the caller's VP's ring, made on first use; NULL when the caller may not send an
  * operation (a file read or write, an open, an fsync, a close) to a ring, or the
  * ring cannot be made: the caller then makes the call directly, as the epoll engine
  * does. Only a VP of its own has a ring, not a monitor's spare: io_uring ties the
@@ -184,9 +185,13 @@ typedef struct vring {
  * them when that thread exits, as a spare's does when its stall ends (a file read
  * cancelled that way returned EFAULT or ESRCH to its caller, and a cancelled close
  * would leave the descriptor open); a spare only stands in for a while. */
-static vring_t *vp_ring(void) {
+static inline int ring_allowed(void) {
   weft_vp_t *vp = weft__vp();
-  if (!io.uring || vp == NULL || vp->index >= io.nrings) return NULL;
+  return io.uring && vp != NULL && vp->index < io.nrings;
+}
+static vring_t *vp_ring(void) {
+  if (!ring_allowed()) return NULL;
+  weft_vp_t *vp = weft__vp();
   vring_t *r = io.rings[vp->index];
   if (WEFT__LIKELY(r != NULL)) return r;
   r = weft__sys_calloc(1, sizeof *r);
@@ -985,7 +990,7 @@ static void *pool_op_run(void *p) {
  * write over each other). Those go to the blocking pool instead, whose kernel
  * thread makes the plain call; their deadline is not applied (a started read or
  * write at the position cannot be taken back: the position has moved). */
-static ssize_t uring_file_op(vring_t *vr, const op_t *o, uint64_t deadline) {
+static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
   /* First a try that does not block (RWF_NOWAIT: the page cache has it): then no
    * request, no park. EAGAIN (it would wait for the disk) or EOPNOTSUPP (the file
    * system cannot tell): through the ring. */
@@ -1006,6 +1011,8 @@ static ssize_t uring_file_op(vring_t *vr, const op_t *o, uint64_t deadline) {
     if (weft_blocking(pool_op_run, &x, NULL) != 0) return op_plain(o, 0);
     return x.r >= 0 ? x.r : fail(x.err);
   }
+  vring_t *vr = vp_ring();
+  if (!vr) return op_plain(o, 0);  /* no ring to be had: the plain call, as epoll */
   struct io_uring_sqe t;
   unsigned len = o->len > 0x7ffff000u ? 0x7ffff000u : (unsigned)o->len;  /* the kernel's
                                                                            most per call */
@@ -1095,10 +1102,8 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
   }
   uint32_t gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
 #ifdef WEFT_HAVE_URING
-  if (io.uring && o->kind <= OP_PWRITE && is_file(d)) {
-    vring_t *vr = vp_ring();
-    return vr ? uring_file_op(vr, o, deadline) : op_plain(o, 0);
-  }
+  if (io.uring && o->kind <= OP_PWRITE && is_file(d))
+    return ring_allowed() ? uring_file_op(o, deadline) : op_plain(o, 0);
 #endif
   ssize_t r = op_try(d, o);
   if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK) || nowait) return r;
@@ -1541,8 +1546,7 @@ static int open_cached(int dirfd, const char *path, int flags, mode_t mode) {
 int weft_openat_deadline(int dirfd, const char *path, int flags, mode_t mode, uint64_t deadline) {
   int fd;
 #ifdef WEFT_HAVE_URING
-  vring_t *vr = vp_ring();
-  if (vr) {
+  if (ring_allowed()) {
     /* Without a deadline, first on the VP when the path walk is in the dentry cache
      * (the common case: as fast as openat, where a ring round trip cost about 3.5
      * times as much), with openat's own semantics: a FIFO without O_NONBLOCK waits for
@@ -1563,11 +1567,16 @@ int weft_openat_deadline(int dirfd, const char *path, int flags, mode_t mode, ui
        * if its path became cached meanwhile. At the deadline the request is
        * cancelled; an open that completed anyway gives its descriptor (uring_call):
        * it is the caller's, never left open unseen. */
-      struct io_uring_sqe t;
-      io_uring_prep_openat(&t, dirfd, path, flags, mode);
-      t.flags |= IOSQE_ASYNC;
-      int r = uring_call(vr, &t, deadline);
-      fd = r >= 0 ? r : (int)fail(-r);
+      vring_t *vr = vp_ring();
+      if (vr) {
+        struct io_uring_sqe t;
+        io_uring_prep_openat(&t, dirfd, path, flags, mode);
+        t.flags |= IOSQE_ASYNC;
+        int r = uring_call(vr, &t, deadline);
+        fd = r >= 0 ? r : (int)fail(-r);
+      } else {
+        fd = openat(dirfd, path, flags, mode);  /* no ring to be had, as epoll */
+      }
     }
   } else
 #endif
