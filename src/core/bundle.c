@@ -57,7 +57,8 @@ int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
       (ops->flags & ~WEFT_SCHED_FLAGS_ALL))
     return WEFT_EINVAL;
   NOT_IN_IDLE_HANDLER("weft_bundle_create");
-  weft_bundle_t *b = weft__sys_calloc(1, sizeof *b);
+  size_t size = sizeof(weft_bundle_t) + (size_t)weft__rt.nvps_all * sizeof(weft__bundle_count_t);
+  weft_bundle_t *b = weft__sys_calloc_aligned(size, WEFT__CACHELINE);
   if (!b) return WEFT_ENOMEM;
   b->ops = *ops;
   b->ops_id = ops == &weft_sched_default ? NULL : ops; /* never the inlined path */
@@ -88,12 +89,27 @@ int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
   return 0;
 }
 
+/* b's live threads, summed as weft__live_threads sums the VPs' counters: every finished
+ * count first (acquire: pairs with weft__bundle_count_finished's release), then every
+ * created count. Never below the true count; 0 means every thread of b created by a
+ * thread that does not race with this call has finished (docs/memory-ordering.md,
+ * "Counters": the same proof, with b's counters for the VPs'). */
+static uint64_t bundle_live_threads(weft_bundle_t *b) {
+  uint64_t c = 0, f = 0;
+  int n = weft__rt.nvps_all;
+  for (int i = 0; i < n; i++) f += atomic_load_explicit(&b->count[i].finished, memory_order_acquire);
+  /* seq_cst (RMW-written): also ordered after the loads above */
+  c += atomic_load_explicit(&b->os_created, memory_order_seq_cst);
+  for (int i = 0; i < n; i++) c += atomic_load_explicit(&b->count[i].created, memory_order_relaxed);
+  return c - f;
+}
+
 int weft_bundle_destroy(weft_bundle_t *b) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   if (!b || b == weft__rt.root) return WEFT_EINVAL;
   NOT_IN_IDLE_HANDLER("weft_bundle_destroy");
-  /* acquire: pairs with the release decrement in the finish continuation */
-  if (atomic_load_explicit(&b->nthreads, memory_order_acquire) != 0 ||
+  if (bundle_live_threads(b) != 0 ||
+      /* acquire: pairs with the release decrement in weft_bundle_destroy */
       atomic_load_explicit(&b->nchildren, memory_order_acquire) != 0)
     return WEFT_EBUSY;
   weft__spin_lock(&weft__rt.bundle_lock);

@@ -8,6 +8,16 @@
 #include "core/tcb.h"
 
 /* ---- bundle ----------------------------------------------------------------------- */
+/* A bundle's live-thread count, split per VP so that creating and finishing its
+ * threads write no shared line (one shared atomic cost X2's T1 twelvefold at 2 VPs):
+ * the threads created and finished on one VP (owner-only: relaxed load + store;
+ * finished with release), summed by weft_bundle_destroy as weft__live_threads sums the
+ * VPs' counters (docs/memory-ordering.md, "Counters"). One cache line each. */
+typedef struct {
+  _Atomic uint64_t created, finished;
+  char pad[WEFT__CACHELINE - 2 * sizeof(uint64_t)];
+} weft__bundle_count_t;
+
 struct weft_bundle {
   weft_sched_ops_t ops;          /* copied at creation; read-only */
   const weft_sched_ops_t *ops_id;/* &weft_sched_default for the inlined fast path */
@@ -17,7 +27,9 @@ struct weft_bundle {
    * read-only after creation */
   uint32_t tf;
   weft_bundle_t *parent;
-  _Atomic long nthreads;         /* live threads; not counted for the root bundle */
+  /* live threads (not counted for the root bundle): created from plain OS threads
+   * (an RMW, on that cold path), and count[] below, one per VP of rt.nvps_all */
+  _Atomic uint64_t os_created;
   _Atomic long nchildren;
   weft_bundle_t *list_next, *list_prev; /* registry of bundles: rt.bundle_lock */
   /* the bundle tree (weft_bundle_first_child/next_sibling): rt.bundle_lock */
@@ -30,6 +42,7 @@ struct weft_bundle {
    * scheduler library for the state it made (weft_schedlib_bundle_create); NULL for
    * data a user made, which stays the user's */
   void (*data_free)(void *data);
+  weft__bundle_count_t count[]; /* nvps_all; cache-line aligned (weft_bundle_create) */
 };
 
 /* ---- idle-event routing (bundle.c; docs/schedulers.md) --------------------------- */

@@ -77,7 +77,7 @@ enum {
                              continuation that tests it: no test on the default paths.
                              Set at create, or by the thread itself (atomic OR) */
   WEFT__TF_BUNDLE = 32,   /* its bundle is not the root: counted in the bundle's
-                             nthreads (the finish paths test it with TF_SLOW), and
+                             per-VP counts (the finish paths test it with TF_SLOW), and
                              its bundle's processor_idle is asked when it joins,
                              finishes or yields on an empty dispatch queue. Without
                              TF_CUSTOM: a declared fast path (WEFT_SCHED_LOCAL_READY) */

@@ -165,10 +165,31 @@ static inline int create_attrs(weft_thread_t *t, const weft_attr_t *attr, weft_b
   return 1;
 }
 
+/* Counts a thread of b created on vp (NULL: a plain OS thread). */
+static inline void weft__bundle_count_created(weft_bundle_t *b, weft_vp_t *vp) {
+  if (!vp) {
+    /* seq_cst RMW: weft_bundle_destroy loads it after the finished counts */
+    atomic_fetch_add_explicit(&b->os_created, 1, memory_order_seq_cst);
+    return;
+  }
+  _Atomic uint64_t *c = &b->count[vp->index].created;
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+/* Counts the finish of a thread of b on vp (a thread finishes on a VP). release: pairs
+ * with weft_bundle_destroy's acquire load, which then sees the thread's creation and
+ * that of every thread it created (as vp->n_finished for weft__live_threads). */
+static inline void weft__bundle_count_finished(weft_bundle_t *b, weft_vp_t *vp) {
+  _Atomic uint64_t *c = &b->count[vp->index].finished;
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                        memory_order_release);
+}
+
 /* A thread of a non-root bundle goes to its scheduler: raised on vp (NULL: a plain OS
  * thread), or done here if the scheduler declared what its handler does there. */
 static void raise_created(weft_vp_t *vp, weft_bundle_t *b, weft_thread_t *t) {
-  atomic_fetch_add_explicit(&b->nthreads, 1, memory_order_relaxed);
+  weft__bundle_count_created(b, vp);
   unsigned f = b->ops.flags;  /* before the handler: t may run and b be destroyed */
   if (vp && (f & WEFT_SCHED_LOCAL_CREATE)) {  /* weft/sched.h: the handler's own enqueue */
     weft__enqueue(vp, t);
@@ -486,8 +507,7 @@ WEFT__COLD void weft__blocked_slow(weft_thread_t *self, uint32_t f, void *obj) {
 }
 
 static WEFT__COLD void finished_slow(weft_vp_t *vp, weft_thread_t *t, uint32_t f) {
-  if (f & WEFT__TF_BUNDLE)  /* the root bundle keeps no count */
-    atomic_fetch_sub_explicit(&t->bundle->nthreads, 1, memory_order_release);
+  if (f & WEFT__TF_BUNDLE) weft__bundle_count_finished(t->bundle, vp); /* not the root's */
 #ifdef WEFT_HOOKS
   if ((f & WEFT__TF_HOOK) && vp->current) {
     /* A joiner that thread_finish handed the VP to directly is not made ready through
@@ -525,9 +545,9 @@ static inline __attribute__((always_inline)) void finish_release(weft_vp_t *vp, 
   uint32_t f = weft__tflags(t);
   if (WEFT__UNLIKELY(f & WEFT__TF_FINISH_SLOW)) {
     /* a thread of a bundle on the root's paths (a declared fast path: WEFT_SCHED_LOCAL_READY)
-     * has only its bundle's count to drop: inline, no call (release: as in finished_slow) */
+     * has only its bundle's count to drop: inline, no call */
     if ((f & WEFT__TF_FINISH_SLOW) == WEFT__TF_BUNDLE)
-      atomic_fetch_sub_explicit(&t->bundle->nthreads, 1, memory_order_release);
+      weft__bundle_count_finished(t->bundle, vp);
     else
       finished_slow(vp, t, f);
   }
@@ -602,8 +622,7 @@ static __attribute__((noinline)) void finish_handoff_bundle(weft_vp_t *vp, weft_
     return;
   }
   weft__stack_release_fast(vp, t);
-  /* release: as in finished_slow */
-  atomic_fetch_sub_explicit(&t->bundle->nthreads, 1, memory_order_release);
+  weft__bundle_count_finished(t->bundle, vp);
   weft__stat_inc_release(&vp->n_finished);  /* release: as in finish_handoff_slow */
   /* release: as in finish_handoff_slow */
   atomic_store_explicit(&t->join, WEFT__JW_DONE, memory_order_release);

@@ -486,6 +486,77 @@ TEST_P(SchedConformance, DestroyBusyThenEmpty) {
   EXPECT_EQ(DestroyBundle(b, data), 0);
 }
 
+// The bundle's live count is kept per VP: a thread created on any VP keeps the bundle
+// busy, and chains whose links are created and finish on different VPs leave it
+// empty, never empty early (weft_bundle_destroy returning 0 while a link lives would
+// free the bundle under it: ASan).
+namespace destroy_count {
+std::atomic<long> chains_left, heads_made;
+weft_attr_t link_attr;
+void *Link(void *p) {
+  long left = I(p);
+  if (left > 1) EXPECT_EQ(weft_create(nullptr, &link_attr, Link, P(left - 1)), 0);
+  else chains_left--;
+  return nullptr;
+}
+}  // namespace destroy_count
+
+TEST_P(SchedConformance, DestroyCountsThreadsOfEveryVp) {
+  if (!Wrapped()) GTEST_SKIP() << "the root bundle is never destroyed";
+  // one thread of the bundle created from each VP (by a root thread bound there)
+  for (int v = 0; v < nvps(); v++) {
+    Event ev;
+    struct Ctx {
+      weft_attr_t a;
+      Event *ev;
+      weft_thread_t *t;
+    } ctx{Attr(), &ev, nullptr};
+    weft_attr_t on_v;
+    weft_attr_init(&on_v);
+    on_v.vproc = WEFT_VPROC(v);
+    Join(Spawn(+[](void *p) {
+      auto *c = static_cast<Ctx *>(p);
+      c->t = Spawn(+[](void *e) {
+        static_cast<Event *>(e)->Wait();
+        return P(7);
+      }, c->ev, &c->a);
+      return P(0);
+    }, &ctx, &on_v));
+    ASSERT_NE(ctx.t, nullptr);
+    EXPECT_EQ(weft_bundle_destroy(bundle_), WEFT_EBUSY) << "a thread created on VP " << v;
+    ev.Set();
+    EXPECT_EQ(Join(ctx.t), P(7));
+  }
+  // detached chains started on every VP, the bundle polled for empty while they run
+  using namespace destroy_count;
+  const long links = 2000;
+  link_attr = Attr();
+  link_attr.detached = 1;
+  chains_left = nvps();
+  heads_made = 0;
+  for (int v = 0; v < nvps(); v++) {
+    weft_attr_t on_v;
+    weft_attr_init(&on_v);
+    on_v.vproc = WEFT_VPROC(v);
+    on_v.detached = 1;
+    ASSERT_EQ(weft_create(nullptr, &on_v, +[](void *) -> void * {
+      EXPECT_EQ(weft_create(nullptr, &link_attr, Link, P(links)), 0);
+      heads_made++;
+      return nullptr;
+    }, nullptr), 0);
+  }
+  // from here the bundle has a live thread until the last link finishes
+  ASSERT_TRUE(YieldUntil([&] { return heads_made.load() == nvps(); }));
+  int rc = WEFT_EBUSY;
+  EXPECT_TRUE(YieldUntil([&] { return (rc = weft_bundle_destroy(bundle_)) != WEFT_EBUSY; }));
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(chains_left.load(), 0) << "the bundle was empty before its last links finished";
+  if (Param().family == kListFifo || Param().family == kListLifo)
+    EXPECT_EQ(weft_threadlist_destroy(static_cast<weft_threadlist_t *>(data_)), 0);
+  else weft_schedlib_data_destroy(data_);
+  bundle_ = nullptr;
+}
+
 // ---- policy checks with one VP (deterministic) -------------------------------------
 
 // Main creates n threads (never switching), then joins them in creation order; each
