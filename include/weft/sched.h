@@ -61,7 +61,9 @@
  * asked twice in one round (as the focus and in the sweep). Stopped bundles
  * (weft_bundle_stop) are skipped everywhere. processor_idle always runs with the
  * kernel's bundle lock held (so the tree does not change under a handler and no
- * bundle it can reach is destroyed meanwhile): a handler must not create, destroy,
+ * bundle it can reach is destroyed meanwhile). It is held shared: handlers raised on
+ * different VPs run at the same time, and a scheduler guards its own state, as it
+ * must for its other handlers anyway. A handler must not create, destroy,
  * focus, stop or continue bundles or read the focus (caught in checked builds), and
  * must not hold a lock of its own while it calls weft_sched_idle_pass().
  */

@@ -3,13 +3,28 @@
  * "The bundle tree, the focus and idle events"), and the accessors schedulers call
  * (the dispatch-queue services are in dispatch.c).
  *
- * Locking. rt.bundle_lock guards the registry, the tree links, the focus and the
+ * Locking. The bundle lock guards the registry, the tree links, the focus and the
  * stopped flags, and is held around every processor_idle the kernel raises (idle
  * loop, last look before sleeping, yield, weft_sched_idle_pass), so a handler sees a
  * tree that does not change under it and no bundle it can reach is destroyed while it
- * runs. `idle_held` says that this kernel thread already holds it (a pass from inside
- * a handler must not take it again). Lock order: bundle_lock, then a dispatch queue's
- * lock or a scheduler's own lock, then idle_lock.
+ * runs. It is a reader-writer lock with a reader slot per VP, so that idle events on
+ * different VPs share it without writing a common line (one spinlock made the
+ * scheduler library's FIFO serialise every VP's joins and finishes on it, X2):
+ *   - shared (idle_lock): a VP's kernel thread sets its VP's idle_event (exchange,
+ *     seq_cst), then reads rt.bundle_writer (seq_cst); if a change holds the lock, it
+ *     clears the slot and waits for the change to end. Leaving: idle_event = 0
+ *     (release). A plain OS thread (no VP: weft_sched_idle_pass misused) takes the
+ *     exclusive side instead.
+ *   - exclusive (tree_lock): rt.bundle_lock among changes, then bundle_writer = 1
+ *     (exchange, seq_cst), then every VP's idle_event is read (acquire) until it is
+ *     0. Leaving: bundle_writer = 0 (release), then unlock.
+ * The slot and the writer flag are a Dekker pair: both sides store, then load the
+ * other's word, all seq_cst, so at least one sees the other and waits; the release
+ * that ends the side it waited for pairs with its acquire load, so the two critical
+ * sections are ordered (docs/memory-ordering.md, "The bundle lock").
+ * `idle_held` says that this kernel thread already holds the lock (a pass from inside
+ * a handler must not take it again). Lock order: the bundle lock, then a dispatch
+ * queue's lock or a scheduler's own lock, then idle_lock.
  */
 #include <string.h>
 
@@ -24,6 +39,25 @@ static WEFT__TLS int pass_depth;  /* nesting of weft_sched_idle_pass on this ker
  * (the lock is held around it): a checked build says so instead. */
 #define NOT_IN_IDLE_HANDLER(what) \
   WEFT__ASSERT(!idle_held, what " called from a processor_idle handler (weft/sched.h)")
+
+/* The exclusive side of the bundle lock (see "Locking" above). */
+static void tree_lock(void) {
+  weft__spin_lock(&weft__rt.bundle_lock);
+  /* seq_cst: the Dekker pair with idle_lock */
+  atomic_exchange_explicit(&weft__rt.bundle_writer, 1, memory_order_seq_cst);
+  for (int i = 0; i < weft__rt.nvps_all; i++) {
+    /* seq_cst for the pair (and so acquire: pairs with the release that ends a VP's
+     * idle event) */
+    while (atomic_load_explicit(&weft__rt.vps[i]->idle_event, memory_order_seq_cst))
+      weft__os_relax();
+  }
+}
+
+static void tree_unlock(void) {
+  /* release: pairs with idle_lock's load of the flag that reads it 0 */
+  atomic_store_explicit(&weft__rt.bundle_writer, 0, memory_order_release);
+  weft__spin_unlock(&weft__rt.bundle_lock);
+}
 
 weft_bundle_t *weft__bundle_new_root(void) {
   weft_bundle_t *b = weft__sys_calloc(1, sizeof *b);
@@ -74,7 +108,7 @@ int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
           ((fl & (WEFT_SCHED_DISPATCH_ONLY | WEFT_SCHED_LOCAL_READY)) ? 0 : WEFT__TF_SCHED_YIELD);
   b->parent = parent ? parent : weft__rt.root;
   atomic_fetch_add_explicit(&b->parent->nchildren, 1, memory_order_relaxed);
-  weft__spin_lock(&weft__rt.bundle_lock);
+  tree_lock();
   b->sib_next = b->parent->first_child;  /* newest child first */
   if (b->sib_next) b->sib_next->sib_prev = b;
   b->parent->first_child = b;
@@ -82,7 +116,7 @@ int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
   if (b->list_next) b->list_next->list_prev = b;
   weft__rt.bundles = b;
   atomic_fetch_add_explicit(&weft__rt.nbundles, 1, memory_order_relaxed);
-  weft__spin_unlock(&weft__rt.bundle_lock);
+  tree_unlock();
   weft_bundle_t *p = b->parent;
   if (p->ops.bundle_created) p->ops.bundle_created(p, b);
   *out = b;
@@ -112,7 +146,7 @@ int weft_bundle_destroy(weft_bundle_t *b) {
       /* acquire: pairs with the release decrement in weft_bundle_destroy */
       atomic_load_explicit(&b->nchildren, memory_order_acquire) != 0)
     return WEFT_EBUSY;
-  weft__spin_lock(&weft__rt.bundle_lock);
+  tree_lock();
   if (b->sib_prev) b->sib_prev->sib_next = b->sib_next;
   else b->parent->first_child = b->sib_next;
   if (b->sib_next) b->sib_next->sib_prev = b->sib_prev;
@@ -125,7 +159,7 @@ int weft_bundle_destroy(weft_bundle_t *b) {
   else weft__rt.bundles = b->list_next;
   atomic_fetch_sub_explicit(&weft__rt.nbundles, 1, memory_order_relaxed);
   if (b->list_next) b->list_next->list_prev = b->list_prev;
-  weft__spin_unlock(&weft__rt.bundle_lock);
+  tree_unlock();
   weft_bundle_t *p = b->parent;
   if (p->ops.bundle_terminated) p->ops.bundle_terminated(p, b);
   atomic_fetch_sub_explicit(&p->nchildren, 1, memory_order_release);
@@ -159,10 +193,10 @@ int weft_bundle_set_focus(weft_bundle_t *b) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   if (!b) b = weft__rt.root;
   NOT_IN_IDLE_HANDLER("weft_bundle_set_focus");
-  weft__spin_lock(&weft__rt.bundle_lock);
+  tree_lock();
   int ok = bundle_live_locked(b);
   if (ok) atomic_store_explicit(&weft__rt.focus, b, memory_order_relaxed);
-  weft__spin_unlock(&weft__rt.bundle_lock);
+  tree_unlock();
   if (!ok) return WEFT_EINVAL;
   /* a VP may have gone to sleep after the old focus said it had nothing, while the new
    * one holds threads: as after any change that makes threads findable */
@@ -173,9 +207,9 @@ int weft_bundle_set_focus(weft_bundle_t *b) {
 weft_bundle_t *weft_bundle_focus(void) {
   if (!weft_is_running()) return NULL;
   NOT_IN_IDLE_HANDLER("weft_bundle_focus");
-  weft__spin_lock(&weft__rt.bundle_lock);
+  tree_lock();
   weft_bundle_t *f = atomic_load_explicit(&weft__rt.focus, memory_order_relaxed);
-  weft__spin_unlock(&weft__rt.bundle_lock);
+  tree_unlock();
   return f;
 }
 
@@ -194,13 +228,13 @@ static int set_stopped(weft_bundle_t *b, int on) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   if (!b) return WEFT_EINVAL;
   NOT_IN_IDLE_HANDLER("weft_bundle_stop/continue");
-  weft__spin_lock(&weft__rt.bundle_lock);
+  tree_lock();
   int ok = bundle_live_locked(b);
   if (ok && atomic_load_explicit(&b->stopped, memory_order_relaxed) != on) {
     atomic_store_explicit(&b->stopped, on, memory_order_relaxed);
     atomic_fetch_add_explicit(&weft__rt.nstopped, on ? 1 : -1, memory_order_relaxed);
   }
-  weft__spin_unlock(&weft__rt.bundle_lock);
+  tree_unlock();
   if (!ok) return WEFT_EINVAL;
   /* continue: threads held back are findable again. The flag was cleared before the
    * seq_cst fence of weft_sched_notify(); a VP about to sleep reads it (under the
@@ -217,9 +251,9 @@ int weft_bundle_continue(weft_bundle_t *b) { return set_stopped(b, 0); }
 int weft_bundle_is_stopped(const weft_bundle_t *b) {
   if (!b || !weft_is_running()) return 0;
   if (idle_held) return weft__bundle_stopped(b); /* the lock is ours already */
-  weft__spin_lock(&weft__rt.bundle_lock);
+  tree_lock();
   int s = weft__bundle_stopped(b);
-  weft__spin_unlock(&weft__rt.bundle_lock);
+  tree_unlock();
   return s;
 }
 
@@ -227,13 +261,31 @@ int weft_bundle_is_stopped(const weft_bundle_t *b) {
 
 
 static void idle_lock(void) {
-  weft__spin_lock(&weft__rt.bundle_lock);
+  weft_vp_t *me = weft__vp();
+  if (WEFT__UNLIKELY(!me)) {
+    tree_lock();
+    idle_held = 2;
+    return;
+  }
+  /* seq_cst: the Dekker pair with tree_lock (see "Locking" above) */
+  while (atomic_exchange_explicit(&me->idle_event, 1, memory_order_seq_cst),
+         WEFT__UNLIKELY(atomic_load_explicit(&weft__rt.bundle_writer, memory_order_seq_cst))) {
+    /* release: a change that read the slot 1 may go on */
+    atomic_store_explicit(&me->idle_event, 0, memory_order_release);
+    while (atomic_load_explicit(&weft__rt.bundle_writer, memory_order_relaxed)) weft__os_relax();
+  }
   idle_held = 1;
 }
 
 static void idle_unlock(void) {
+  if (WEFT__UNLIKELY(idle_held == 2)) {
+    idle_held = 0;
+    tree_unlock();
+    return;
+  }
   idle_held = 0;
-  weft__spin_unlock(&weft__rt.bundle_lock);
+  /* release: pairs with tree_lock's acquire load of the slot */
+  atomic_store_explicit(&weft__vp()->idle_event, 0, memory_order_release);
 }
 
 /* processor_idle on b, unless it is stopped (bundle_lock held). The root's handler

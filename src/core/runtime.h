@@ -53,7 +53,11 @@ typedef struct weft__rt {
   long kthreads_expected;        /* kernel threads of the process when only weft's own
                                     run (VPs, sanitizer helpers): -1 unknown */
   _Atomic unsigned rr;           /* round robin for OS-thread creations */
-  weft__spin_t bundle_lock;
+  weft__spin_t bundle_lock;      /* tree changes among themselves (bundle.c) */
+  /* 1 while a tree change holds the bundle lock exclusively: written under
+   * bundle_lock (exchange, seq_cst; release to clear), read by VPs entering an idle
+   * event (bundle.c, "Locking") */
+  _Atomic uint32_t bundle_writer;
   weft_bundle_t *bundles;        /* non-root bundles: bundle_lock */
   _Atomic int nbundles;          /* their count: written under bundle_lock, read
                                     relaxed by idle pollers as a hint */

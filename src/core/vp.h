@@ -32,6 +32,10 @@ struct weft_vp {
   /* owner-only, hot */
   weft_thread_t *current;       /* running thread; NULL while in the idle loop */
   int index;
+  /* 1 while this VP's kernel thread raises an idle event (bundle.c, the shared side of
+   * the bundle lock): written by the owner (exchange, seq_cst; release to clear), read
+   * by a tree change waiting for the VP to leave (acquire) */
+  _Atomic uint32_t idle_event;
   uint32_t handoffs;            /* finish hand-offs that passed queued threads
                                    (thread.c, handoff_turn) */
   weft_thread_t *tcb_free;      /* free control blocks, count ntcb (owner) */

@@ -168,6 +168,70 @@ TEST_P(BundleTreeTest, FocusIsSetReadAndMovesUpWhenDestroyed) {
   EXPECT_EQ(weft_bundle_focus(), root);
 }
 
+// Idle events on every VP share the bundle lock while bundles are created, focused and
+// destroyed: a handler never runs on a bundle that weft_bundle_destroy has returned
+// for (its data is poisoned, then freed: ASan, or the magic check), and a destroy
+// waits for handlers under way. Idle VPs sweep the probes; the worker bundle's threads
+// (the library's FIFO) raise processor_idle on their own bundle at every yield.
+struct Probe {
+  static constexpr int kMagic = 0x5eed;
+  std::atomic<int> magic{kMagic};
+  static std::atomic<long> calls, bad;
+  static void Ready(weft_bundle_t *, weft_thread_t *t) {
+    weft_vp_t *vp = weft_sched_vp_self();
+    weft_sched_enqueue(vp ? vp : weft_sched_vp(0), t);
+  }
+  static weft_thread_t *Idle(weft_bundle_t *b, weft_vp_t *) {
+    auto *p = static_cast<Probe *>(weft_bundle_data(b));
+    if (p->magic.load() != kMagic) bad++;
+    calls++;
+    return nullptr;
+  }
+  static constexpr weft_sched_ops_t kOps = {Ready,   nullptr, nullptr, nullptr, Ready,
+                                            nullptr, nullptr, Idle,    0};
+};
+constexpr weft_sched_ops_t Probe::kOps;
+std::atomic<long> Probe::calls, Probe::bad;
+
+TEST_P(BundleTreeTest, TreeChangesRaceIdleEvents) {
+  Probe::calls = 0;
+  Probe::bad = 0;
+  weft_bundle_t *work = Lib(WEFT_SCHED_FIFO);
+  ASSERT_NE(work, nullptr);
+  std::atomic<bool> done{false};
+  auto churn = [&]() -> void * {
+    while (!done.load()) {
+      for (int i = 0; i < 20; i++) weft_yield();
+      weft_sleep_ns(20 * 1000);  // the VP goes idle: it sweeps the bundles
+    }
+    return nullptr;
+  };
+  weft_attr_t wa = InBundle(work);
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < nvps(); i++) ts.push_back(SpawnCall(&churn, &wa));
+  for (int round = 0; round < 300; round++) {
+    auto *p = new Probe;
+    weft_bundle_t *b = nullptr;
+    ASSERT_EQ(weft_bundle_create(&b, round % 2 ? work : nullptr, &Probe::kOps, p), 0);
+    if (round % 3 == 0) EXPECT_EQ(weft_bundle_set_focus(b), 0);
+    if (round % 5 == 0) {
+      EXPECT_EQ(weft_bundle_stop(b), 0);
+      EXPECT_EQ(weft_bundle_continue(b), 0);
+    }
+    weft_sleep_ns(30 * 1000);
+    EXPECT_EQ(weft_bundle_destroy(b), 0);
+    p->magic = 0;  // any handler call from here on is a violation
+    weft_yield();
+    delete p;
+  }
+  done = true;
+  JoinAll(ts);
+  EXPECT_EQ(Probe::bad.load(), 0) << Probe::calls.load() << " probe calls";
+  int rc = WEFT_EBUSY;
+  EXPECT_TRUE(YieldUntil([&] { return (rc = weft_schedlib_bundle_destroy(work)) != WEFT_EBUSY; }));
+  EXPECT_EQ(rc, 0);
+}
+
 TEST(BundleTreeApi, NotRunning) {
   EXPECT_EQ(weft_bundle_focus(), nullptr);
   EXPECT_EQ(weft_bundle_set_focus(nullptr), WEFT_ENOTINIT);
