@@ -10,18 +10,20 @@
  * runs. It is a reader-writer lock with a reader slot per VP, so that idle events on
  * different VPs share it without writing a common line (one spinlock made the
  * scheduler library's FIFO serialise every VP's joins and finishes on it, X2):
- *   - shared (idle_lock): a VP's kernel thread sets its VP's idle_event (exchange,
- *     seq_cst), then reads rt.bundle_writer (seq_cst); if a change holds the lock, it
- *     clears the slot and waits for the change to end. Leaving: idle_event = 0
- *     (release). A plain OS thread (no VP: weft_sched_idle_pass misused) takes the
- *     exclusive side instead.
+ *   - shared (idle_lock): a VP's kernel thread stores 1 in its VP's idle_event with
+ *     the light fence (runtime.h, weft__fence_light: a plain store; an exchange where
+ *     membarrier is refused), then reads rt.bundle_writer; if a change holds the lock, it clears the slot and waits for the change
+ *     to end. Leaving: idle_event = 0 (release). A plain OS thread (no VP:
+ *     weft_sched_idle_pass misused) takes the exclusive side instead.
  *   - exclusive (tree_lock): rt.bundle_lock among changes, then bundle_writer = 1
- *     (exchange, seq_cst), then every VP's idle_event is read (acquire) until it is
- *     0. Leaving: bundle_writer = 0 (release), then unlock.
- * The slot and the writer flag are a Dekker pair: both sides store, then load the
- * other's word, all seq_cst, so at least one sees the other and waits; the release
- * that ends the side it waited for pairs with its acquire load, so the two critical
- * sections are ordered (docs/memory-ordering.md, "The bundle lock").
+ *     (exchange) and the heavy fence (membarrier(2) where the kernel allows it), then
+ *     every VP's idle_event is read until it is 0. The stores and loads are seq_cst. Leaving: bundle_writer = 0
+ *     (release), then unlock.
+ * The slot and the writer flag are a store-load (Dekker) pair: each side stores its
+ * word, fences, then loads the other's, so at least one sees the other and waits; the
+ * release that ends the side it waited for pairs with its acquire load, so the two
+ * critical sections are ordered (docs/memory-ordering.md §6a). Idle events are many
+ * and changes few: the changes pay the fence (§6b).
  * `idle_held` says that this kernel thread already holds the lock (a pass from inside
  * a handler must not take it again). Lock order: the bundle lock, then a dispatch
  * queue's lock or a scheduler's own lock, then idle_lock.
@@ -43,11 +45,11 @@ static WEFT__TLS int pass_depth;  /* nesting of weft_sched_idle_pass on this ker
 /* The exclusive side of the bundle lock (see "Locking" above). */
 static void tree_lock(void) {
   weft__spin_lock(&weft__rt.bundle_lock);
-  /* seq_cst: the Dekker pair with idle_lock */
+  /* the heavy side of the store-load pair with idle_lock */
   atomic_exchange_explicit(&weft__rt.bundle_writer, 1, memory_order_seq_cst);
+  if (weft__rt.asym) weft__os_membarrier();  /* weft__fence_heavy */
   for (int i = 0; i < weft__rt.nvps_all; i++) {
-    /* seq_cst for the pair (and so acquire: pairs with the release that ends a VP's
-     * idle event) */
+    /* seq_cst, so acquire too: pairs with the release that ends a VP's idle event */
     while (atomic_load_explicit(&weft__rt.vps[i]->idle_event, memory_order_seq_cst))
       weft__os_relax();
   }
@@ -117,6 +119,10 @@ int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
   weft__rt.bundles = b;
   atomic_fetch_add_explicit(&weft__rt.nbundles, 1, memory_order_relaxed);
   tree_unlock();
+  /* pairs with a sleeper's fence before it reads nbundles (idle.c, vp_sleep): either it
+   * sees this bundle and makes the heavy fence, or the notifies of this bundle's events
+   * see it asleep */
+  atomic_thread_fence(memory_order_seq_cst);
   weft_bundle_t *p = b->parent;
   if (p->ops.bundle_created) p->ops.bundle_created(p, b);
   *out = b;
@@ -259,7 +265,6 @@ int weft_bundle_is_stopped(const weft_bundle_t *b) {
 
 /* ---- routing processor-idle events ------------------------------------------------------ */
 
-
 static void idle_lock(void) {
   weft_vp_t *me = weft__vp();
   if (WEFT__UNLIKELY(!me)) {
@@ -267,9 +272,17 @@ static void idle_lock(void) {
     idle_held = 2;
     return;
   }
-  /* seq_cst: the Dekker pair with tree_lock (see "Locking" above) */
-  while (atomic_exchange_explicit(&me->idle_event, 1, memory_order_seq_cst),
-         WEFT__UNLIKELY(atomic_load_explicit(&weft__rt.bundle_writer, memory_order_seq_cst))) {
+  /* the light side of the store-load pair with tree_lock (see "Locking" above);
+   * seq_cst: also acquire, pairing with tree_unlock's release of the flag */
+  for (;;) {
+    if (WEFT__LIKELY(weft__rt.asym)) {
+      atomic_store_explicit(&me->idle_event, 1, memory_order_relaxed);
+      atomic_signal_fence(memory_order_seq_cst);  /* weft__fence_light */
+    } else {
+      atomic_exchange_explicit(&me->idle_event, 1, memory_order_seq_cst); /* cheaper than
+                                                     a store and a fence where measured */
+    }
+    if (WEFT__LIKELY(!atomic_load_explicit(&weft__rt.bundle_writer, memory_order_seq_cst))) break;
     /* release: a change that read the slot 1 may go on */
     atomic_store_explicit(&me->idle_event, 0, memory_order_release);
     while (atomic_load_explicit(&weft__rt.bundle_writer, memory_order_relaxed)) weft__os_relax();

@@ -22,8 +22,9 @@ static inline __attribute__((always_inline)) void ready_on(weft_vp_t *vp, weft_t
    * be destroyed */
   unsigned f = b->ops.flags;
   b->ops.thread_unblocked(b, t);
-  /* the scheduler may have kept t in its own structure, unless it never does */
-  if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
+  /* the scheduler may have kept t in its own structure, unless it never does (the
+   * light notify: b exists, so sleepers make the heavy fence) */
+  if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft__notify_light();
 }
 
 /* A wake-up from a plain OS thread (or a wire kernel thread), with the UNBLOCKED

@@ -283,6 +283,13 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
    * sees us asleep (store-buffering; the RMW alone does not order our later loads
    * on every architecture). */
   atomic_thread_fence(memory_order_seq_cst);
+  /* The kernel's own notifies after the events it raises on a bundle other than the
+   * root make only the light fence (weft__notify_light): while such a bundle exists
+   * the sleeper makes the heavy one. relaxed: weft_bundle_create makes a seq_cst fence
+   * after it counts the bundle, so either this load sees it or that fence comes after
+   * ours and the creator's later notifies see us asleep (docs/memory-ordering.md §6b) */
+  if (weft__rt.asym && atomic_load_explicit(&rt->nbundles, memory_order_relaxed))
+    weft__os_membarrier();
   weft_thread_t *t = NULL;
   int work = weft__any_queued_locked() || atomic_load(&rt->stopping) ||
              (t = custom_idle(vp)) != NULL;
@@ -370,6 +377,15 @@ void weft_sched_notify(void) {
   /* seq_cst fence: pairs with the sleeper's seq_cst update of rt.idle; the
    * scheduler's store of the thread comes before it (see vp_sleep) */
   atomic_thread_fence(memory_order_seq_cst);
+  uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
+  if (idle != 0 && (idle & 0xffff) == 0) weft__wake_one();
+}
+
+void weft__notify_light(void) {
+  /* the light fence: pairs with the heavy one a sleeper makes while a bundle other
+   * than the root exists (vp_sleep), as weft_sched_notify's fence pairs with its
+   * seq_cst fence */
+  weft__fence_light();
   uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
   if (idle != 0 && (idle & 0xffff) == 0) weft__wake_one();
 }

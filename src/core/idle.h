@@ -16,6 +16,10 @@ void weft__idle_loop(weft_vp_t *vp);
 void weft__idle_entry(void *vp);
 /* Wakes one sleeping VP if none spins (an enqueue saw a sleeper, the idle word). */
 void weft__wake_one(void);
+/* weft_sched_notify() with the light fence (runtime.h): for the kernel's own notifies
+ * after events raised on a bundle other than the root, whose existence makes every
+ * sleeper make the heavy fence (idle.c, vp_sleep). */
+void weft__notify_light(void);
 /* Wakes every sleeping VP (shutdown, a failed init). */
 void weft__wake_all(void);
 

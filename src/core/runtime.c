@@ -300,6 +300,10 @@ int weft_init(const weft_config_t *cfg) {
   rt->nvps = c.nvps;
   rt->nvps_all = c.nvps + weft__monitor_spares(&c);
   rt->page = weft__os_page_size();
+  {
+    const char *e = getenv("WEFT_MEMBARRIER");
+    rt->asym = !(e && e[0] == '0' && e[1] == '\0') && weft__os_membarrier_register() == 0;
+  }
   rc = weft__stacks_init();  /* guard mechanism, chunk geometry, RLIMIT_AS */
   if (rc) goto fail;
   rc = weft__dump_init(c.dump_signal);  /* weft_dump's unwinder; the dump signal */

@@ -32,6 +32,9 @@ typedef struct weft__rt {
                                     as an integer): the checked builds' mutex holder
                                     token of the main weft thread, the same as that OS
                                     thread's before weft_init and after weft_shutdown */
+  /* 1 if the asymmetric fences use membarrier(2) (weft_init; WEFT_MEMBARRIER=0 turns
+   * it off): read-only while running */
+  int asym;
   weft__pool_t pool WEFT__ALIGNED;
   _Atomic uint32_t idle WEFT__ALIGNED;
   weft__spin_t idle_lock;
@@ -79,6 +82,21 @@ int weft__idle_funcs_run(void);        /* vp.c: returns how many are registered 
  * on every dispatch-queue operation outside runtime.c). */
 extern weft__rt_t weft__rt __attribute__((visibility("hidden")));
 extern _Atomic uint64_t weft__next_id_block __attribute__((visibility("hidden")));
+
+/* ---- asymmetric fences (docs/memory-ordering.md §6b) --------------------------------
+ * A store-load pair whose two sides run at very different rates: the frequent side
+ * (light) pays a compiler barrier, the rare side (heavy) a membarrier(2) that makes
+ * every running thread of the process execute a full barrier. Where membarrier is
+ * refused (rt.asym 0) both are seq_cst fences. Use them only as a pair: a light fence
+ * orders nothing against another light fence. */
+static inline void weft__fence_light(void) {
+  if (WEFT__LIKELY(weft__rt.asym)) atomic_signal_fence(memory_order_seq_cst);
+  else atomic_thread_fence(memory_order_seq_cst);
+}
+static inline void weft__fence_heavy(void) {
+  if (weft__rt.asym) weft__os_membarrier();
+  else atomic_thread_fence(memory_order_seq_cst);
+}
 
 /* Plain OS threads' entry gate (runtime.c): every call from a thread with no VP
  * that touches runtime state (create, join, wake-ups) runs between enter and leave,

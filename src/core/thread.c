@@ -196,8 +196,9 @@ static void raise_created(weft_vp_t *vp, weft_bundle_t *b, weft_thread_t *t) {
     return;
   }
   b->ops.thread_created(b, t);
-  /* the scheduler may have kept t to itself, unless it says it never does */
-  if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft_sched_notify();
+  /* the scheduler may have kept t to itself, unless it says it never does (the light
+   * notify: b exists, so sleepers make the heavy fence) */
+  if (!(f & WEFT_SCHED_DISPATCH_ONLY)) weft__notify_light();
 }
 
 /* ---- work-first creation ------------------------------------------------------------

@@ -14,6 +14,13 @@ void weft__os_futex_wait(_Atomic uint32_t *word, uint32_t expected);
  * latest; UINT64_MAX means no deadline. */
 void weft__os_futex_wait_until(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline);
 void weft__os_futex_wake(_Atomic uint32_t *word, int n);
+/* Asymmetric fences through membarrier(2) (MEMBARRIER_CMD_PRIVATE_EXPEDITED). register:
+ * 0 once the process may use weft__os_membarrier, -1 where the kernel, a seccomp
+ * profile or valgrind refuses it. weft__os_membarrier: every thread of the process
+ * that is running has executed a full memory barrier when it returns (it aborts with
+ * a message if the kernel refuses after registering, which it does not do). */
+int weft__os_membarrier_register(void);
+void weft__os_membarrier(void);
 
 int weft__os_ncpus(void);
 size_t weft__os_page_size(void);

@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -50,6 +52,19 @@ void weft__os_futex_wait_until(_Atomic uint32_t *word, uint32_t expected, uint64
 
 void weft__os_futex_wake(_Atomic uint32_t *word, int n) {
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+int weft__os_membarrier_register(void) {
+  long have = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (have < 0 || !(have & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return -1;
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 0 : -1;
+}
+
+void weft__os_membarrier(void) {
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+    fprintf(stderr, "weft: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed after registering\n");
+    abort();
+  }
 }
 
 int weft__os_ncpus(void) {

@@ -5,6 +5,8 @@
 #include <weft/schedlib.h>
 
 #include <atomic>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "weft_test.h"
@@ -193,7 +195,38 @@ struct Probe {
 constexpr weft_sched_ops_t Probe::kOps;
 std::atomic<long> Probe::calls, Probe::bad;
 
-TEST_P(BundleTreeTest, TreeChangesRaceIdleEvents) {
+// Each test at 1, 2 and 4 VPs, with the asymmetric fences on membarrier(2) where the
+// kernel allows it and with WEFT_MEMBARRIER=0 (seq_cst fences on both sides).
+class FenceModeTest : public WeftTest,
+                      public ::testing::WithParamInterface<std::tuple<int, bool>> {
+ protected:
+  void SetUp() override {
+    const char *m = getenv("WEFT_MEMBARRIER");
+    had_ = m != nullptr;
+    if (m) saved_ = m;
+    if (std::get<1>(GetParam())) unsetenv("WEFT_MEMBARRIER");
+    else setenv("WEFT_MEMBARRIER", "0", 1);
+    StartWeft(nvps());
+  }
+  void TearDown() override {
+    WeftTest::TearDown();
+    if (had_) setenv("WEFT_MEMBARRIER", saved_.c_str(), 1);
+    else unsetenv("WEFT_MEMBARRIER");
+  }
+  int nvps() const { return std::get<0>(GetParam()); }
+
+ private:
+  std::string saved_;
+  bool had_ = false;
+};
+INSTANTIATE_TEST_SUITE_P(Fences, FenceModeTest,
+                         ::testing::Combine(::testing::Values(1, 2, 4), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<int, bool>> &i) {
+                           return std::to_string(std::get<0>(i.param)) + "vp_" +
+                                  (std::get<1>(i.param) ? "membarrier" : "fences");
+                         });
+
+TEST_P(FenceModeTest, TreeChangesRaceIdleEvents) {
   Probe::calls = 0;
   Probe::bad = 0;
   weft_bundle_t *work = Lib(WEFT_SCHED_FIFO);
@@ -230,6 +263,63 @@ TEST_P(BundleTreeTest, TreeChangesRaceIdleEvents) {
   int rc = WEFT_EBUSY;
   EXPECT_TRUE(YieldUntil([&] { return (rc = weft_schedlib_bundle_destroy(work)) != WEFT_EBUSY; }));
   EXPECT_EQ(rc, 0);
+}
+
+// The kernel's notify after it raises thread_created on a scheduler that keeps the
+// thread is the light side of a fence pair whose heavy side a VP makes on its way to
+// sleep: a VP that goes to sleep just as the thread is kept must either find it or be
+// woken. The creator never switches, so only another VP can run the thread; it is
+// created at varying moments of the other VPs' way from polling to sleeping (they poll
+// for cfg.spin_us, 50 us, after their last thread). A lost wake-up leaves it unrun.
+struct Keeper {
+  SpinLock lock;
+  std::vector<weft_thread_t *> held;  // under lock
+  static Keeper *Of(weft_bundle_t *b) { return static_cast<Keeper *>(weft_bundle_data(b)); }
+  static void Ready(weft_bundle_t *b, weft_thread_t *t) {
+    Keeper *k = Of(b);
+    k->lock.lock();
+    k->held.push_back(t);
+    k->lock.unlock();
+  }
+  static weft_thread_t *Idle(weft_bundle_t *b, weft_vp_t *) {
+    Keeper *k = Of(b);
+    weft_thread_t *t = nullptr;
+    k->lock.lock();
+    if (!k->held.empty()) {
+      t = k->held.front();
+      k->held.erase(k->held.begin());
+    }
+    k->lock.unlock();
+    return t;
+  }
+  static constexpr weft_sched_ops_t kOps = {Ready,   nullptr, nullptr, nullptr, Ready,
+                                            nullptr, nullptr, Idle,    0};
+};
+constexpr weft_sched_ops_t Keeper::kOps;
+
+TEST_P(FenceModeTest, KeptThreadWakesAVpOnItsWayToSleep) {
+  if (nvps() == 1) GTEST_SKIP() << "needs a VP other than the creator's";
+  Keeper k;
+  weft_bundle_t *b = nullptr;
+  ASSERT_EQ(weft_bundle_create(&b, nullptr, &Keeper::kOps, &k), 0);
+  weft_attr_t a = InBundle(b);
+  static std::atomic<int> ran;
+  const long rounds = Scaled(400, 20);
+  for (long i = 0; i < rounds; i++) {
+    // 0 to 120 us after the last thread ran: before, during and after the others' sleep
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(i * 7 % 121);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    ran = 0;
+    weft_thread_t *t = Spawn(+[](void *) {
+      ran = 1;
+      return P(1);
+    }, nullptr, &a);
+    ASSERT_TRUE(SpinUntil([] { return ran.load() == 1; }, 20.0))
+        << "round " << i << ": no VP ran a thread the scheduler kept";
+    EXPECT_EQ(Join(t), P(1));
+  }
+  EXPECT_EQ(weft_bundle_destroy(b), 0);
 }
 
 TEST(BundleTreeApi, NotRunning) {
