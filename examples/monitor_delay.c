@@ -11,7 +11,7 @@
  *   late:    the VP's only thread sleeps in usleep() with nothing queued; a plain
  *            OS thread then signals a semaphore a weft thread waits on; measured: from
  *            the post to when that thread runs. The monitor looks less often while no
- *            queue holds a thread (up to every millisecond), so this case waits
+ *            queue holds a thread (up to every 10 ms), so this case waits
  *            longer.
  * Prints the median, 90th percentile and maximum of each, then what the monitor
  * costs: the CPU time of its kernel thread ("weft-monitor") while two threads

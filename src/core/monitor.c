@@ -46,8 +46,8 @@
  * unannounced call: with one VP, a thread that sleeps with weft_sleep_ns and would
  * then end the call never woke (the stall needs a ready thread queued to be seen, and
  * only a fired timer would queue one). So the monitor fires every heap's due timers
- * at each look (weft__timers_poll_all); it looks at least every MON_SLOW_NS while
- * some VP is awake, and while none is, the idle VPs' sleeps are bounded by every
+ * at each look (weft__timers_poll_all); it looks at least every MON_SLOW_IO_NS while
+ * some VP is awake and such a heap holds timers (slow_cap), and while none is, the idle VPs' sleeps are bounded by every
  * heap's earliest deadline. A timer that its own VP has not fired by the monitor's
  * look belongs to a VP that has not switched since the deadline. The threads the
  * monitor wakes are placed as a plain OS thread's wake-ups are (round robin over the
@@ -75,8 +75,9 @@
  * every half bound while some awake VP's kernel thread hardly used its CPU since the
  * last look (it may sleep in a call: a thread queued on it must be seen within the
  * bound), or a VP is stalled. While every awake VP runs (threads queued or not), the
- * period doubles after MON_CALM_LOOKS looks that found nothing, up to MON_SLOW_NS, as
- * Go's system monitor backs off: a look every half bound costs a wake-up of the
+ * period doubles after MON_CALM_LOOKS looks that found nothing, up to MON_SLOW_NS (10 ms,
+ * 1 ms while threads wait on I/O or a spare's heap holds timers: slow_cap), as Go's
+ * system monitor backs off: a look every half bound costs a wake-up of the
  * monitor and a read of each busy VP's CPU clock, which took 18% of a CPU while two
  * threads yielded to each other. A VP that then blocks is seen within two slow
  * periods (its CPU time over the last period tells), and watched at half the bound
@@ -105,7 +106,10 @@
 #include "weft/hook.h"
 
 #define MON_DEFAULT_US 20
-#define MON_SLOW_NS 1000000u      /* longest period while every awake VP runs */
+#define MON_SLOW_NS 10000000u     /* longest period while every awake VP runs, as Go's
+                                     sysmon's; MON_SLOW_IO_NS while the monitor's polls
+                                     may be the only ones (slow_cap) */
+#define MON_SLOW_IO_NS 1000000u
 #define MON_CALM_LOOKS 50         /* looks that found nothing before the period doubles */
 #define MON_SERVED_BOUNDS 8       /* longest period while a stalled VP's spare stands in:
                                      this many bounds (and no more than MON_SLOW_NS) */
@@ -631,6 +635,20 @@ static int look(uint64_t now, int full) {
   return risk;
 }
 
+/* The longest period now: MON_SLOW_NS, or MON_SLOW_IO_NS while threads wait on I/O
+ * (with every VP busy the monitor's poll is the only one: a wait longer than that would
+ * be the readiness latency) or a spare's timer heap holds timers (nobody else fires
+ * them once the spare's kernel thread has gone). A VP that newly blocks in a call
+ * while none of that holds is seen within about two such periods. */
+static uint64_t slow_cap(void) {
+  if (weft__io_waiting()) return MON_SLOW_IO_NS;
+  for (int k = 0; k < mon.nspares; k++)
+    /* relaxed: a hint, as the idle loop's look at a heap */
+    if (atomic_load_explicit(&weft__rt.vps[mon.nvps + k]->tm.n, memory_order_relaxed))
+      return MON_SLOW_IO_NS;
+  return MON_SLOW_NS;
+}
+
 /* 1 if every VP sleeps and no spare runs: nothing to watch until a VP wakes. */
 static int all_asleep(void) {
   /* seq_cst: the monitor's half of the store-buffering pair of monitor.h */
@@ -670,15 +688,16 @@ static void *monitor_main(void *unused) {
       calm = 0;
       continue;
     }
+    uint64_t cap = slow_cap();
     if (risk == 1) {  /* every awake VP runs: back off after a calm stretch */
-      uint64_t cap = MON_SLOW_NS;
       if (mon.served && MON_SERVED_BOUNDS * mon.bound_ns < cap) cap = MON_SERVED_BOUNDS * mon.bound_ns;
       if (period > cap) period = cap;
       else if (++calm > MON_CALM_LOOKS && period < cap) period *= 2;
       continue;
     }
     calm = 0;
-    if (period < MON_SLOW_NS) period *= 2;
+    if (period > cap) period = cap;
+    else if (period < cap) period *= 2;
     /* nothing awake: sleep until a VP leaves its idle loop (monitor.h) */
     if (all_asleep()) {
       atomic_store_explicit(&weft__monitor_deep, 1, memory_order_seq_cst);
