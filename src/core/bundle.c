@@ -10,20 +10,19 @@
  * runs. It is a reader-writer lock with a reader slot per VP, so that idle events on
  * different VPs share it without writing a common line (one spinlock made the
  * scheduler library's FIFO serialise every VP's joins and finishes on it, X2):
- *   - shared (idle_lock): a VP's kernel thread stores 1 in its VP's idle_event with
- *     the light fence (runtime.h, weft__fence_light: a plain store; an exchange where
- *     membarrier is refused), then reads rt.bundle_writer; if a change holds the lock, it clears the slot and waits for the change
- *     to end. Leaving: idle_event = 0 (release). A plain OS thread (no VP:
- *     weft_sched_idle_pass misused) takes the exclusive side instead.
+ *   - shared (idle_lock): a VP's kernel thread exchanges 1 into its VP's idle_event,
+ *     then reads rt.bundle_writer; if a change holds the lock, it clears the slot and
+ *     waits for the change to end. Leaving: idle_event = 0 (release). A plain OS thread
+ *     (no VP: weft_sched_idle_pass misused) takes the exclusive side instead.
  *   - exclusive (tree_lock): rt.bundle_lock among changes, then bundle_writer = 1
- *     (exchange) and the heavy fence (membarrier(2) where the kernel allows it), then
- *     every VP's idle_event is read until it is 0. The stores and loads are seq_cst. Leaving: bundle_writer = 0
- *     (release), then unlock.
+ *     (exchange), then every VP's idle_event is read until it is 0. Leaving:
+ *     bundle_writer = 0 (release), then unlock.
  * The slot and the writer flag are a store-load (Dekker) pair: each side stores its
- * word, fences, then loads the other's, so at least one sees the other and waits; the
- * release that ends the side it waited for pairs with its acquire load, so the two
- * critical sections are ordered (docs/memory-ordering.md §6a). Idle events are many
- * and changes few: the changes pay the fence (§6b).
+ * word, then loads the other's, all seq_cst, so at least one sees the other and waits;
+ * the release that ends the side it waited for pairs with its acquire load, so the two
+ * critical sections are ordered (docs/memory-ordering.md §6a). Not an asymmetric pair
+ * (§6b): a program may change the tree thousands of times a second (a bundle per
+ * request), and a membarrier per change then cost more than the readers' exchanges.
  * `idle_held` says that this kernel thread already holds the lock (a pass from inside
  * a handler must not take it again). Lock order: the bundle lock, then a dispatch
  * queue's lock or a scheduler's own lock, then idle_lock.
@@ -45,9 +44,8 @@ static WEFT__TLS int pass_depth;  /* nesting of weft_sched_idle_pass on this ker
 /* The exclusive side of the bundle lock (see "Locking" above). */
 static void tree_lock(void) {
   weft__spin_lock(&weft__rt.bundle_lock);
-  /* the heavy side of the store-load pair with idle_lock */
+  /* seq_cst: the store-load pair with idle_lock */
   atomic_exchange_explicit(&weft__rt.bundle_writer, 1, memory_order_seq_cst);
-  if (weft__rt.asym) weft__os_membarrier();  /* weft__fence_heavy */
   for (int i = 0; i < weft__rt.nvps_all; i++) {
     /* seq_cst, so acquire too: pairs with the release that ends a VP's idle event */
     while (atomic_load_explicit(&weft__rt.vps[i]->idle_event, memory_order_seq_cst))
@@ -272,16 +270,10 @@ static void idle_lock(void) {
     idle_held = 2;
     return;
   }
-  /* the light side of the store-load pair with tree_lock (see "Locking" above);
-   * seq_cst: also acquire, pairing with tree_unlock's release of the flag */
+  /* seq_cst: the store-load pair with tree_lock (see "Locking" above); the load is
+   * also acquire, pairing with tree_unlock's release of the flag */
   for (;;) {
-    if (WEFT__LIKELY(weft__rt.asym)) {
-      atomic_store_explicit(&me->idle_event, 1, memory_order_relaxed);
-      atomic_signal_fence(memory_order_seq_cst);  /* weft__fence_light */
-    } else {
-      atomic_exchange_explicit(&me->idle_event, 1, memory_order_seq_cst); /* cheaper than
-                                                     a store and a fence where measured */
-    }
+    atomic_exchange_explicit(&me->idle_event, 1, memory_order_seq_cst);
     if (WEFT__LIKELY(!atomic_load_explicit(&weft__rt.bundle_writer, memory_order_seq_cst))) break;
     /* release: a change that read the slot 1 may go on */
     atomic_store_explicit(&me->idle_event, 0, memory_order_release);
