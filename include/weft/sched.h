@@ -63,9 +63,11 @@
  * kernel's bundle lock held (so the tree does not change under a handler and no
  * bundle it can reach is destroyed meanwhile). It is held shared: handlers raised on
  * different VPs run at the same time, and a scheduler guards its own state, as it
- * must for its other handlers anyway. A handler must not create, destroy,
- * focus, stop or continue bundles or read the focus (caught in checked builds), and
- * must not hold a lock of its own while it calls weft_sched_idle_pass().
+ * must for its other handlers anyway. The one exception is a leaf scheduler's
+ * own-bundle question (WEFT_SCHED_IDLE_LEAF below), raised without the lock. A handler
+ * must not create, destroy, focus, stop or continue bundles or read the focus (caught
+ * in checked builds), and must not hold a lock of its own while it calls
+ * weft_sched_idle_pass().
  */
 #ifndef WEFT_SCHED_H
 #define WEFT_SCHED_H
@@ -132,8 +134,18 @@ typedef struct weft_sched_ops {
  * next one over directly, without a round through the idle loop. */
 #define WEFT_SCHED_LOCAL_CREATE 2u
 #define WEFT_SCHED_LOCAL_READY 4u
+/* WEFT_SCHED_IDLE_LEAF: processor_idle touches only the scheduler's own state (under its
+ * own locks): it never walks the bundle tree (weft_bundle_first_child, ...), passes the
+ * event on (weft_sched_idle_pass) or asks about stopping. For the own-bundle question
+ * above the kernel then raises it without the bundle lock: the bundle cannot go away
+ * (the asking thread still counts in it), and a stop still takes effect exactly
+ * (weft_bundle_stop waits until no such question is under way; docs/schedulers.md).
+ * Idle VPs' questions (focus, sweep, last look) still hold the lock. The scheduler
+ * library's FIFO, LIFO and PRIORITY schedulers declare it. */
+#define WEFT_SCHED_IDLE_LEAF 8u
 /* Every flag above (weft_bundle_create rejects others with WEFT_EINVAL). */
-#define WEFT_SCHED_FLAGS_ALL (WEFT_SCHED_DISPATCH_ONLY | WEFT_SCHED_LOCAL_CREATE | WEFT_SCHED_LOCAL_READY)
+#define WEFT_SCHED_FLAGS_ALL \
+  (WEFT_SCHED_DISPATCH_ONLY | WEFT_SCHED_LOCAL_CREATE | WEFT_SCHED_LOCAL_READY | WEFT_SCHED_IDLE_LEAF)
 
 /* The default scheduler: per-VP dispatch queues; new threads go to the front of the
  * local VP's queue (or the affinity VP's), unblocked ones to the back; idle VPs

@@ -34,12 +34,19 @@
 #include "weft/hook.h"
 
 static WEFT__TLS int idle_held;   /* this kernel thread holds bundle_lock for idle events */
+#ifdef WEFT_CHECKED
+static WEFT__TLS int leaf_held;   /* this kernel thread raises a leaf question (checked) */
+#endif
 static WEFT__TLS int pass_depth;  /* nesting of weft_sched_idle_pass on this kernel thread */
 
 /* The calls that take the bundle lock themselves would deadlock inside processor_idle
  * (the lock is held around it): a checked build says so instead. */
+#ifdef WEFT_CHECKED
 #define NOT_IN_IDLE_HANDLER(what) \
-  WEFT__ASSERT(!idle_held, what " called from a processor_idle handler (weft/sched.h)")
+  WEFT__ASSERT(!idle_held && !leaf_held, what " called from a processor_idle handler (weft/sched.h)")
+#else
+#define NOT_IN_IDLE_HANDLER(what) ((void)0)
+#endif
 
 /* The exclusive side of the bundle lock (see "Locking" above). */
 static void tree_lock(void) {
@@ -240,6 +247,14 @@ static int set_stopped(weft_bundle_t *b, int on) {
   }
   tree_unlock();
   if (!ok) return WEFT_EINVAL;
+  if (on) {
+    /* the heavy side of the leaf questions' pair (leaf_question): a question that did
+     * not see the flag has its slot set; wait until it has returned (acquire: pairs
+     * with its release) */
+    weft__fence_heavy();
+    for (int i = 0; i < weft__rt.nvps_all; i++)
+      while (atomic_load_explicit(&weft__rt.vps[i]->leaf_ask, memory_order_acquire)) weft__os_relax();
+  }
   /* continue: threads held back are findable again. The flag was cleared before the
    * seq_cst fence of weft_sched_notify(); a VP about to sleep reads it (under the
    * bundle lock) after its own seq_cst fence, so either it asks the bundle or we see
@@ -319,11 +334,33 @@ weft_thread_t *weft__bundle_idle_sweep(weft_vp_t *vp) {
   return t;
 }
 
+/* The own-bundle question of a leaf scheduler (WEFT_SCHED_IDLE_LEAF), without the
+ * bundle lock: b stays (the asking thread still counts in it), the handler reaches
+ * nothing else of the tree, and weft_bundle_stop waits for the questions under way once
+ * it has set the flag. The slot and the stopped flags are the light side of an
+ * asymmetric store-load pair (docs/memory-ordering.md §6b): either the question sees
+ * the flag, or stop sees the slot and waits for its release. */
+static weft_thread_t *leaf_question(weft_bundle_t *b, weft_vp_t *vp) {
+  atomic_store_explicit(&vp->leaf_ask, 1, memory_order_relaxed);
+  weft__fence_light();
+#ifdef WEFT_CHECKED
+  leaf_held = 1;
+#endif
+  weft_thread_t *t = weft__bundle_stopped(b) ? NULL : b->ops.processor_idle(b, vp);
+#ifdef WEFT_CHECKED
+  leaf_held = 0;
+#endif
+  /* release: pairs with set_stopped's acquire load of the slot */
+  atomic_store_explicit(&vp->leaf_ask, 0, memory_order_release);
+  return t;
+}
+
 weft_thread_t *weft__bundle_yield_idle(weft_bundle_t *b, weft_vp_t *vp) {
   /* a DISPATCH_ONLY scheduler keeps no thread to itself: its processor_idle could only
    * take threads from dispatch queues (the idle loop's business), so its threads yield,
    * join and finish as the root's do (no bundle lock on those paths) */
   if (!b->ops.processor_idle || (b->ops.flags & WEFT_SCHED_DISPATCH_ONLY)) return NULL;
+  if (b->ops.flags & WEFT_SCHED_IDLE_LEAF) return leaf_question(b, vp);
   idle_lock();
   /* ask() without its tests that cannot fail here: the handler is set, and b is not
    * the root (whose scheduler is DISPATCH_ONLY) */

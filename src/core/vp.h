@@ -36,6 +36,10 @@ struct weft_vp {
    * the bundle lock): written by the owner (exchange, seq_cst; release to clear), read
    * by a tree change waiting for the VP to leave (acquire) */
   _Atomic uint32_t idle_event;
+  /* 1 while this VP's kernel thread raises an own-bundle question without the bundle
+   * lock (WEFT_SCHED_IDLE_LEAF; bundle.c): written by the owner (relaxed store and the
+   * light fence; release to clear), read by weft_bundle_stop after its heavy fence */
+  _Atomic uint32_t leaf_ask;
   uint32_t handoffs;            /* finish hand-offs that passed queued threads
                                    (thread.c, handoff_turn) */
   weft_thread_t *tcb_free;      /* free control blocks, count ntcb (owner) */

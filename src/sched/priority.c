@@ -148,6 +148,7 @@ const weft_sched_ops_t weft__sched_priority_ops = {
     .bundle_created = NULL,
     .bundle_terminated = NULL,
     .processor_idle = on_idle,
+    .flags = WEFT_SCHED_IDLE_LEAF, /* on_idle: its own heap, nothing of the tree */
 };
 
 int weft__priority_data_create(void **out) {

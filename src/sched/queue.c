@@ -265,6 +265,7 @@ const weft_sched_ops_t weft__sched_queue_ops = {
     .bundle_created = NULL,
     .bundle_terminated = NULL,
     .processor_idle = on_idle,
+    .flags = WEFT_SCHED_IDLE_LEAF, /* on_idle: its own run lists, nothing of the tree */
 };
 
 /* The same handlers for the variants without AFFINITY, whose thread_unblocked on a VP is
@@ -280,7 +281,7 @@ const weft_sched_ops_t weft__sched_queue_local_ops = {
     .bundle_created = NULL,
     .bundle_terminated = NULL,
     .processor_idle = on_idle,
-    .flags = WEFT_SCHED_LOCAL_READY,
+    .flags = WEFT_SCHED_LOCAL_READY | WEFT_SCHED_IDLE_LEAF,
 };
 
 int weft__queue_data_create(unsigned kind, void **out) {

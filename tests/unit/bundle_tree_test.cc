@@ -322,6 +322,75 @@ TEST_P(FenceModeTest, KeptThreadWakesAVpOnItsWayToSleep) {
   EXPECT_EQ(weft_bundle_destroy(b), 0);
 }
 
+// A leaf scheduler (WEFT_SCHED_IDLE_LEAF) is asked for the next thread by its own
+// threads without the bundle lock; weft_bundle_stop must still be exact: once it has
+// returned, processor_idle is not raised on the bundle until weft_bundle_continue. Its
+// threads yield all the time (each yield with nothing queued asks the scheduler), and
+// the handler counts the calls that begin, or are still under way, after stop returned.
+struct LeafSched {
+  SpinLock lock;
+  std::vector<weft_thread_t *> held;  // under lock
+  std::atomic<bool> stop_returned{false};
+  std::atomic<long> calls{0}, late{0};
+  static LeafSched *Of(weft_bundle_t *b) { return static_cast<LeafSched *>(weft_bundle_data(b)); }
+  static void Ready(weft_bundle_t *b, weft_thread_t *t) {
+    LeafSched *k = Of(b);
+    k->lock.lock();
+    k->held.push_back(t);
+    k->lock.unlock();
+  }
+  static weft_thread_t *Idle(weft_bundle_t *b, weft_vp_t *) {
+    LeafSched *k = Of(b);
+    if (k->stop_returned.load()) k->late++;
+    k->calls++;
+    weft_thread_t *t = nullptr;
+    k->lock.lock();
+    if (!k->held.empty()) {
+      t = k->held.front();
+      k->held.erase(k->held.begin());
+    }
+    k->lock.unlock();
+    // a call under way when stop returns must have ended before: look again at its end,
+    // after a moment's work that widens the window
+    for (volatile int i = 0; i < 200; i = i + 1) {
+    }
+    if (k->stop_returned.load()) k->late++;
+    return t;
+  }
+  static constexpr weft_sched_ops_t kOps = {Ready,   nullptr, nullptr, nullptr, Ready,
+                                            nullptr, nullptr, Idle,    WEFT_SCHED_IDLE_LEAF};
+};
+constexpr weft_sched_ops_t LeafSched::kOps;
+
+TEST_P(FenceModeTest, StopWaitsForLeafQuestionsUnderWay) {
+  LeafSched k;
+  weft_bundle_t *b = nullptr;
+  ASSERT_EQ(weft_bundle_create(&b, nullptr, &LeafSched::kOps, &k), 0);
+  std::atomic<bool> done{false};
+  auto spinner = [&]() -> void * {
+    while (!done.load()) weft_yield();  // asks the bundle whenever nothing is queued
+    return nullptr;
+  };
+  weft_attr_t a = InBundle(b);
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < 2 * nvps(); i++) ts.push_back(SpawnCall(&spinner, &a));
+  const long rounds = Scaled(200, 20);
+  for (long r = 0; r < rounds; r++) {
+    ASSERT_TRUE(YieldUntil([&] { return k.calls.load() > 0; }));  // questions under way
+    ASSERT_EQ(weft_bundle_stop(b), 0);
+    k.stop_returned = true;
+    for (int i = 0; i < 50; i++) weft_yield();  // let the spinners run: they must not ask
+    k.stop_returned = false;
+    ASSERT_EQ(weft_bundle_continue(b), 0);
+    k.calls = 0;
+  }
+  EXPECT_EQ(k.late.load(), 0) << "processor_idle raised after weft_bundle_stop returned";
+  done = true;
+  ASSERT_EQ(weft_bundle_continue(b), 0);
+  for (weft_thread_t *t : ts) Join(t);
+  EXPECT_EQ(weft_bundle_destroy(b), 0);
+}
+
 TEST(BundleTreeApi, NotRunning) {
   EXPECT_EQ(weft_bundle_focus(), nullptr);
   EXPECT_EQ(weft_bundle_set_focus(nullptr), WEFT_ENOTINIT);
@@ -628,6 +697,33 @@ TEST(BundleTreeDeathTest, BundleCallFromIdleHandlerIsCaughtInCheckedBuild) {
     // loop's first pass is slow (qemu translating it), the sleep's timer is due by
     // the time the VP looks for work, and it resumes this thread before it asks any
     // bundle. So sleep again, for up to 10 s in all; the handler ends it at once.
+    for (int i = 0; i < 10000; i++) weft_sleep_ns(1000 * 1000));
+}
+
+// The same from a leaf scheduler's handler raised by its own thread's yield (the
+// question made without the bundle lock): weft_bundle_stop there would wait for the
+// question it is called from.
+weft_thread_t *StopFromLeafIdle(weft_bundle_t *b, weft_vp_t *vp) {
+  static int calls;
+  // the first call (the idle VP's sweep, under the lock) hands out the kept thread; the
+  // second comes from that thread's yield (the leaf question)
+  if (calls++ == 0) return LeafSched::Idle(b, vp);
+  (void)weft_bundle_stop(b);
+  return nullptr;
+}
+
+TEST(BundleTreeDeathTest, BundleCallFromLeafQuestionIsCaughtInCheckedBuild) {
+  WEFT_EXPECT_MISUSE_DEATH("weft: misuse",
+    weft_sched_ops_t ops = LeafSched::kOps;
+    ops.processor_idle = StopFromLeafIdle;
+    LeafSched k;
+    weft_bundle_t *b = nullptr;
+    weft_bundle_create(&b, nullptr, &ops, &k);
+    weft_attr_t a = InBundle(b);
+    a.detached = 1;
+    // kept by the scheduler: started by the idle VP's sweep while the main thread
+    // sleeps, then its yield with nothing queued asks its own bundle
+    weft_create(nullptr, &a, +[](void *) -> void * { weft_yield(); return nullptr; }, nullptr);
     for (int i = 0; i < 10000; i++) weft_sleep_ns(1000 * 1000));
 }
 
