@@ -49,8 +49,8 @@ typedef struct prio_sched {
   uint64_t seq;     /* under lock */
   /* n, stored under the lock, read without it so that processor_idle on an empty
    * heap takes no lock. Relaxed: a hint; a push is not missed by a VP's last look
-   * before sleeping because weft_sched_notify()'s seq_cst fence (after the event)
-   * pairs with the sleeper's (src/core/idle.c, vp_sleep). */
+   * before sleeping because the kernel's notify after the event pairs with the
+   * sleeper's fences (src/core/idle.c, vp_sleep; docs/memory-ordering.md §6b). */
   _Atomic size_t hint;
 } prio_sched_t;
 

@@ -24,7 +24,9 @@
  * always return); thread_unblocked may run while the thread's previous VP is still
  * returning from the continuation that published it (we only enqueue it, the kernel
  * saved its context before raising the event). Lock order: the kernel's bundle lock
- * (held around processor_idle) -> one run list lock; never two run list locks.
+ * (held around processor_idle, except for the own-bundle questions, which this leaf
+ * scheduler gets without it: WEFT_SCHED_IDLE_LEAF) -> one run list lock; never two run
+ * list locks.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -47,9 +49,10 @@ typedef struct runlist {
   size_t head, n;      /* under lock */
   /* n, stored under the lock, read without it to skip empty lists. Relaxed: only a
    * hint, the list is read again under its lock. A push cannot be missed by a VP's
-   * last look before sleeping: the pusher's store comes before the seq_cst fence of
-   * weft_sched_notify() (the kernel calls it after thread_created), the sleeper's
-   * load after its own seq_cst fence (src/core/idle.c, vp_sleep). */
+   * last look before sleeping: the pusher's store comes before the kernel's notify
+   * after thread_created (the light side of an asymmetric pair, or a seq_cst fence),
+   * the sleeper's load after its own fences (src/core/idle.c, vp_sleep;
+   * docs/memory-ordering.md §6b). */
   _Atomic size_t hint;
 } __attribute__((aligned(64))) runlist_t;
 
