@@ -325,6 +325,10 @@ TEST_P(CondTest, MutexHandedToTheNextCondWaiterStaysExclusive) {
   long turns = 0, locked = 0;              // m
   bool stop_other = false;                 // other
   std::atomic<int> turners_left{kTurners};
+  // the turners start once both plain lockers have held m: else, where the turners are
+  // quick (or the lockers slow to start, under an emulator), every turn could be over
+  // before a plain locker ever queued on m, and the test would not test that
+  std::atomic<int> lockers_in{0};
   auto enter = [&] {
     overlaps += inside != 0;
     inside = 1;
@@ -333,6 +337,7 @@ TEST_P(CondTest, MutexHandedToTheNextCondWaiterStaysExclusive) {
   std::vector<std::function<void()>> fns;
   for (int me = 0; me < kTurners; ++me) {
     fns.push_back([&, me] {
+      while (lockers_in.load() < 2) weft_yield();
       for (int r = 0; r < kRounds; ++r) {
         weft_mutex_lock(&m);
         while (turn != me) {
@@ -355,12 +360,15 @@ TEST_P(CondTest, MutexHandedToTheNextCondWaiterStaysExclusive) {
   }
   for (int k = 0; k < 2; ++k) {
     fns.push_back([&] {
+      bool counted = false;
       while (turners_left.load() > 0) {
         weft_mutex_lock(&m);
         enter();
         locked++;
         leave();
         weft_mutex_unlock(&m);
+        if (!counted) lockers_in++;
+        counted = true;
         weft_yield();
       }
     });
