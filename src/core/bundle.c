@@ -227,8 +227,9 @@ weft_bundle_t *weft_bundle_focus(void) {
 /* ---- stop and continue ---------------------------------------------------------------- */
 
 int weft__bundle_stopped(const weft_bundle_t *b) {
-  /* relaxed: a hint outside the lock; the idle paths call this under bundle_lock,
-   * which orders it against stop and continue */
+  /* relaxed: a hint outside the lock; the idle paths call this under the bundle lock,
+   * which orders it against stop and continue, and leaf questions after the light
+   * fence of their pair with stop (leaf_question) */
   if (!atomic_load_explicit(&weft__rt.nstopped, memory_order_relaxed)) return 0;
   for (; b && b != weft__rt.root; b = b->parent)
     if (atomic_load_explicit(&b->stopped, memory_order_relaxed)) return 1;

@@ -34,9 +34,11 @@ struct weft_bundle {
   weft_bundle_t *list_next, *list_prev; /* registry of bundles: rt.bundle_lock */
   /* the bundle tree (weft_bundle_first_child/next_sibling): rt.bundle_lock */
   weft_bundle_t *first_child, *sib_next, *sib_prev;
-  /* weft_bundle_stop(): 1 while stopped. Written under rt.bundle_lock, read under it
+  /* weft_bundle_stop(): 1 while stopped. Written under the bundle lock, read under it
    * by the idle paths (relaxed: the lock orders it; weft_bundle_continue's
-   * weft_sched_notify() fence covers sleepers, see bundle.c) */
+   * weft_sched_notify() fence covers sleepers, see bundle.c), and without it by a
+   * leaf scheduler's own-bundle question (relaxed: ordered against stop by the
+   * asymmetric pair of bundle.c's leaf_question) */
   _Atomic int stopped;
   /* frees data when weft_shutdown frees a bundle left undestroyed: set by the
    * scheduler library for the state it made (weft_schedlib_bundle_create); NULL for
