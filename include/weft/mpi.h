@@ -8,7 +8,8 @@
  *   - on idle VPs, through a do-when-idle function (weft/vp.h), registered only while
  *     requests are outstanding;
  *   - on busy VPs, from a poller weft thread that tests every poll_interval_ns (a
- *     weft timer) while requests are outstanding and finishes when none are;
+ *     weft timer) while requests are outstanding, and finishes when none have been
+ *     for 10 intervals (weft_mpi_finalize ends it at once);
  *   - in the park path: a thread first tests its own requests (for up to spin_ns,
  *     yielding between tests), and before it parks the whole set if the last test
  *     is older than poll_interval_ns.

@@ -70,7 +70,9 @@ static struct {
   waiter_t *anyw;        /* parked weft_mpi_waitany calls (tested with MPI_Testany) */
   int nany;
   int poller;            /* a poller thread runs */
-  int poller_asleep;     /* it waits on `kick` until its next interval */
+  int poller_asleep;     /* it waits on `kick` until its next interval, or lingers */
+  int poller_lingering;  /* it waits on `kick` with nothing outstanding (LINGER):
+                            a parker kicks it back to its interval */
   weft_sem_t kick;       /* the do-when-idle function wakes the poller early (all
                             zero: a semaphore with count 0) */
   int idle_on;           /* the do-when-idle function is registered */
@@ -264,20 +266,46 @@ static void idle_poll(void *arg) {
 /* MPICH's and its transports' progress functions have large frames. */
 #define POLLER_STACK ((size_t)1 << 20)
 
+/* How long the poller thread stays after nothing is outstanding: LINGER poll
+ * intervals. A program that exchanges messages between slices of compute (M3 with
+ * one thread per rank) parks about once per exchange; a poller that finished as soon
+ * as the set emptied was made anew for a large share of those parks, each time
+ * mapping, faulting in and unmapping its POLLER_STACK. Lingering costs one blocked
+ * thread and one timer. */
+#define LINGER 10
+
 /* The poller thread: tests every poll_interval_ns (or when an idle VP kicks it)
- * while anything is outstanding or reserved, then finishes (g.poller = 0 under the
- * lock, where parkers look). A kick that comes after a timeout leaves a unit in
- * `kick`: the next wait returns at once, one early poll. */
+ * while anything is outstanding or reserved; then lingers, waiting on `kick` for
+ * LINGER intervals (a parker or finalize kicks it), and finishes if nothing came
+ * (g.poller = 0 under the lock, where parkers look). A kick that comes after a
+ * timeout leaves a unit in `kick`: the next wait returns at once, one early poll. */
 static void *poller_main(void *arg) {
   (void)arg;
+  uint64_t quiet_since = 0;  /* when the set was first seen empty, 0 while it is not */
   for (;;) {
     weft_spin_lock(&g.lock);
     g.poller_asleep = 0;
-    if (!g.inited || (g.n == 0 && g.nany == 0 && g.reserved == 0)) {
+    g.poller_lingering = 0;
+    if (!g.inited) {
       g.poller = 0;
       weft_spin_unlock(&g.lock);
       return NULL;
     }
+    if (g.n == 0 && g.nany == 0 && g.reserved == 0) {
+      uint64_t now = weft_time_now(), iv = g.cfg.poll_interval_ns;
+      uint64_t linger = iv > UINT64_MAX / LINGER ? UINT64_MAX : iv * LINGER;
+      if (!quiet_since) quiet_since = now;
+      if (now - quiet_since >= linger) {
+        g.poller = 0;
+        weft_spin_unlock(&g.lock);
+        return NULL;
+      }
+      g.poller_asleep = g.poller_lingering = 1;
+      weft_spin_unlock(&g.lock);
+      weft_sem_timedwait(&g.kick, weft_deadline_after(linger - (now - quiet_since)));
+      continue;
+    }
+    quiet_since = 0;
     waiter_t *w = poll_locked();
     /* about to wait: an idle VP may kick it from now on, even when this poll left the
      * set empty (a thread that parks before the timeout is then polled at once, not
@@ -347,15 +375,20 @@ static int park(waiter_t *w) {
     return MPI_ERR_NO_MEM;
   }
   g.reserved += w->n;
+  int kick = 0;
   if (!g.poller) {
     g.poller = start_poller = 1;
     g.poller_asleep = 0;  /* `kick` is never re-initialized: an idle VP may still be
                              signalling it; a unit left there is one early poll */
+  } else if (g.poller_lingering) {  /* back to its interval (one unit: asleep cleared) */
+    g.poller_asleep = g.poller_lingering = 0;
+    kick = 1;
   }
   /* the park-path check: progress for every parked thread when polls are overdue
    * (a VP busy with threads that never leave it idle) */
   if (weft_time_now() - g.last_poll >= g.cfg.poll_interval_ns) wake = poll_locked();
   weft_spin_unlock(&g.lock);
+  if (kick) weft_sem_signal(&g.kick);
   wake_all(wake);
   if (start_poller) {
     weft_attr_t a;
@@ -600,7 +633,10 @@ int weft_mpi_finalize(void) {
     weft_idle_func_remove(idle_poll, NULL);
     g.idle_on = 0;
   }
+  int kick = g.poller && g.poller_asleep;  /* a lingering one: now, not at its deadline */
+  g.poller_asleep = g.poller_lingering = 0;
   weft_spin_unlock(&g.lock);
+  if (kick) weft_sem_signal(&g.kick);
   /* A poller thread may still be on its way out (it only reads g under the lock). */
   mlock();
   int rc = MPI_Finalize();
