@@ -222,6 +222,10 @@ typedef struct weft_monitor_info {
   int spares_running;       /* spare VPs whose kernel thread exists now */
   unsigned long long stalls;         /* stalls noticed since weft_init */
   unsigned long long spares_started; /* spare kernel threads started since weft_init */
+  unsigned long long period_ns;      /* the time between the monitor's looks now: half
+                                        the bound while it watches a VP closely, up to
+                                        10 ms while every VP runs (docs/design.md "The
+                                        system monitor"); 0 before it starts */
 } weft_monitor_info_t;
 
 /* weft_monitor_info() fills *out (a snapshot). Never switches; callable from any

@@ -72,21 +72,28 @@
  *
  * The monitor sleeps on its futex while no VP is awake (every VP parked and no spare
  * running); a VP that leaves its idle loop to run a thread kicks it (idle.c). It looks
- * every half bound while some awake VP's kernel thread hardly used its CPU since the
- * last look (it may sleep in a call: a thread queued on it must be seen within the
- * bound), or a VP is stalled. While every awake VP runs (threads queued or not), the
- * period doubles after MON_CALM_LOOKS looks that found nothing, up to MON_SLOW_NS (10 ms,
- * 1 ms while threads wait on I/O or a spare's heap holds timers: slow_cap), as Go's
- * system monitor backs off: a look every half bound costs a wake-up of the
+ * every half bound while some awake regular VP's kernel thread hardly used its CPU
+ * since the last look (it may sleep in a call: a thread queued on it must be seen
+ * within the bound), or a VP is stalled. A spare whose kernel thread sleeps in a call
+ * with nothing queued is not watched so: nothing is queued on a spare but by the spare
+ * itself or by the monitor (the monitor's wake-ups every half bound kept the other
+ * CPU from looking idle to the kernel, which then left two busy VPs sharing one CPU
+ * for tens of milliseconds: row I3, "unannounced", took twice as long in some runs).
+ * While every awake VP runs (threads queued or not), the period doubles after
+ * MON_CALM_LOOKS looks that found nothing, up to MON_SLOW_NS (10 ms, 1 ms while
+ * threads wait on I/O or a spare's or a stalled VP's heap holds timers: slow_cap),
+ * as Go's system monitor backs off: a look every half bound costs a wake-up of the
  * monitor and a read of each busy VP's CPU clock, which took 18% of a CPU while two
  * threads yielded to each other. A VP that then blocks is seen within two slow
  * periods (its CPU time over the last period tells), and watched at half the bound
- * from there. A stalled VP that a spare stands in for counts as running too, but the
- * period then stays within MON_SERVED_BOUNDS bounds, since the monitor fires the
- * stalled VP's timers and polls for its I/O: watched at half the bound for as long as
- * the stall lasted, the monitor's looks (a read of each VP's CPU clock, and of the
- * stalled thread's state) took about a sixth of a CPU from the spare and the other
- * VPs (row I3, "unannounced").
+ * from there. A stalled VP that a spare stands in for counts as running too, and the
+ * period backs off at once (no calm stretch first): the monitor fires the stalled
+ * VP's timers (within slow_cap's 1 ms) and polls for I/O as it does while every VP
+ * runs. Watched at half the bound for as long as the stall lasted, the monitor's
+ * looks (a read of each VP's CPU clock, and of the stalled thread's state) took about
+ * a sixth of a CPU from the spare and the other VPs; kept within 8 bounds, they still
+ * cost the threads that ran about an eighth of their throughput (row I3,
+ * "unannounced", measured against this back-off in one sitting).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -111,8 +118,6 @@
                                      may be the only ones (slow_cap) */
 #define MON_SLOW_IO_NS 1000000u
 #define MON_CALM_LOOKS 50         /* looks that found nothing before the period doubles */
-#define MON_SERVED_BOUNDS 8       /* longest period while a stalled VP's spare stands in:
-                                     this many bounds (and no more than MON_SLOW_NS) */
 #define MON_MAX_SPARES 64
 
 enum { SP_FREE = 0, SP_RUNNING = 1, SP_DONE = 2 };
@@ -163,6 +168,8 @@ static struct {
   _Atomic uint64_t n_stalls, n_started;
   int served;                   /* the last look found a stalled VP with a spare
                                    standing in for it (monitor thread only) */
+  _Atomic uint64_t period_ns;   /* the period in force, for weft_monitor_info (relaxed:
+                                   a snapshot) */
 } mon;
 
 _Atomic uint32_t weft__monitor_deep;
@@ -535,7 +542,8 @@ static int kthread_sleeps(mon_vp_t *m, int tid) {
 }
 
 /* One look at every VP (now: its time). Returns 2 if some awake VP's kernel thread
- * hardly ran and sleeps in the kernel, or some VP is stalled with no spare standing in
+ * hardly ran and sleeps in the kernel (a spare's only with threads queued behind it),
+ * or some VP is stalled with no spare standing in
  * (the monitor then looks again after half the bound), 1 if some awake VP has threads
  * queued or a stalled VP is served by a spare (mon.served: the period may back off),
  * 0 if neither. The CPU time of a VP with an empty queue is read at every eighth look
@@ -569,7 +577,7 @@ static int look(uint64_t now, int full) {
     int slot = !h && atomic_load_explicit(&v->q.next, memory_order_relaxed) != NULL;
     if (!h && !slot && !m->stalled && !full) {
       m->last_head = NULL;
-      if (m->quiet) risk = 2;
+      if (m->quiet && i < mon.nvps) risk = 2;
       continue;
     }
     uint64_t cpu = cpu_ns(atomic_load_explicit(&m->clock, memory_order_relaxed));
@@ -590,12 +598,14 @@ static int look(uint64_t now, int full) {
     /* at risk: threads queued, or an awake VP whose kernel thread hardly ran (it may
      * sleep in a call: a thread made ready onto it now must be seen within the bound) */
     /* A stalled VP whose spare stands in for it is served: its queue moves. It is
-     * watched as a running VP is (risk 1: the period may back off, to at most
-     * MON_SERVED_BOUNDS bounds: its timers and I/O wait for the monitor's looks), and
-     * the spare is watched as a VP, so a stall of the spare brings the period back. */
+     * watched as a running VP is (risk 1: the period backs off, to slow_cap, which
+     * keeps to 1 ms while its heap holds timers), and the spare is watched as a VP, so
+     * a stall of the spare brings the period back. A spare asleep in a call with an
+     * empty queue is no risk: only the spare itself and the monitor queue threads on
+     * a spare. */
     int served = m->stalled && m->helper >= 0;
     if (served) mon.served = 1;
-    if ((sleeping || m->stalled) && !served) risk = 2;
+    if (((sleeping && (i < mon.nvps || h || slot)) || m->stalled) && !served) risk = 2;
     else if ((h || slot || served) && risk < 1) risk = 1;
     if (h != m->last_head) m->head_since = now;
     if (m->stalled) {
@@ -637,14 +647,16 @@ static int look(uint64_t now, int full) {
 
 /* The longest period now: MON_SLOW_NS, or MON_SLOW_IO_NS while threads wait on I/O
  * (with every VP busy the monitor's poll is the only one: a wait longer than that would
- * be the readiness latency) or a spare's timer heap holds timers (nobody else fires
- * them once the spare's kernel thread has gone). A VP that newly blocks in a call
+ * be the readiness latency), a spare's timer heap holds timers (nobody else fires
+ * them once the spare's kernel thread has gone), or a stalled VP's does (its kernel
+ * thread sleeps in the call: the monitor fires them). A VP that newly blocks in a call
  * while none of that holds is seen within about two such periods. */
 static uint64_t slow_cap(void) {
   if (weft__io_waiting()) return MON_SLOW_IO_NS;
-  for (int k = 0; k < mon.nspares; k++)
+  for (int i = 0; i < mon.nvps + mon.nspares; i++)
     /* relaxed: a hint, as the idle loop's look at a heap */
-    if (atomic_load_explicit(&weft__rt.vps[mon.nvps + k]->tm.n, memory_order_relaxed))
+    if ((i >= mon.nvps || mon.vps[i].stalled) &&
+        atomic_load_explicit(&weft__rt.vps[i]->tm.n, memory_order_relaxed))
       return MON_SLOW_IO_NS;
   return MON_SLOW_NS;
 }
@@ -673,6 +685,7 @@ static void *monitor_main(void *unused) {
   unsigned nlook = 0, calm = 0;
   /* acquire: pairs with weft__monitor_stop's release store */
   while (!atomic_load_explicit(&mon.stop, memory_order_acquire)) {
+    atomic_store_explicit(&mon.period_ns, period, memory_order_relaxed);
     weft__os_futex_wait_until(&weft__monitor_deep, 0, prev + period);
     if (atomic_load_explicit(&mon.stop, memory_order_acquire)) break;
     uint64_t now = weft__os_now_ns();
@@ -690,9 +703,8 @@ static void *monitor_main(void *unused) {
     }
     uint64_t cap = slow_cap();
     if (risk == 1) {  /* every awake VP runs: back off after a calm stretch */
-      if (mon.served && MON_SERVED_BOUNDS * mon.bound_ns < cap) cap = MON_SERVED_BOUNDS * mon.bound_ns;
       if (period > cap) period = cap;
-      else if (++calm > MON_CALM_LOOKS && period < cap) period *= 2;
+      else if ((++calm > MON_CALM_LOOKS || mon.served) && period < cap) period *= 2;
       continue;
     }
     calm = 0;
@@ -760,5 +772,6 @@ int weft_monitor_info(weft_monitor_info_t *out) {
       out->spares_running++;
   out->stalls = atomic_load_explicit(&mon.n_stalls, memory_order_relaxed);
   out->spares_started = atomic_load_explicit(&mon.n_started, memory_order_relaxed);
+  out->period_ns = atomic_load_explicit(&mon.period_ns, memory_order_relaxed);
   return 0;
 }

@@ -642,4 +642,64 @@ TEST_F(MonitorTest, BlockedThreadsOnSparesAreNeverLost) {
   EXPECT_EQ(weft_sem_destroy(&l.sem), 0);
 }
 
+// A spare whose own thread sleeps in a call, with nothing queued behind it, is no
+// reason to look every half bound: nothing can be queued on a spare but by the
+// spare itself or the monitor. The only VP blocks in r1's read; the main thread goes
+// on on a spare, where r2 blocks that spare's kernel thread while main waits in
+// weft_join. Served and asleep with an empty queue, nothing is at risk, and the
+// monitor backs off (weft_monitor_info().period_ns grows past half the bound). It
+// stayed at half the bound: the monitor woke every 10 us for as long as the calls
+// lasted, and the kernel kept two busy VPs on one CPU beside the CPU its wake-ups
+// kept from looking idle (row I3, "unannounced", took twice as long in some runs).
+struct BackOff {
+  Pipe p1, p2;
+  std::atomic<int> r2_in{0}, backed_off{0};
+  unsigned long long fast_ns = 0;
+};
+
+void *ReaderFlagged(void *p) {
+  auto *b = static_cast<BackOff *>(p);
+  b->r2_in = 1;
+  return Reader(&b->p2);
+}
+
+void *WatchPeriod(void *p) {
+  auto *b = static_cast<BackOff *>(p);
+  while (!b->r2_in) usleep(1000);
+  usleep(20000);  // r2 is in its read: the monitor has seen the spare asleep
+  weft_monitor_info_t mi;
+  for (int i = 0; i < 20000 && !b->backed_off; i++) {  // 20 s at most
+    if (weft_monitor_info(&mi) == 0 && mi.period_ns > b->fast_ns)
+      b->backed_off = 1;
+    else
+      usleep(1000);
+  }
+  char c = 'x';  // end both calls, r2's first
+  if (write(b->p2.fd[1], &c, 1) != 1 || write(b->p1.fd[1], &c, 1) != 1) b->backed_off = -1;
+  return nullptr;
+}
+
+TEST_F(MonitorTest, SpareAsleepInACallWithNothingQueuedLetsTheMonitorBackOff) {
+  Watchdog wd(60);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  BackOff b;
+  weft_monitor_info_t mi;
+  ASSERT_EQ(weft_monitor_info(&mi), 0);
+  b.fast_ns = static_cast<unsigned long long>(mi.bound_us) * 1000u / 2u;
+  weft_thread_t *r1 = Spawn(Reader, &b.p1);
+  ASSERT_NE(r1, nullptr);
+  weft_yield();  // r1 runs and blocks the only VP; we go on on a spare
+  weft_thread_t *r2 = Spawn(ReaderFlagged, &b);  // on the spare's queue
+  ASSERT_NE(r2, nullptr);
+  pthread_t os;
+  ASSERT_EQ(pthread_create(&os, nullptr, WatchPeriod, &b), 0);
+  void *res = nullptr;
+  ASSERT_EQ(weft_join(r2, &res), 0);  // r2 blocks the spare meanwhile
+  EXPECT_EQ(reinterpret_cast<intptr_t>(res), 'x');
+  ASSERT_EQ(weft_join(r1, &res), 0);
+  EXPECT_EQ(reinterpret_cast<intptr_t>(res), 'x');
+  pthread_join(os, nullptr);
+  EXPECT_EQ(b.backed_off.load(), 1) << "the monitor kept looking every half bound";
+}
+
 }  // namespace
