@@ -23,7 +23,8 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-_Atomic long weft__live_blocks;
+/* on a line of its own: see weft__ctx_errno_off (src/arch/tstate.c) */
+_Alignas(64) _Atomic long weft__live_blocks;
 static _Atomic long alloc_count;
 static _Atomic long fail_countdown; /* 0: off; n: the n-th next allocation fails */
 

@@ -21,7 +21,9 @@
 #include "weft/wire.h"
 
 weft__rt_t weft__rt;
-_Atomic uint64_t weft__next_id_block = 1;
+/* on a line of its own (written as VPs claim blocks of ids): see weft__ctx_errno_off
+ * (src/arch/tstate.c) */
+_Alignas(64) _Atomic uint64_t weft__next_id_block = 1;
 /* used: referenced only from inline asm, which link-time optimisation cannot see */
 __thread weft_vp_t *weft__tls_vp __attribute__((tls_model("initial-exec"), used));
 
