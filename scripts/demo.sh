@@ -166,7 +166,7 @@ contention_S6     | weft_s6_contention                        | S6.json         
 quicksort_A3      | weft_a3_quicksort                         | A3.json             | "$B/apps/weft_a3_quicksort" --out "$raw" "${a3_args[@]}"
 vecmat_A1         | weft_a1_vecmat                            | A1.json             | "$B/apps/weft_a1_vecmat" --out "$raw" "${a1_args[@]}"
 sorts_A2          | weft_a2_sort                              | A2.json             | "$B/apps/weft_a2_sort" --out "$raw" "${a2_args[@]}"
-trees_R1_R2_R3    | weft_trees ?weft_trees_omp ?weft_trees_tbb ?weft_trees_fiber | R.json | "$py" bench/trees/R_run.py --build "$build" --out "$raw" ${go:+--go "$go"} "${trees_args[@]}"
+trees_R1_R2_R3    | weft_trees ?weft_trees_shared ?weft_trees_omp ?weft_trees_tbb ?weft_trees_fiber | R.json | "$py" bench/trees/R_run.py --build "$build" --out "$raw" ${go:+--go "$go"} "${trees_args[@]}"
 io_I1_I2          | weft_io_client weft_io_peer ?weft_example_echo_server ?weft_example_http_server | I.json | "$py" bench/io/I_run.py --build "$build" --out "$raw" ${go:+--go "$go"} "${io_args[@]}"
 io_I3             | weft_io_i3                                | I3.json             | "$B/io/weft_io_i3" --out "$raw" "${i3_args[@]}"
 io_I0             | weft_io_i0                                | I0.json             | "$B/io/weft_io_i0" --out "$raw" "${i0_args[@]}"

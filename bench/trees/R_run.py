@@ -2,7 +2,9 @@
 """R_run.py - runs R1 (fib, a thread per call), R2 (N-queens, a thread per
 placement) and R3 (a million live threads) for weft beside OpenMP tasks, oneTBB
 task_group, Go, Boost.Fiber and (R3) POSIX threads, each point in a fresh process under
-`timeout`, and writes OUT/R.json (bench/README.md, "Trees of threads").
+`timeout`, and writes OUT/R.json (bench/README.md, "Trees of threads"). R1/R2 run weft
+twice: linked with the static library as every weft benchmark is ("weft"), and with
+libweft.so, as pkg-config and find_package link by default ("weft_shared").
 
     python3 bench/trees/R_run.py --build BUILD --out DIR [--go GO] [--procs 1,2]
         [--reps 3] [--r3-reps 3] [--r1-n 30] [--r2-n 12] [--r3-n 1000000]
@@ -36,7 +38,7 @@ import tempfile
 import time
 
 ROWS = {"R1": "fib", "R2": "queens", "R3": "live"}
-TREE_LIBS = ["weft", "weft_workfirst", "openmp_tasks", "tbb_task_group", "go", "boost_fiber"]
+TREE_LIBS = ["weft", "weft_shared", "weft_workfirst", "openmp_tasks", "tbb_task_group", "go", "boost_fiber"]
 LIVE_LIBS = ["weft", "go", "boost_fiber", "pthreads"]
 # the rows' default sizes, and R3's smaller pthreads count (a kernel thread each)
 DEFAULT_SIZE = {"pthreads:live": [10000]}
@@ -76,6 +78,7 @@ class Runner:
 
     def command(self, lib, bench, p, n, reps):
         b = {"weft": "weft_trees", "weft_workfirst": "weft_trees", "pthreads": "weft_trees",
+             "weft_shared": "weft_trees_shared",
              "openmp_tasks": "weft_trees_omp", "tbb_task_group": "weft_trees_tbb",
              "boost_fiber": "weft_trees_fiber"}.get(lib)
         path = self.go_bin if lib == "go" else os.path.join(self.trees, b) if b else None
@@ -84,6 +87,8 @@ class Runner:
         cmd = [path, "--bench", bench, "--p", str(p), "--n", str(n), "--reps", str(reps)]
         if b == "weft_trees":
             cmd += ["--lib", lib]
+        elif b == "weft_trees_shared":  # the same program against libweft.so
+            cmd += ["--lib", "weft"]
         return cmd
 
     def run_once(self, cmd):

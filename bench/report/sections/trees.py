@@ -3,7 +3,8 @@ million live threads; and A3 at leaf 5 beside them. Input: R.json of
 bench/trees/R_run.py (bench/README.md, "Trees of threads"), A3.json."""
 from core import section, table, fmt_ns, fmt_s, spread_pct, plt
 
-LIBS = [("weft", "weft", "tab:blue"), ("weft_workfirst", "weft, work-first", "tab:cyan"),
+LIBS = [("weft", "weft", "tab:blue"), ("weft_shared", "weft (libweft.so)", "tab:gray"),
+        ("weft_workfirst", "weft, work-first", "tab:cyan"),
         ("openmp_tasks", "OpenMP tasks†", "tab:purple"), ("tbb_task_group", "oneTBB task_group†", "tab:olive"),
         ("go", "Go", "tab:green"), ("boost_fiber", "Boost.Fiber", "tab:orange"),
         ("pthreads", "POSIX threads", "tab:red")]
@@ -159,7 +160,9 @@ def r1r2(rep):
           "  long y = (long)fib((void *)(n - 2));\n  weft_join(t, &x);\n  return (void *)((long)x + y);\n}\n```\n\n"
           "and the same shape in each package (bench/trees/): OpenMP `task` + `taskwait`, a oneTBB "
           "`task_group` per call, a goroutine + `sync.WaitGroup`, a `boost::fibers::fiber` + `join` "
-          "(default stack allocator, `work_stealing` on P threads). Each package runs with its defaults, "
+          "(default stack allocator, `work_stealing` on P threads). weft runs twice: linked with the "
+          "static library, as every weft benchmark is, and with `libweft.so` (\"weft (libweft.so)\"), "
+          "as `pkg-config` and `find_package` link a program by default. Each package runs with its defaults, "
           "nothing tuned, in a fresh process per (package, P): one warm-up, then %d timed runs; ns per "
           "spawn = run time / spawns (fib(n+1) - 1 for fib(n); the search tree's nodes below the root "
           "for queens), median ± spread; peak RSS = the process's VmHWM at exit (including its runtime "
