@@ -99,7 +99,8 @@ struct weft_vp {
   /* parking: 1 = asleep (or going to sleep), 0 = awake. The waker stores 0
    * (release) then futex-wakes; the sleeper futex-waits while it reads 1 (acquire). */
   _Atomic uint32_t park WEFT__ALIGNED;
-  /* 1 from just before the VP's sleep to just after it, written by the VP alone
+  /* 1 from just before the VP's sleep (or steal back-off nap, idle.c) to just after
+   * it, written by the VP alone
    * (relaxed: a hint for the system monitor, which reads park too): a waker stores
    * park 0 before its futex wake, and a waker kept off its CPU between the two left
    * a VP that still slept with park 0, which the monitor took for a stall */
