@@ -702,7 +702,8 @@ static void *monitor_main(void *unused) {
       continue;
     }
     uint64_t cap = slow_cap();
-    if (risk == 1) {  /* every awake VP runs: back off after a calm stretch */
+    if (risk == 1) {  /* every awake VP runs: back off after a calm stretch (at once
+                         while a spare serves a stall) */
       if (period > cap) period = cap;
       else if ((++calm > MON_CALM_LOOKS || mon.served) && period < cap) period *= 2;
       continue;
