@@ -21,6 +21,9 @@
  *             status says MPI_SUCCESS (it held stale memory)
  *   interval  one VP and a poll interval of 1 ns: the poller thread must still let
  *             the other threads run (it kept the VP for ever)
+ *   bound     weft_mpi_sendrecv takes MPI_Isendrecv for at most 32 exchanges
+ *             outstanding, then two requests (counted through weft_mpi_outstanding),
+ *             every byte of 48 large exchanges checked
  *   linger    rounds of one thread parked on a receive from the rank itself, with
  *             gaps longer than the poll interval and shorter than the poller's
  *             linger between them: the poller thread is made once, not once a
@@ -272,6 +275,71 @@ static void *self_recv_round(void *arg) {
   CHECK(v == (int)(intptr_t)arg);
   return NULL;
 }
+/* ---- bound: weft_mpi_sendrecv with the status ignored uses MPI_Isendrecv (one request)
+ * for at most SR_BOUND exchanges outstanding in the process, then MPI_Irecv + MPI_Isend
+ * (two requests); docs/mpi.md. The even rank of each pair parks SR_THREADS such
+ * exchanges before its partner answers any; the messages are large enough (SR_BYTES)
+ * that no send completes before its receive is posted, so every request stays in the
+ * parked set and weft_mpi_outstanding() counts SR_BOUND + 2 x (SR_THREADS - SR_BOUND)
+ * (MPI 4), or 2 x SR_THREADS where MPI has no MPI_Isendrecv. Then every byte is checked. */
+#define SR_BOUND 32
+#define SR_THREADS 48
+#define SR_BYTES (512 * 1024)
+static unsigned char *sr_out, *sr_in;
+
+static unsigned char sr_byte(int from, int i, size_t k) {
+  return (unsigned char)(from * 131 + i * 7 + (int)(k % 251));
+}
+
+static void *sr_thread(void *arg) {
+  int i = (int)(intptr_t)arg, partner = rank ^ 1;
+  unsigned char *out = sr_out + (size_t)i * SR_BYTES, *in = sr_in + (size_t)i * SR_BYTES;
+  for (size_t k = 0; k < SR_BYTES; k++) out[k] = sr_byte(rank, i, k);
+  memset(in, 0, SR_BYTES);
+  CHECK(weft_mpi_sendrecv(out, SR_BYTES, MPI_BYTE, partner, 100 + i, in, SR_BYTES, MPI_BYTE,
+                          partner, 100 + i, MPI_COMM_WORLD, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+  size_t bad = 0;
+  for (size_t k = 0; k < SR_BYTES; k++) bad += in[k] != sr_byte(partner, i, k);
+  CHECK(bad == 0);
+  return NULL;
+}
+
+static void bound_scenario(void) {
+  if ((rank ^ 1) >= size) return;  /* an odd rank count: the last rank sits out */
+  sr_out = malloc((size_t)SR_THREADS * SR_BYTES);
+  sr_in = malloc((size_t)SR_THREADS * SR_BYTES);
+  CHECK(sr_out && sr_in);
+  if (!sr_out || !sr_in) return;
+  weft_thread_t *t[SR_THREADS];
+  int go = 1;
+  if (rank % 2 == 0) {
+    for (int i = 0; i < SR_THREADS; i++)
+      CHECK(weft_create(&t[i], NULL, sr_thread, (void *)(intptr_t)i) == 0);
+#if MPI_VERSION >= 4
+    int want = SR_BOUND + 2 * (SR_THREADS - SR_BOUND);
+#else
+    int want = 2 * SR_THREADS;
+#endif
+    uint64_t deadline = weft_time_now() + 30ull * 1000000000u;
+    int got;
+    while ((got = weft_mpi_outstanding()) < want && weft_time_now() < deadline) weft_yield();
+    weft_sleep_ns(20 * 1000000ull);  /* and no more come */
+    got = weft_mpi_outstanding();
+    if (got != want)
+      fprintf(stderr, "rank %d: bound: %d requests parked, want %d\n", rank, got, want);
+    CHECK(got == want);
+    CHECK(weft_mpi_send(&go, 1, MPI_INT, rank ^ 1, 99, MPI_COMM_WORLD) == MPI_SUCCESS);
+  } else {
+    CHECK(weft_mpi_recv(&go, 1, MPI_INT, rank ^ 1, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE) ==
+          MPI_SUCCESS);
+    for (int i = 0; i < SR_THREADS; i++)
+      CHECK(weft_create(&t[i], NULL, sr_thread, (void *)(intptr_t)i) == 0);
+  }
+  for (int i = 0; i < SR_THREADS; i++) CHECK(weft_join(t[i], NULL) == 0);
+  free(sr_out);
+  free(sr_in);
+}
+
 #define LINGER_INTERVAL_NS 1000000ull  /* the poller lingers 10 intervals: 10 ms */
 
 int main(int argc, char **argv) {
@@ -315,6 +383,8 @@ int main(int argc, char **argv) {
     compute_scenario();
   } else if (!strcmp(mode, "coll")) {
     coll_scenario();
+  } else if (!strcmp(mode, "bound")) {
+    bound_scenario();
   } else if (!strcmp(mode, "finalize")) {
     if (rank == 0) {
       weft_thread_t *t, *c;
