@@ -30,6 +30,7 @@
 #ifndef WEFT_MUTEX_H
 #define WEFT_MUTEX_H
 
+#include "weft/build.h"
 #include "weft/common.h"
 #include "weft/error.h"
 #include "weft/time.h"
@@ -84,6 +85,65 @@ WEFT_API int weft_mutex_timedlock(weft_mutex_t *m, uint64_t deadline);
  * by the holder only, from any thread kind. Never switches.
  * Errors: WEFT_EINVAL (m NULL), WEFT_EPERM (it was not locked). */
 WEFT_API int weft_mutex_unlock(weft_mutex_t *m);
+
+/* For the inline fast paths below only, not for programs to call:
+ * weft__mutex_took() records the caller as *m's holder, and weft__mutex_releasing()
+ * checks that the caller holds *m (aborting with a message if not) and forgets the
+ * holder, in a checked build (elsewhere they do nothing);
+ * weft__mutex_lock_contended() is weft_mutex_lock() of a non-NULL m whose word_ the
+ * caller found nonzero; weft__mutex_unlock_contended() is weft_mutex_unlock() of a
+ * non-NULL m whose word_ the caller found to be `seen`, not 1 (0: WEFT_EPERM), after
+ * weft__mutex_releasing(). */
+WEFT_API void weft__mutex_took(weft_mutex_t *m);
+WEFT_API void weft__mutex_releasing(weft_mutex_t *m);
+WEFT_API int weft__mutex_lock_contended(weft_mutex_t *m);
+WEFT_API int weft__mutex_unlock_contended(weft_mutex_t *m, uint32_t seen);
+
+/* ---- inline fast paths ----
+ * weft_mutex_lock, weft_mutex_trylock and weft_mutex_unlock are also macros that try
+ * the uncontended case inline (one compare-and-swap on word_: 0 -> 1 to take, 1 -> 0
+ * to release, the orders the library's own paths use: the acquire of a take pairs
+ * with the release of the previous holder's unlock) and call the function for
+ * everything else (a held mutex, waiters, a NULL m, an error). The functions keep
+ * their addresses and contracts; (weft_mutex_lock)(m) calls the function directly.
+ * So the meaning of word_'s values 0 and 1 is part of the library's binary interface.
+ * With a library built with WEFT_CHECKED (weft/build.h) the inline paths also call
+ * the library to record the holder after a take and to check it before a release.
+ * A library built for ThreadSanitizer has no inline paths (TSan must see every lock's
+ * ordering, and sees it only in code it instruments). Define WEFT_NO_INLINE_LOCKS
+ * before including weft headers to call the functions always. */
+#if !defined(WEFT_BUILDING) && !defined(WEFT_NO_INLINE_LOCKS) && !WEFT_BUILD_TSAN && \
+    (defined(__GNUC__) || defined(__clang__))
+static inline int weft__mutex_lock_inline(weft_mutex_t *m) {
+  uint32_t seen = 0;
+  if (!m) return (weft_mutex_lock)(m);
+  if (__atomic_compare_exchange_n(&m->word_, &seen, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    if (WEFT_BUILD_CHECKED) weft__mutex_took(m);
+    return 0;
+  }
+  return weft__mutex_lock_contended(m);
+}
+static inline int weft__mutex_trylock_inline(weft_mutex_t *m) {
+  uint32_t seen = 0;
+  if (m && __atomic_load_n(&m->word_, __ATOMIC_RELAXED) == 0 &&
+      __atomic_compare_exchange_n(&m->word_, &seen, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    if (WEFT_BUILD_CHECKED) weft__mutex_took(m);
+    return 0;
+  }
+  return (weft_mutex_trylock)(m);
+}
+static inline int weft__mutex_unlock_inline(weft_mutex_t *m) {
+  uint32_t held = 1;
+  if (!m) return (weft_mutex_unlock)(m);
+  if (WEFT_BUILD_CHECKED) weft__mutex_releasing(m);
+  if (__atomic_compare_exchange_n(&m->word_, &held, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    return 0;
+  return weft__mutex_unlock_contended(m, held);
+}
+#define weft_mutex_lock(m) weft__mutex_lock_inline(m)
+#define weft_mutex_trylock(m) weft__mutex_trylock_inline(m)
+#define weft_mutex_unlock(m) weft__mutex_unlock_inline(m)
+#endif
 
 /* ---- hybrid lock: the same operations, exponential backoff while spinning ---- */
 typedef struct weft_hybrid { weft_mutex_t m_; } weft_hybrid_t;

@@ -308,13 +308,21 @@ static void unlock_slow(weft__mutex_t *m) {
   if (w) grant(NULL, w);
 }
 
-static inline int unlock_common(weft__mutex_t *m) {
-  if (WEFT__UNLIKELY(!m)) return WEFT_EINVAL;
+/* Checked builds: the caller must hold m (or nobody does: WEFT_EPERM follows); the
+ * holder is forgotten before the release. */
+static inline void check_release(weft__mutex_t *m) {
 #ifdef WEFT_CHECKED
   WEFT__ASSERT(atomic_load_explicit(&m->word, memory_order_relaxed) == 0 || OWNER_IS_ME(m),
                "weft_mutex_unlock by a thread that does not hold it");
   atomic_store_explicit(&m->owner, NULL, memory_order_relaxed);
+#else
+  (void)m;
 #endif
+}
+
+static inline int unlock_common(weft__mutex_t *m) {
+  if (WEFT__UNLIKELY(!m)) return WEFT_EINVAL;
+  check_release(m);
   uint32_t old = 1;
   /* release: pairs with the acquire of the next lock */
   if (WEFT__LIKELY(atomic_compare_exchange_strong_explicit(&m->word, &old, 0, memory_order_release,
@@ -322,6 +330,31 @@ static inline int unlock_common(weft__mutex_t *m) {
     return 0;
   if (old == 0) return WEFT_EPERM;
   unlock_slow(m);
+  return 0;
+}
+
+void weft__mutex_took(weft_mutex_t *m) {
+#ifdef WEFT_CHECKED
+  if (m) OWNER_SET(WEFT__M(m));
+#else
+  (void)m;
+#endif
+}
+
+void weft__mutex_releasing(weft_mutex_t *m) { check_release(WEFT__M(m)); }
+
+/* The inline fast paths' slow halves (weft/mutex.h): their compare-and-swap failed,
+ * so the fast path is not tried again. */
+int weft__mutex_lock_contended(weft_mutex_t *m) {
+  weft__mutex_t *x = WEFT__M(m);
+  int rc = lock_slow_forever(x, 0);
+  if (rc == 0) OWNER_SET(x);
+  return rc;
+}
+
+int weft__mutex_unlock_contended(weft_mutex_t *m, uint32_t seen) {
+  if (seen == 0) return WEFT_EPERM;
+  unlock_slow(WEFT__M(m));
   return 0;
 }
 
