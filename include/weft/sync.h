@@ -40,8 +40,11 @@ typedef struct weft_sync_stats {
   uint64_t timeouts;          /* timed waits (any object, and sleeps) that timed out */
 } weft_sync_stats_t;
 
-/* weft_sync_stats() fills *out (zeros if weft is not running). Exact when the
- * system is quiescent. Callable anywhere; never switches. */
+/* weft_sync_stats() fills *out with the counts since the last reset, for the whole
+ * process: plain OS threads' events (before weft_init and after weft_shutdown too),
+ * weft threads' events, and those of earlier runs (a VP's counts are kept when
+ * weft_shutdown ends it, so the counts never go backwards). Exact when the system is
+ * quiescent. Callable anywhere; never switches. */
 WEFT_API void weft_sync_stats(weft_sync_stats_t *out);
 
 /* weft_sync_stats_reset() zeroes the counters. Call while quiescent. */

@@ -255,7 +255,10 @@ static void rt_clear(weft__rt_t *rt) {
 static void teardown(void) {
   weft__rt_t *rt = &weft__rt;
   if (rt->vps) {
-    for (int i = 0; i < rt->nvps_all; i++) vp_destroy(rt->vps[i]);
+    for (int i = 0; i < rt->nvps_all; i++) {
+      if (rt->vps[i]) weft__sync_stats_fold(rt->vps[i]);
+      vp_destroy(rt->vps[i]);
+    }
     weft__sys_free(rt->vps);
   }
   weft__monitor_free();

@@ -75,6 +75,7 @@ typedef struct weft__rt {
 } weft__rt_t;
 
 int weft__idle_funcs_run(void);        /* vp.c: returns how many are registered */
+void weft__sync_stats_fold(weft_vp_t *vp); /* sync/wait.c: shutdown keeps a VP's sync counts */
 
 /* Hidden, as every symbol of the library not in the public API: declared so here (not
  * only at the definition, runtime.c) so that every file addresses them directly, as

@@ -9,7 +9,8 @@
 
 /* ---- counters ------------------------------------------------------------------- */
 
-/* Plain OS threads have no VP: their events go here (relaxed: counts only). */
+/* Plain OS threads have no VP: their events go here, and so do a VP's when it is
+ * destroyed at shutdown (relaxed: counts only). */
 _Atomic uint64_t weft__sync_os_counts[WEFT__ST_N];
 
 void weft_sync_stats(weft_sync_stats_t *out) {
@@ -26,6 +27,15 @@ void weft_sync_stats(weft_sync_stats_t *out) {
   out->blocked = c[WEFT__ST_BLOCKED];
   out->idled = c[WEFT__ST_IDLED];
   out->timeouts = c[WEFT__ST_TIMEOUT];
+}
+
+/* Shutdown: a VP's counts join the process-wide ones before the VP goes, so that the
+ * counters never go backwards (relaxed: counts only; the runtime is quiescent). */
+void weft__sync_stats_fold(weft_vp_t *vp) {
+  for (int k = 0; k < WEFT__ST_N; k++)
+    atomic_fetch_add_explicit(&weft__sync_os_counts[k],
+                              atomic_load_explicit(&vp->sync_st[k], memory_order_relaxed),
+                              memory_order_relaxed);
 }
 
 void weft_sync_stats_reset(void) {

@@ -124,6 +124,41 @@ TEST(OsThreadsRacingShutdown, CreateDuringShutdownIsNotInitOrRuns) {
   EXPECT_EQ(weft_debug_live_blocks(), 0);
 }
 
+// weft_sync_stats counts for the whole process across runs: a plain OS thread's
+// timeout before weft_init counts, a weft thread's during the run adds to it, and
+// weft_shutdown keeps the VPs' counts (they were dropped: the count went back from 2
+// to 1, and a fresh process with nothing counted yet read nonzero while weft was not
+// running, against the contract's "zeros").
+void *TimeOutOnce(void *arg) {
+  weft_sem_t *s = static_cast<weft_sem_t *>(arg);
+  EXPECT_EQ(weft_sem_timedwait(s, weft_deadline_after(1000)), WEFT_ETIMEDOUT);
+  return nullptr;
+}
+
+TEST(SyncStats, CountsSpanRunsAndSurviveShutdown) {
+  Watchdog dog(60);
+  weft_sem_t s;
+  ASSERT_EQ(weft_sem_init(&s, 0), 0);
+  weft_sync_stats_reset();
+  weft_sync_stats_t st;
+  TimeOutOnce(&s);  // a plain OS thread, weft not running
+  weft_sync_stats(&st);
+  EXPECT_EQ(st.timeouts, 1u);
+  ASSERT_EQ(InitWithVps(2), 0);
+  weft_thread_t *t;
+  ASSERT_EQ(weft_create(&t, nullptr, TimeOutOnce, &s), 0);
+  ASSERT_EQ(weft_join(t, nullptr), 0);
+  weft_sync_stats(&st);
+  EXPECT_EQ(st.timeouts, 2u);
+  ASSERT_EQ(weft_shutdown(), 0);
+  weft_sync_stats(&st);
+  EXPECT_EQ(st.timeouts, 2u) << "weft_shutdown dropped the VPs' counts";
+  weft_sync_stats_reset();
+  weft_sync_stats(&st);
+  EXPECT_EQ(st.timeouts, 0u);
+  EXPECT_EQ(weft_sem_destroy(&s), 0);
+}
+
 std::atomic<weft_thread_t *> g_parked{nullptr};
 
 // weft_shutdown closes creation to plain OS threads while it waits; when it gives up
