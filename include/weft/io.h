@@ -44,8 +44,9 @@
  * plain close() leaves them parked (until their deadline, if any). A descriptor
  * closed with close() and reused by a new open keeps weft's cached notion of its
  * kind until weft_close or a weft_openat/weft_accept returns it; at worst a call on
- * it then blocks its VP, or a thread that parks on it waits up to about a second for
- * its first event (weft registers a descriptor with the kernel once, and finds a
+ * it then blocks its VP (not a _deadline call: those check that a descriptor weft made
+ * non-blocking still is, and keep their deadline), or a thread that parks on it waits
+ * up to about a second for its first event (weft registers a descriptor with the kernel once, and finds a
  * registration that close() dropped by checking from time to time: docs/io.md).
  *
  * Signals: a parked weft thread is not interrupted by signals (as if every handler
@@ -157,8 +158,9 @@ WEFT_API int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_
 
 /* weft_fd_wait() parks until fd is ready for `events` (a mask of POLLIN, POLLOUT,
  * POLLPRI as in poll(2)) and returns the ready mask (poll's revents: may also hold
- * POLLERR, POLLHUP, POLLRDHUP, POLLNVAL), or -1 with errno: ETIMEDOUT (deadline
- * passed), EBADF (closed by weft_close while waiting), EINVAL (no event asked for),
+ * POLLERR, POLLHUP, POLLRDHUP, POLLNVAL: a number that is not open gives POLLNVAL,
+ * as poll(2) does), or -1 with errno: ETIMEDOUT (deadline passed), EBADF (fd
+ * negative, or closed by weft_close while waiting), EINVAL (no event asked for),
  * ENOMEM. Ready at once: returns without parking. */
 WEFT_API int weft_fd_wait(int fd, short events);
 WEFT_API int weft_fd_wait_deadline(int fd, short events, uint64_t deadline);

@@ -1105,6 +1105,17 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
   if (io.uring && o->kind <= OP_PWRITE && is_file(d))
     return ring_allowed() ? uring_file_op(o, deadline) : op_plain(o, 0);
 #endif
+  /* A timed call on a descriptor weft made non-blocking first makes sure it still is:
+   * closed with close(2) and reused by a new pipe, say, the number would keep the
+   * cached kind and the plain call would block past the deadline, for ever if nothing
+   * comes. One fcntl per timed call on such descriptors; untimed calls keep the
+   * documented limit (at worst they block their VP). */
+  if (deadline != WEFT_FOREVER && atomic_load_explicit(&d->kind, memory_order_relaxed) == K_OTHER &&
+      o->kind <= OP_WRITEV) {
+    int fl = fcntl(o->fd, F_GETFL);
+    if (fl < 0) return -1;  /* EBADF: closed */
+    if (!(fl & O_NONBLOCK)) make_other(d);
+  }
   ssize_t r = op_try(d, o);
   if (r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK) || nowait) return r;
   return op_park(d, gen, o, deadline);
@@ -1512,7 +1523,10 @@ int weft_fd_wait_deadline(int fd, short events, uint64_t deadline) {
   uint32_t gen = 0;
   if (here()) {
     if (!(d = iod_get(fd))) {
-      return (int)fail(fd < 0 || fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM);
+      /* past weft's table: poll's answer for a number that is not open (as a plain
+       * OS thread gets it), else no record to park on */
+      if (fd >= IOD_PAGE * IOD_PAGES) return fcntl(fd, F_GETFD) < 0 ? POLLNVAL : (int)fail(ENOMEM);
+      return (int)fail(ENOMEM);
     }
     gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
   }

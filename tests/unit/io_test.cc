@@ -732,8 +732,13 @@ TEST_P(IoTest, PlainThreadCallsBlockOnDescriptorsWeftMadeNonBlocking) {
     EXPECT_EQ(Err(), EBADF);
     EXPECT_EQ(weft_accept(-1, nullptr, nullptr, 0), -1);
     EXPECT_EQ(Err(), EBADF);
+    // a number that is not open, past weft's table too: poll's answer
+    EXPECT_EQ(weft_fd_wait(INT_MAX, POLLIN), POLLNVAL);
   });
   bad.join();
+  // the same from a weft thread (it said EBADF past weft's table)
+  EXPECT_EQ(weft_fd_wait(INT_MAX, POLLIN), POLLNVAL);
+  EXPECT_EQ(weft_fd_wait(12345, POLLIN), POLLNVAL);
   if (acc >= 0) close(acc);
   close(c);
   weft_close(ls);
@@ -1476,6 +1481,40 @@ TEST_P(IoTest, ReadOnANumberReusedAfterAPlainClose) {
   }
   weft_close(p[0]);
   weft_close(p[1]);
+}
+
+// A pipe weft made non-blocking, closed with close(2), its number reused by a new pipe
+// (blocking) or socket pair: a read with a deadline on it ends at the deadline with
+// ETIMEDOUT (it trusted the cached kind, made the plain read(2) and blocked for ever).
+TEST_P(IoTest, TimedReadOnAReusedNumberKeepsItsDeadline) {
+  for (int sock : {0, 1}) {
+    int p[2];
+    ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+    char b[8];
+    EXPECT_EQ(weft_read_deadline(p[0], b, sizeof b, weft_deadline_after(1000000)), -1);
+    EXPECT_EQ(Err(), ETIMEDOUT);  // weft knows p[0] as a non-socket it made non-blocking
+    int num = p[0];
+    ASSERT_EQ(close(p[0]), 0);
+    ASSERT_EQ(close(p[1]), 0);
+    int q[2];
+    if (sock) ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, q), 0);
+    else ASSERT_EQ(pipe2(q, O_CLOEXEC), 0);
+    if (q[0] != num) {
+      close(q[0]);
+      close(q[1]);
+      GTEST_SKIP() << "the number was not reused";
+    }
+    uint64_t t0 = weft_time_now();
+    EXPECT_EQ(weft_read_deadline(q[0], b, sizeof b, weft_deadline_after(30000000)), -1)
+        << (sock ? "socket" : "pipe");
+    EXPECT_EQ(Err(), ETIMEDOUT);
+    EXPECT_GE(weft_time_now() - t0, 30000000u);
+    // and data still arrives through it
+    ASSERT_EQ(write(q[1], "x", 1), 1);
+    EXPECT_EQ(weft_read_deadline(q[0], b, sizeof b, weft_deadline_after(10000000000ull)), 1);
+    weft_close(q[0]);
+    weft_close(q[1]);
+  }
 }
 
 // After a read with a deadline timed out (no waiter left), the number is closed with
