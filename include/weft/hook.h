@@ -3,7 +3,7 @@
  * A callback can be installed on each thread event (entry, exit, save, restore,
  * blocked, unblocked) and system event (idle begin, idle spin, idle end). The
  * callbacks of one event form a stack: weft_hook_push() adds one on top,
- * weft_hook_pop() removes the top one, both at run time. When the event happens every
+ * weft_hook_pop() removes the top one, weft_hook_remove() a given one, all at run time. When the event happens every
  * callback of its stack runs, the most recently pushed first.
  *
  * Cost: with no callback installed the hot paths pay nothing extra: the test that
@@ -92,6 +92,15 @@ WEFT_API int weft_hook_push(weft_hook_event_t ev, weft_hook_fn fn, void *arg);
  * until weft_shutdown() or until such calls are known to have finished. Never
  * switches. Errors: WEFT_EINVAL (bad ev, or the stack is empty). */
 WEFT_API int weft_hook_pop(weft_hook_event_t ev);
+
+/* weft_hook_remove() removes the most recently pushed callback of ev's stack whose
+ * function and arg are fn and arg, wherever it is in the stack; the others keep their
+ * order. For a component that installs callbacks and must take back its own even if
+ * others pushed theirs later (weft's tracer does). A callback already started on
+ * another VP may still run after it returns, as for weft_hook_pop(); a slot removed
+ * from below the top counts against WEFT_HOOK_DEPTH until what is above it is popped.
+ * Never switches. Errors: WEFT_EINVAL (bad ev, fn NULL, no such callback). */
+WEFT_API int weft_hook_remove(weft_hook_event_t ev, weft_hook_fn fn, void *arg);
 
 /* weft_hook_depth() returns how many callbacks ev's stack holds (0 for a bad ev). */
 WEFT_API int weft_hook_depth(weft_hook_event_t ev);

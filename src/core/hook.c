@@ -2,8 +2,10 @@
  *
  * Each event has a fixed array of (fn, arg) slots and a count. push writes the slot,
  * then publishes the new count with a release store; raise loads the count with
- * acquire (pairing with it) and calls slots count-1 .. 0. pop only lowers the count.
- * Pushes and pops are serialized by one spinlock.
+ * acquire (pairing with it) and calls slots count-1 .. 0. pop only lowers the count;
+ * remove of a callback below the top leaves its slot in place with an empty function
+ * (slots never move under a raiser), and the count drops past such slots once they
+ * are on top. Pushes, pops and removes are serialized by one spinlock.
  *
  * While any callback is installed, every control block carries WEFT__TF_HOOK, which
  * the hot paths already test together with WEFT__TF_CUSTOM, so a system with no
@@ -65,6 +67,19 @@ int weft_hook_push(weft_hook_event_t ev, weft_hook_fn fn, void *arg) {
 #endif
 }
 
+/* A callback removed from below the top (weft_hook_remove): its slot keeps its place,
+ * with this in fn, so that a raiser walking the stack concurrently never pairs one
+ * slot's fn with another's arg (slots do not move). Trimmed once it is on top. */
+static void removed_fn(weft_hook_event_t ev, weft_thread_t *t, int vp, void *obj, void *arg) {
+  (void)ev; (void)t; (void)vp; (void)obj; (void)arg;
+}
+
+/* Lowers ev's count from n to below its removed slots on top (hooks.lock held). */
+static void trim(int ev, int n) {
+  while (n > 0 && atomic_load_explicit(&hooks.s[ev][n - 1].fn, memory_order_relaxed) == removed_fn) n--;
+  atomic_store_explicit(&hooks.n[ev], n, memory_order_release);
+}
+
 int weft_hook_pop(weft_hook_event_t ev) {
   if ((unsigned)ev >= WEFT_HOOK_NEVENTS) return WEFT_EINVAL;
   weft__spin_lock(&hooks.lock);
@@ -73,7 +88,29 @@ int weft_hook_pop(weft_hook_event_t ev) {
     weft__spin_unlock(&hooks.lock);
     return WEFT_EINVAL;
   }
-  atomic_store_explicit(&hooks.n[ev], n - 1, memory_order_release);
+  trim(ev, n - 1);
+  if (--hooks.total == 0) mark_all(0);
+  weft__spin_unlock(&hooks.lock);
+  return 0;
+}
+
+int weft_hook_remove(weft_hook_event_t ev, weft_hook_fn fn, void *arg) {
+  if ((unsigned)ev >= WEFT_HOOK_NEVENTS || !fn) return WEFT_EINVAL;
+  weft__spin_lock(&hooks.lock);
+  int n = atomic_load_explicit(&hooks.n[ev], memory_order_relaxed), i = n - 1;
+  while (i >= 0 && !(atomic_load_explicit(&hooks.s[ev][i].fn, memory_order_relaxed) == fn &&
+                     atomic_load_explicit(&hooks.s[ev][i].arg, memory_order_relaxed) == arg))
+    i--;
+  if (i < 0) {
+    weft__spin_unlock(&hooks.lock);
+    return WEFT_EINVAL;
+  }
+  if (i == n - 1) {
+    trim(ev, n - 1);
+  } else {
+    /* relaxed: a raiser calls the old fn or the empty one, either with this slot's arg */
+    atomic_store_explicit(&hooks.s[ev][i].fn, removed_fn, memory_order_relaxed);
+  }
   if (--hooks.total == 0) mark_all(0);
   weft__spin_unlock(&hooks.lock);
   return 0;
@@ -81,7 +118,12 @@ int weft_hook_pop(weft_hook_event_t ev) {
 
 int weft_hook_depth(weft_hook_event_t ev) {
   if ((unsigned)ev >= WEFT_HOOK_NEVENTS) return 0;
-  return atomic_load_explicit(&hooks.n[ev], memory_order_relaxed);
+  weft__spin_lock(&hooks.lock);
+  int n = atomic_load_explicit(&hooks.n[ev], memory_order_relaxed), live = 0;
+  for (int i = 0; i < n; i++)
+    live += atomic_load_explicit(&hooks.s[ev][i].fn, memory_order_relaxed) != removed_fn;
+  weft__spin_unlock(&hooks.lock);
+  return live;
 }
 
 void weft__hook_raise(int ev, weft_thread_t *t, void *obj) {

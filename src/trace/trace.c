@@ -7,7 +7,7 @@
  * OS threads (vp == -1: UNBLOCKED from a waker outside weft) go to one more buffer
  * under a spinlock. A full buffer keeps the older events and counts the rest.
  *
- * Stopping. weft_hook_pop() does not wait for callbacks already running on other
+ * Stopping. weft_hook_remove() does not wait for callbacks already running on other
  * VPs, so each callback announces itself in its VP's slot of `active` before it
  * looks at `g.on`, and stop clears `g.on` before it waits for every slot to
  * drop to 0 (both seq_cst: either the callback sees on == 0 and records nothing, or
@@ -198,8 +198,11 @@ static void free_recording(void) {
 
 static void quiesce(void);
 
+/* Takes back the tracer's own callbacks, wherever they are in their stacks: a
+ * component that pushed after the tracer started (the C-Threads filters) keeps its
+ * own (a blind pop took the filter's and left the tracer's). */
 static void uninstall(int n) {
-  for (int i = n - 1; i >= 0; i--) weft_hook_pop(traced[i]);
+  for (int i = n - 1; i >= 0; i--) weft_hook_remove(traced[i], on_event, NULL);
 }
 
 int weft_trace_start(const weft_trace_config_t *cfg) {

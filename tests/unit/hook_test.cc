@@ -91,6 +91,40 @@ TEST_P(HookTest, StackRunsNewestFirstAndPopRemovesTop) {
   EXPECT_EQ(order, (std::vector<int>{3, 2, 1, 2, 1}));
 }
 
+// weft_hook_remove takes out the given callback wherever it is; the others keep
+// their order; a slot removed below the top goes once what is above it is popped.
+TEST_P(HookTest, RemoveTakesOutTheGivenCallback) {
+  if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  order.clear();
+  auto run_one = [] {
+    weft_thread_t *t;
+    ASSERT_EQ(weft_create(&t, nullptr, [](void *) -> void * { return nullptr; }, nullptr), 0);
+    ASSERT_EQ(weft_join(t, nullptr), 0);
+  };
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_ENTRY, Tag, weft_test::P(1)), 0);
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_ENTRY, Tag, weft_test::P(2)), 0);
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_ENTRY, Tag, weft_test::P(3)), 0);
+  EXPECT_EQ(weft_hook_remove(WEFT_HOOK_ENTRY, Tag, weft_test::P(4)), WEFT_EINVAL);
+  EXPECT_EQ(weft_hook_remove(WEFT_HOOK_ENTRY, Count, weft_test::P(2)), WEFT_EINVAL);
+  EXPECT_EQ(weft_hook_remove(WEFT_HOOK_ENTRY, nullptr, nullptr), WEFT_EINVAL);
+  EXPECT_EQ(weft_hook_remove(WEFT_HOOK_NEVENTS, Tag, weft_test::P(2)), WEFT_EINVAL);
+  ASSERT_EQ(weft_hook_remove(WEFT_HOOK_ENTRY, Tag, weft_test::P(2)), 0);  // the middle one
+  EXPECT_EQ(weft_hook_depth(WEFT_HOOK_ENTRY), 2);
+  run_one();                                     // 3, 1
+  ASSERT_EQ(weft_hook_pop(WEFT_HOOK_ENTRY), 0);  // 3 (and the removed slot under it)
+  EXPECT_EQ(weft_hook_depth(WEFT_HOOK_ENTRY), 1);
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_ENTRY, Tag, weft_test::P(5)), 0);
+  run_one();                                     // 5, 1
+  ASSERT_EQ(weft_hook_remove(WEFT_HOOK_ENTRY, Tag, weft_test::P(5)), 0);  // the top one
+  run_one();                                     // 1
+  ASSERT_EQ(weft_hook_remove(WEFT_HOOK_ENTRY, Tag, weft_test::P(1)), 0);
+  EXPECT_EQ(weft_hook_depth(WEFT_HOOK_ENTRY), 0);
+  EXPECT_EQ(weft_hook_pop(WEFT_HOOK_ENTRY), WEFT_EINVAL);
+  run_one();                                     // nothing
+  std::lock_guard<std::mutex> g(order_mu);
+  EXPECT_EQ(order, (std::vector<int>{3, 1, 5, 1, 1}));
+}
+
 // Every thread gets exactly one ENTRY and one EXIT; each yield gives a SAVE and a
 // RESTORE; blocking and waking give BLOCKED and UNBLOCKED.
 TEST_P(HookTest, ThreadEventsAreDeliveredExactly) {

@@ -436,6 +436,31 @@ TEST_P(TraceTest, FullBuffersDropEventsAndSaySo) {
   std::remove(path.c_str());
 }
 
+// A callback pushed after tracing started stays installed when tracing stops: the
+// tracer takes back its own callbacks, not the top ones (it popped the C-Threads
+// filters' and left its own).
+std::atomic<long> g_later_entries{0};
+void LaterEntry(weft_hook_event_t, weft_thread_t *, int, void *, void *) {
+  g_later_entries.fetch_add(1, std::memory_order_relaxed);
+}
+
+TEST_P(TraceTest, StopKeepsCallbacksPushedAfterStart) {
+  int before = weft_hook_depth(WEFT_HOOK_ENTRY);
+  if (!Start(0)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  ASSERT_EQ(weft_hook_push(WEFT_HOOK_ENTRY, LaterEntry, nullptr), 0);
+  EXPECT_EQ(weft_hook_depth(WEFT_HOOK_ENTRY), before + 2);
+  ASSERT_EQ(weft_trace_stop(), 0);
+  EXPECT_EQ(weft_hook_depth(WEFT_HOOK_ENTRY), before + 1);
+  g_later_entries = 0;
+  weft_thread_t *t;
+  ASSERT_EQ(weft_create(&t, nullptr, [](void *) -> void * { return nullptr; }, nullptr), 0);
+  ASSERT_EQ(weft_join(t, nullptr), 0);
+  EXPECT_EQ(g_later_entries.load(), 1) << "the callback pushed after the start was taken out";
+  ASSERT_EQ(weft_hook_remove(WEFT_HOOK_ENTRY, LaterEntry, nullptr), 0);
+  EXPECT_EQ(weft_hook_depth(WEFT_HOOK_ENTRY), before);
+  weft_trace_discard();
+}
+
 TEST_P(TraceTest, ErrorsAndStatistics) {
   if (!Start(0)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
   EXPECT_EQ(weft_trace_is_on(), 1);
