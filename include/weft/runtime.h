@@ -19,7 +19,8 @@ extern "C" {
  * holds its default. Zero in a size or count field also means "default". */
 typedef struct weft_config {
   int nvps;              /* virtual processors; default: online CPUs. Max WEFT_MAX_VPS. */
-  int pin;               /* nonzero: pin VP i to CPU (i mod online CPUs); default 0. */
+  int pin;               /* a flag: nonzero (negative too) pins VP i to CPU (i mod online
+                            CPUs); default 0. */
   size_t stack_size;     /* default stack size in bytes (usable, guard region
                             excluded); default WEFT_DEFAULT_STACK_SIZE; rounded up to the
                             page size; minimum WEFT_MIN_STACK_SIZE; at most what
@@ -125,7 +126,7 @@ WEFT_API void weft_config_init(weft_config_t *cfg);
 /* weft_init() starts the runtime with `cfg` (NULL means all defaults) and turns the
  * calling OS thread into the main weft thread. Call it from a plain OS thread.
  * Errors: WEFT_EALREADY if already running; WEFT_EINVAL for a negative or
- * too-large field; WEFT_ENOMEM; WEFT_ESYS if a kernel thread cannot be started.
+ * too-large size, count or choice (pin is a flag: any value is valid); WEFT_ENOMEM; WEFT_ESYS if a kernel thread cannot be started.
  * On error nothing is left allocated and weft_init() may be called again. */
 WEFT_API int weft_init(const weft_config_t *cfg);
 

@@ -113,7 +113,8 @@ WEFT_API int weft_create(weft_thread_t **out, const weft_attr_t *attr,
  * Errors: WEFT_EINVAL (t NULL); WEFT_EDEADLK (t is the caller);
  * WEFT_ESRCH (t is detached, or another joiner is waiting or won a race to reclaim
  * it); WEFT_ENOTINIT (also from a plain OS thread once weft_shutdown() has seen
- * every weft thread finish).
+ * every weft thread finish). While weft is not running WEFT_ENOTINIT comes first,
+ * whatever t is.
  *
  * Handles of reclaimed threads. Once a thread has finished and been reclaimed (by
  * its join, by weft_detach, or by itself after a detach) its handle dangles: its
@@ -130,7 +131,8 @@ WEFT_API int weft_join(weft_thread_t *t, void **result);
 /* weft_detach() makes `t` reclaim itself when it finishes (at once if it has).
  * Never switches. Errors: WEFT_EINVAL (t NULL); WEFT_ESRCH (already detached,
  * whether or not it has finished and been reclaimed since, or being joined);
- * WEFT_ENOTINIT. Handles of reclaimed threads: see weft_join(). */
+ * WEFT_ENOTINIT (first, while weft is not running). Handles of reclaimed threads: see
+ * weft_join(). */
 WEFT_API int weft_detach(weft_thread_t *t);
 
 /* weft_exit() finishes the calling thread with `result`, as if its function had
