@@ -9,6 +9,7 @@
 #ifndef WEFT_SEM_H
 #define WEFT_SEM_H
 
+#include "weft/build.h"
 #include "weft/common.h"
 #include "weft/error.h"
 #include "weft/time.h"
@@ -58,6 +59,74 @@ WEFT_API int weft_sem_signal(weft_sem_t *s);
 
 /* weft_sem_value() returns the current count (a snapshot), or 0 for NULL. */
 WEFT_API int32_t weft_sem_value(const weft_sem_t *s);
+
+/* For the inline fast paths below only, not for programs to call:
+ * weft__sem_wait_contended() is weft_sem_wait() of a non-NULL s whose count the
+ * caller found 0 (or lost a race for), without the fast path again;
+ * weft__sem_signal_contended() is weft_sem_signal() of a non-NULL s on which the
+ * caller saw a waiter registered (the hand-off). */
+WEFT_API int weft__sem_wait_contended(weft_sem_t *s);
+WEFT_API int weft__sem_signal_contended(weft_sem_t *s);
+
+/* ---- inline fast paths ----
+ * weft_sem_wait, weft_sem_trywait and weft_sem_signal are also macros that make the
+ * common case inline: count_ and nwait_ are one 64-bit word (src/sync/sem.c), and a
+ * wait that finds a unit takes it with one compare-and-swap (count - 1, acquire), a
+ * signal that finds no waiter registered adds its unit with one (count + 1, release:
+ * pairs with a take's acquire), the library's own orders. Everything else (no unit, a
+ * waiter registered, WEFT_SEM_MAX, NULL) calls the library. The word's layout is
+ * therefore part of the binary interface. Off with a ThreadSanitizer build of the
+ * library (weft/build.h) and with WEFT_NO_INLINE_LOCKS, as weft/mutex.h's. */
+#if !defined(WEFT_BUILDING) && !defined(WEFT_NO_INLINE_LOCKS) && !WEFT_BUILD_TSAN && \
+    (defined(__GNUC__) || defined(__clang__))
+typedef uint64_t __attribute__((may_alias)) weft__sem_word_t;
+/* The word of s. The empty asm hides where the pointer came from: gcc 12 otherwise
+ * warns (-Wstringop-overflow, "region of size 0") on the 8-byte atomic load through
+ * a semaphore that is a member of a larger object. It emits no instruction. */
+static inline weft__sem_word_t *weft__sem_word(weft_sem_t *s) {
+  weft__sem_word_t *w = (weft__sem_word_t *)(void *)s; /* count_, nwait_ */
+  __asm__("" : "+r"(w));
+  return w;
+}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define WEFT__SEM_CNT_SHIFT 32
+#define WEFT__SEM_NW_SHIFT 0
+#else
+#define WEFT__SEM_CNT_SHIFT 0
+#define WEFT__SEM_NW_SHIFT 32
+#endif
+static inline int weft__sem_take_inline(weft_sem_t *s) {
+  weft__sem_word_t *w = weft__sem_word(s);
+  uint64_t c = __atomic_load_n(w, __ATOMIC_RELAXED);
+  return (int32_t)(uint32_t)(c >> WEFT__SEM_CNT_SHIFT) > 0 &&
+         __atomic_compare_exchange_n(w, &c, c - ((uint64_t)1 << WEFT__SEM_CNT_SHIFT), 0,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+static inline int weft__sem_wait_inline(weft_sem_t *s) {
+  if (!s) return (weft_sem_wait)(s);
+  if (weft__sem_take_inline(s)) return 0;
+  return weft__sem_wait_contended(s);
+}
+static inline int weft__sem_trywait_inline(weft_sem_t *s) {
+  if (s && weft__sem_take_inline(s)) return 0;
+  return (weft_sem_trywait)(s);
+}
+static inline int weft__sem_signal_inline(weft_sem_t *s) {
+  if (s) {
+    weft__sem_word_t *w = weft__sem_word(s);
+    uint64_t c = __atomic_load_n(w, __ATOMIC_RELAXED);
+    if ((uint32_t)(c >> WEFT__SEM_NW_SHIFT) != 0) return weft__sem_signal_contended(s);
+    if ((int32_t)(uint32_t)(c >> WEFT__SEM_CNT_SHIFT) != WEFT_SEM_MAX &&
+        __atomic_compare_exchange_n(w, &c, c + ((uint64_t)1 << WEFT__SEM_CNT_SHIFT), 0,
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+      return 0;
+  }
+  return (weft_sem_signal)(s);
+}
+#define weft_sem_wait(s) weft__sem_wait_inline(s)
+#define weft_sem_trywait(s) weft__sem_trywait_inline(s)
+#define weft_sem_signal(s) weft__sem_signal_inline(s)
+#endif
 
 #ifdef __cplusplus
 }

@@ -159,6 +159,8 @@ int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline) {
   return wait_slow_until(x, deadline);
 }
 
+int weft__sem_wait_contended(weft_sem_t *s) { return wait_slow_forever(S(s)); }
+
 int weft_sem_wait(weft_sem_t *s) {
   if (!s) return WEFT_EINVAL;
   weft__sem_t *x = S(s);
@@ -197,6 +199,8 @@ static __attribute__((noinline)) int signal_waiters(weft__sem_t *x) {
   weft__spin_unlock(&x->qlock);
   return rc;
 }
+
+int weft__sem_signal_contended(weft_sem_t *s) { return signal_waiters(S(s)); }
 
 int weft_sem_signal(weft_sem_t *s) {
   if (!s) return WEFT_EINVAL;
