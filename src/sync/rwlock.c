@@ -135,7 +135,10 @@ static int lock_slow(weft__rwlock_t *x, int mode, uint64_t deadline) {
   w.mode = (uint32_t)mode;
   w.passes = 0;
   if (w.t && deadline != WEFT_FOREVER) {
-    if (deadline <= weft__os_now_ns()) return WEFT_ETIMEDOUT;
+    if (deadline <= weft__os_now_ns()) {  /* timed out before it waited: counted too */
+      weft__sync_count(WEFT__ST_TIMEOUT);
+      return WEFT_ETIMEDOUT;
+    }
     int rc = weft__timer_reserve(weft__vp());
     if (rc) return rc;
   }

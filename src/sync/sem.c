@@ -102,7 +102,10 @@ static inline __attribute__((always_inline)) int wait_slow(weft__sem_t *x, uint6
   weft_vp_t *vp = weft__vp();
   weft__waiter_init_on(&w, vp, deadline);
   if (w.t && deadline != WEFT_FOREVER) {
-    if (deadline <= weft__os_now_ns()) return WEFT_ETIMEDOUT;
+    if (deadline <= weft__os_now_ns()) {  /* timed out before it waited: counted too */
+      weft__sync_count(WEFT__ST_TIMEOUT);
+      return WEFT_ETIMEDOUT;
+    }
     int rc = weft__timer_reserve(vp);
     if (rc) return rc;
   }

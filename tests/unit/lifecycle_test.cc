@@ -128,10 +128,17 @@ TEST(OsThreadsRacingShutdown, CreateDuringShutdownIsNotInitOrRuns) {
 // timeout before weft_init counts, a weft thread's during the run adds to it, and
 // weft_shutdown keeps the VPs' counts (they were dropped: the count went back from 2
 // to 1, and a fresh process with nothing counted yet read nonzero while weft was not
-// running, against the contract's "zeros").
+// running, against the contract's "zeros"). A wait whose deadline passed before it
+// could block counts too (a weft thread's semaphore wait did not: under qemu the
+// 1 us deadline of this test's first version had passed by then).
 void *TimeOutOnce(void *arg) {
   weft_sem_t *s = static_cast<weft_sem_t *>(arg);
   EXPECT_EQ(weft_sem_timedwait(s, weft_deadline_after(1000)), WEFT_ETIMEDOUT);
+  return nullptr;
+}
+void *TimeOutAlreadyPast(void *arg) {
+  weft_sem_t *s = static_cast<weft_sem_t *>(arg);
+  EXPECT_EQ(weft_sem_timedwait(s, 0), WEFT_ETIMEDOUT);
   return nullptr;
 }
 
@@ -150,9 +157,13 @@ TEST(SyncStats, CountsSpanRunsAndSurviveShutdown) {
   ASSERT_EQ(weft_join(t, nullptr), 0);
   weft_sync_stats(&st);
   EXPECT_EQ(st.timeouts, 2u);
+  ASSERT_EQ(weft_create(&t, nullptr, TimeOutAlreadyPast, &s), 0);
+  ASSERT_EQ(weft_join(t, nullptr), 0);
+  weft_sync_stats(&st);
+  EXPECT_EQ(st.timeouts, 3u) << "a deadline already past was not counted";
   ASSERT_EQ(weft_shutdown(), 0);
   weft_sync_stats(&st);
-  EXPECT_EQ(st.timeouts, 2u) << "weft_shutdown dropped the VPs' counts";
+  EXPECT_EQ(st.timeouts, 3u) << "weft_shutdown dropped the VPs' counts";
   weft_sync_stats_reset();
   weft_sync_stats(&st);
   EXPECT_EQ(st.timeouts, 0u);
