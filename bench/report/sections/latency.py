@@ -1,5 +1,5 @@
 """L1-L8: latency of single operations on one worker (Active Threads Table 5, C-Threads Fig 5-1,
-Presto Fig 3), weft beside pthreads, Boost.Fiber, Go and (L2) the task systems."""
+Presto Fig 3), weft beside pthreads, Boost.Fiber, Go and (L2; their locks: L4, L5) the task systems."""
 import re
 import statistics
 
@@ -68,10 +68,14 @@ def latency(rep):
     for (row, p), v in go_bench(rep.text("go_latency.txt"), GO_ROWS).items():
         if p == 1:
             cells[(row, "go")] = v[:2]
+    spin = {}  # tbb::spin_mutex's lock rows: the text below the table
     for r in (rep.load("tasks.json") or {}).get("results", []):
-        if r["test"] == "L2":
-            cells[("L2", r["lib"])] = (r["ns_per_thread"],
-                                       100 * (r["max_s"] - r["min_s"]) / 2 / r["median_s"])
+        if r["test"] in ("L2", "L4_mutex", "L5_trylock"):
+            v = (r["ns_per_thread"], 100 * (r["max_s"] - r["min_s"]) / 2 / r["median_s"])
+            if r["lib"] == "tbb_spin_mutex":
+                spin[r["test"]] = v
+            else:
+                cells[(r["test"], r["lib"])] = v
     ir = {}
     for r in (rep.load("icount.json") or {}).get("rows", []):
         if r.get("instructions_per_op") is not None:
@@ -86,10 +90,16 @@ def latency(rep):
     md = table(["row", "operation"] + [h for _, h in libs] + ["weft instr."], rows)
     md += ("\nMedian per operation ± coefficient of variation (Google Benchmark repetitions; Go: "
            "`go test -bench -count`). † task systems without stacks: a task runs to completion and "
-           "cannot block, so only L2 (spawn + wait of an empty task) applies. L8: no library here "
+           "cannot block, so of the thread rows only L2 (spawn + wait of an empty task) applies; "
+           "their L4_mutex and L5_trylock cells are the systems' own locks, taken on the main "
+           "thread: OpenMP's `omp_lock_t` (libgomp) and oneTBB's `tbb::mutex` (which, as weft's, "
+           "puts a waiting thread to sleep)%s. L8: no library here "
            "can delete a thread that never ran: a batch of unstarted threads is created, then each "
            "runs an empty body and is reclaimed (pthreads' L8 = L2). Instruction counts: "
-           "callgrind, user mode. Definitions: bench/README.md.\n")
+           "callgrind, user mode. Definitions: bench/README.md.\n") % (
+               "; oneTBB's `tbb::spin_mutex`, which never blocks a thread: %s" % ", ".join(
+                   "%s %s ±%.0f%%" % (k, fmt_ns(v[0]), v[1]) for k, v in sorted(spin.items()))
+               if spin else "")
     missing = [h for l, h in LIBS if l not in [x for x, _ in libs]]
     if missing:
         md += "\nNo measurement in this run for: %s (see the skipped baselines above).\n" % ", ".join(missing)
@@ -120,7 +130,11 @@ def latency(rep):
 
     for row, lib, name in (("L2", "pthreads", "pthreads"), ("L2", "boost_fiber", "Boost.Fiber"),
                            ("L2", "go", "Go"), ("L3", "pthreads", "pthreads"),
-                           ("L3", "go", "Go"), ("L2", "tbb_task_group", "TBB task_group")):
+                           ("L3", "go", "Go"), ("L2", "tbb_task_group", "TBB task_group"),
+                           ("L4_mutex", "openmp_tasks", "OpenMP omp_lock_t"),
+                           ("L4_mutex", "tbb_task_group", "oneTBB tbb::mutex"),
+                           ("L5_trylock", "openmp_tasks", "OpenMP omp_test_lock"),
+                           ("L5_trylock", "tbb_task_group", "oneTBB tbb::mutex::try_lock")):
         if (row, "weft") in cells and (row, lib) in cells:
             rep.headlines.append("%s: weft %s vs %s %s (%.1fx)" % (
                 row, fmt_ns(cells[(row, "weft")][0]), name, fmt_ns(cells[(row, lib)][0]),
