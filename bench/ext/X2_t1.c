@@ -1,14 +1,24 @@
-/* X2_t1.c - X2's T1 row: chains of null threads (as bench/sweep/sweep.c T1: each of P
- * workers starts one chain in which every thread creates its successor, detached, and
- * finishes) with every thread in a bundle scheduled by
- *   default       the root bundle (the built-in scheduler, inlined): T_sweep.c's T1
+/* X2_t1.c - X2 at P virtual processors: T1, L2 and L3 with every thread in a bundle
+ * scheduled by
+ *   default       the root bundle (the built-in scheduler, inlined)
  *   example_fifo  examples/custom_sched.c (compiled in)
  *   fifo_lazy     weft/schedlib.h's FIFO with lazy stacks
- * Timed: from creating the P chain heads until the last thread of the last chain has
- * finished and woken the main thread. One warm-up, then --reps runs; median, min..max.
+ * in one process per P (weft_init with nvps = P), so that the built-in's figure and the
+ * user schedulers' come from the same runtime:
+ *   T1  chains of null threads (as bench/sweep/T_sweep.c's T1: each of P workers starts
+ *       one chain in which every thread creates its successor, detached, and finishes).
+ *       Timed from creating the P chain heads until the last thread of the last chain
+ *       has finished and woken the main thread; per thread.
+ *   L2  a thread of the bundle creates an empty thread of the same bundle and joins it,
+ *       n times; per create + join. At P > 1 the other VPs are idle and may take
+ *       the new threads (as the scheduler decides).
+ *   L3  2P threads of the bundle (two asked for each VP: attr.vproc, a hint a user
+ *       scheduler may ignore) each yield n times; timed from their creation until
+ *       the last has been joined; per switch of one VP (elapsed / (2 x yields each)).
+ * One warm-up, then --reps runs; median, min..max.
  *
- * usage: weft_x2_t1 [--n 1000000] [--reps 5] [--procs 1,2] [--out DIR]
- * With --out, also writes DIR/X2.json. */
+ * usage: weft_x2_t1 [--n 1000000] [--reps 5] [--procs 1,2] [--tests T1,L2,L3] [--out DIR]
+ * With --out, also writes DIR/X2.json (one record per test, P and scheduler). */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,8 +67,56 @@ static double t1(int p, long n) {
   return bench_now_ns() - t0;
 }
 
+/* L2: n create + join pairs of an empty thread, by a thread of the bundle (untimed
+ * set-up: that thread's own creation). */
+static void *empty(void *arg) { return arg; }
+struct l2_arg { long n; double ns; };
+static void *l2_body(void *p) {
+  struct l2_arg *a = p;
+  weft_attr_t at = detached;
+  at.detached = 0;
+  double t0 = bench_now_ns();
+  for (long i = 0; i < a->n; i++) {
+    weft_thread_t *t;
+    bench_check(weft_create(&t, &at, empty, NULL), "weft_create");
+    bench_check(weft_join(t, NULL), "weft_join");
+  }
+  a->ns = bench_now_ns() - t0;
+  return NULL;
+}
+static double l2(long n) {
+  struct l2_arg a = {n, 0};
+  weft_attr_t at = detached;
+  at.detached = 0;
+  at.vproc = WEFT_VPROC(0);
+  weft_thread_t *t;
+  bench_check(weft_create(&t, &at, l2_body, &a), "weft_create");
+  bench_check(weft_join(t, NULL), "weft_join");
+  return a.ns;
+}
+
+/* L3: 2p yielding threads, each n yields. */
+static void *l3_body(void *arg) {
+  long n = (long)(intptr_t)arg;
+  for (long i = 0; i < n; i++) weft_yield();
+  return NULL;
+}
+static double l3(int p, long n) {
+  weft_thread_t *t[2 * 8];
+  double t0 = bench_now_ns();
+  for (int i = 0; i < 2 * p; i++) {
+    weft_attr_t at = detached;
+    at.detached = 0;
+    at.vproc = WEFT_VPROC(i % p);
+    bench_check(weft_create(&t[i], &at, l3_body, (void *)(intptr_t)n), "weft_create");
+  }
+  for (int i = 0; i < 2 * p; i++) bench_check(weft_join(t[i], NULL), "weft_join");
+  return bench_now_ns() - t0;
+}
+
 int main(int argc, char **argv) {
   long n = 1000000;
+  const char *tests = "T1,L2,L3";
   int reps = 5, procs[8] = {1, 2}, nprocs = 2;
   const char *out = NULL;
   const bench_opt_t opts[] = {
@@ -66,16 +124,19 @@ int main(int argc, char **argv) {
       BENCH_OPT_REPS(reps),
       BENCH_OPT_PROCS(procs, nprocs, 8),
       BENCH_OPT_OUT(out, "X2.json"),
+      {"--tests", BENCH_STR, &tests, NULL, 0, "T1,L2,L3"},
   };
-  bench_args(argc, argv, opts, 4, "X2: T1 under user-defined schedulers");
+  bench_args(argc, argv, opts, 5, "X2: T1, L2 and L3 under user-defined schedulers, at P VPs");
   if (reps < 1 || reps > 50) bench_die(argv[0], "--reps must be 1..50");
-  if (n < 1) bench_die(argv[0], "--n must be at least 1");
+  if (n < 10) bench_die(argv[0], "--n must be at least 10");
+  for (int k = 0; k < nprocs; k++)
+    if (procs[k] < 1 || procs[k] > 8) bench_die(argv[0], "--procs: 1..8");
   bench_machine_t m;
   bench_machine_read(&m);
-  printf("X2 T1: %ld null threads in chains; machine %s, %d cores; 1 warm-up + %d runs\n", n,
-         m.model, m.cores, reps);
-  printf("%-3s %-14s %10s  %-21s %9s  %s\n", "P", "scheduler", "median s", "[min .. max] s",
-         "ns/thread", "vs default");
+  printf("X2: T1 %ld null threads in chains, L2 %ld create+join, L3 %ld yields per thread; "
+         "machine %s, %d cores; 1 warm-up + %d runs\n", n, n, n, m.model, m.cores, reps);
+  printf("%-4s %-3s %-14s %10s  %-21s %9s  %s\n", "test", "P", "scheduler", "median s",
+         "[min .. max] s", "ns/op", "vs default");
   bench_json_t json;
   if (out) {
     if (bench_json_start(&json, out, "X2.json", &m) != 0) return 2;
@@ -91,6 +152,12 @@ int main(int argc, char **argv) {
     weft_config_init(&cfg);
     cfg.nvps = procs[k];
     bench_check(weft_init(&cfg), "weft_init");
+    static const char *const all[] = {"T1", "L2", "L3"};
+    for (int ti = 0; ti < 3; ti++) {
+    const char *test = all[ti];
+    if (!bench_list_has(tests, test)) continue;
+    /* operations per run: T1 threads, L2 pairs, L3 switches of one VP */
+    long ops = ti == 2 ? 2 * n : n;
     double base = 0;
     for (int which = 0; which < 3; which++) {
       weft_bundle_t *b = NULL;
@@ -101,20 +168,20 @@ int main(int argc, char **argv) {
       detached.bundle = b;
       double s[50];
       for (int r = -1; r < reps; r++) {
-        double ns = t1(procs[k], n);
+        double ns = ti == 0 ? t1(procs[k], n) : ti == 1 ? l2(n) : l3(procs[k], n);
         if (r >= 0) s[r] = ns * 1e-9;
       }
       bench_summary_t sum = bench_summarize(s, reps);
       if (which == 0) base = sum.median;
-      printf("%-3d %-14s %10.4f  [%8.4f .. %8.4f]  %9.1f  %.2fx\n", procs[k],
+      printf("%-4s %-3d %-14s %10.4f  [%8.4f .. %8.4f]  %9.1f  %.2fx\n", test, procs[k],
              which == 0 ? "default" : which == 1 ? "example_fifo" : "fifo_lazy", sum.median,
-             sum.min, sum.max, sum.median * 1e9 / (double)n, sum.median / base);
+             sum.min, sum.max, sum.median * 1e9 / (double)ops, sum.median / base);
       if (out) {
         bench_json_record(&json, "scheduler",
                           which == 0 ? "default" : which == 1 ? "example_fifo" : "fifo_lazy",
                           procs[k], procs[k] > m.cores);
-        bench_json_str(&json, "test", "T1");
-        bench_json_int(&json, "threads", n);
+        bench_json_str(&json, "test", test);
+        bench_json_int(&json, "threads", ops); /* operations: T1 threads, L2 pairs, L3 switches */
         bench_json_summary(&json, "_s", sum, 1);
         bench_json_num(&json, "ratio_to_default", sum.median / base);
         bench_json_end(&json);
@@ -123,6 +190,7 @@ int main(int argc, char **argv) {
       int rc;
       while (b && (rc = weft_schedlib_bundle_destroy(b)) == WEFT_EBUSY) weft_sleep_ns(10000);
       if (b) bench_check(rc, "bundle destroy");
+    }
     }
     bench_check(weft_shutdown(), "weft_shutdown");
   }
