@@ -34,8 +34,9 @@ def x2(rep):
     md += ("\nAt P VPs (one process per P, `weft_x2_t1`), ns per operation, median ± spread; time "
            "ratio to the default in the same process. T1: chains of null threads, per thread. L2: "
            "create + join of an empty thread by a thread of the bundle, per pair (at P > 1 the "
-           "idle VPs may take the new threads). L3: two yielding threads asked for each VP "
-           "(attr.vproc, a hint a user scheduler may ignore), per switch of one VP:\n\n")
+           "idle VPs may take the new threads). L3: on each VP a thread of the root bundle "
+           "creates two yielding threads of the bundle (the scheduler places them), per switch "
+           "of one VP:\n\n")
     md += table(["row", "P", "scheduler", "ns per op", "time vs default"], rows)
     res = [r for r in allres if r.get("test", "T1") == "T1"]
     p_ = plt()
