@@ -112,7 +112,8 @@ WEFT_API int weft_create(weft_thread_t **out, const weft_attr_t *attr,
  * plain OS thread it blocks in the kernel. May switch the caller.
  * Errors: WEFT_EINVAL (t NULL); WEFT_EDEADLK (t is the caller);
  * WEFT_ESRCH (t is detached, or another joiner is waiting or won a race to reclaim
- * it); WEFT_ENOTINIT (also from a plain OS thread once weft_shutdown() has seen
+ * it, or t is the main weft thread, which never finishes as other threads do);
+ * WEFT_ENOTINIT (also from a plain OS thread once weft_shutdown() has seen
  * every weft thread finish). While weft is not running WEFT_ENOTINIT comes first,
  * whatever t is.
  *
@@ -130,7 +131,8 @@ WEFT_API int weft_join(weft_thread_t *t, void **result);
 
 /* weft_detach() makes `t` reclaim itself when it finishes (at once if it has).
  * Never switches. Errors: WEFT_EINVAL (t NULL); WEFT_ESRCH (already detached,
- * whether or not it has finished and been reclaimed since, or being joined);
+ * whether or not it has finished and been reclaimed since, or being joined, or the
+ * main weft thread);
  * WEFT_ENOTINIT (first, while weft is not running). Handles of reclaimed threads: see
  * weft_join(). */
 WEFT_API int weft_detach(weft_thread_t *t);

@@ -233,6 +233,9 @@ static weft_thread_t *main_new(void) {
   weft_thread_t *t = weft__sys_calloc_aligned(sizeof *t + WEFT__CTX_SELF_SIZE + 16, WEFT__CACHELINE);
   if (!t) return NULL;
   weft__tflags_init(t, WEFT__TF_MAIN | weft__tf_start());
+  /* never finishes as a joinable thread does (weft_exit from it is EPERM): a join or
+   * detach of it gets WEFT_ESRCH (weft/thread.h) instead of waiting for ever */
+  atomic_store_explicit(&t->join, WEFT__JW_DETACHED, memory_order_relaxed);
   t->affinity = -1;
   t->bundle = weft__rt.root;
   t->id = atomic_fetch_add_explicit(&weft__next_id_block, 1, memory_order_relaxed) << 10;

@@ -768,6 +768,8 @@ static inline __attribute__((always_inline)) int bind_now(weft_vp_t *vp, weft_th
  * (the switch is a tail call: it never returns), so it saves no registers. */
 static void thread_finish_fast(weft_thread_t *t, void *result) {
   weft_vp_t *vp = weft__vp();
+  /* (thread_finish asserts it too, after the destructors; this path reads vp first) */
+  WEFT__ASSERT(vp != NULL, "a wired thread returned without weft_unwire (weft/wire.h)");
   /* acquire: as in thread_finish (the joiner's saved context) */
   uintptr_t w = atomic_load_explicit(&t->join, memory_order_acquire);
   weft_thread_t *j = WEFT__JW_PTR(w);

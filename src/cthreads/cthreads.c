@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "weft/build.h"
 #include "weft/debug.h"
 #include "weft/hook.h"
 #include "weft/runtime.h"
@@ -34,13 +35,13 @@
 /* state: FINISHED set by the thread's epilogue, DETACHED by cthread_detach (both
  * acq_rel fetch_or: whoever sets the second bit sees the other's writes and frees). */
 enum { CT_FINISHED = 1u, CT_DETACHED = 2u };
-enum { CT_FORKED = 1, CT_ADOPTED = 2, CT_MAIN = 3 };
+enum { CT_FORKED = 1, CT_ADOPTED = 2, CT_MAIN = 3, CT_GONE = 4 /* checked builds: released */ };
 
 struct cthread {
   weft_thread_t *t;               /* set before the thread can run; read-only */
   cthread_fn_t fn;
   void *arg;
-  int kind;                       /* CT_*: read-only */
+  int kind;                       /* CT_*: read-only (checked builds: CT_GONE once released) */
   _Atomic unsigned state;
   _Atomic(const char *) name;     /* relaxed: a label, published by the caller's own sync */
   _Atomic(void *) data;           /* relaxed: as name */
@@ -71,8 +72,41 @@ static weft_key_t self_key;
  * main C-Thread, whose own joins and detaches came before. */
 static _Atomic long nforked;
 
+#if WEFT_BUILD_CHECKED
+/* Checked builds: a record that a join or a detached thread's end released is kept,
+ * marked CT_GONE, among the last QUARANTINE released ones before it is freed, so that
+ * a second join (or a join or detach after the record was reclaimed) that finds it
+ * there stops with a message (weft/cthreads.h: caught by the checked builds) instead
+ * of reading freed memory. quar_lock: a spinlock, as releases come from any thread. */
+#define QUARANTINE 1024
+static struct cthread *quarantine[QUARANTINE];
+static unsigned quar_next;
+static weft_spin_t quar_lock;
+
+static void misuse(const char *msg) {
+  fprintf(stderr, "weft: misuse: %s\n", msg);
+  abort();
+}
+#define CHECK_NOT_GONE(c, what) \
+  do {                          \
+    if ((c)->kind == CT_GONE) misuse(what " of a C-Thread that was already joined or reclaimed"); \
+  } while (0)
+#else
+#define CHECK_NOT_GONE(c, what) ((void)0)
+#endif
+
 static void rec_free(struct cthread *c) {
+#if WEFT_BUILD_CHECKED
+  c->kind = CT_GONE;
+  weft_spin_lock(&quar_lock);
+  struct cthread *old = quarantine[quar_next];
+  quarantine[quar_next] = c;
+  quar_next = (quar_next + 1) % QUARANTINE;
+  weft_spin_unlock(&quar_lock);
+  free(old);
+#else
   free(c);
+#endif
   atomic_fetch_sub_explicit(&nforked, 1, memory_order_relaxed);
 }
 
@@ -352,6 +386,7 @@ void cthread_exit(void *status) {
 }
 
 void *cthread_join(cthread_t c) {
+  if (c) CHECK_NOT_GONE(c, "cthread_join");
   if (!c || c->kind != CT_FORKED) return NULL;
   ensure();
   USER_BUILD();
@@ -364,6 +399,7 @@ void *cthread_join(cthread_t c) {
 }
 
 void cthread_detach(cthread_t c) {
+  if (c) CHECK_NOT_GONE(c, "cthread_detach");
   if (!c || c->kind != CT_FORKED) return;
   if (weft_detach(c->t) != 0) return;
   if (atomic_fetch_or_explicit(&c->state, CT_DETACHED, memory_order_acq_rel) & CT_FINISHED)

@@ -618,7 +618,7 @@ static void dump_thread(weft_thread_t *t, void *arg) {
     puts_(o, ", bundle ");
     putp(o, t->bundle);
   }
-  if (jw == WEFT__JW_DETACHED) puts_(o, ", detached");
+  if (jw == WEFT__JW_DETACHED && !(weft__tflags(t) & WEFT__TF_MAIN)) puts_(o, ", detached");
   puts_(o, "\n");
   if (parked) backtrace_of(o, t, c->symbols);
 }

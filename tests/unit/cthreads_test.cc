@@ -499,4 +499,23 @@ TEST(CThreads, WeftStartedByTheProgram) {
   EXPECT_EQ(weft_shutdown(), 0);         // the program's own shutdown
 }
 
+// A second cthread_join of a joined C-Thread (undefined, weft/cthreads.h) is caught by a
+// checked build with a message. The layer had freed the thread's record, and the
+// second join read freed memory (ASan: heap-use-after-free; unchecked: SIGSEGV).
+TEST(CThreadsDeathTest, DoubleJoinIsCaughtInCheckedBuild) {
+  WEFT_EXPECT_MISUSE_DEATH("weft: misuse: cthread_join of a C-Thread that was already joined",
+    cthread_t t = cthread_fork(+[](void *a) -> void * { return a; }, nullptr);
+    cthread_join(t);
+    cthread_join(t));
+}
+
+// The same for a join of a detached C-Thread that has finished and reclaimed itself.
+TEST(CThreadsDeathTest, JoinOfAReclaimedDetachedThreadIsCaughtInCheckedBuild) {
+  WEFT_EXPECT_MISUSE_DEATH("weft: misuse: cthread_join of a C-Thread that was already joined",
+    cthread_t t = cthread_fork(+[](void *a) -> void * { return a; }, nullptr);
+    cthread_detach(t);
+    for (int i = 0; i < 100; i++) cthread_yield();  // it runs, finishes, is reclaimed
+    cthread_join(t));
+}
+
 }  // namespace

@@ -436,6 +436,26 @@ TEST_P(ThreadTest, ExitReturnsValueToJoiner) {
   EXPECT_EQ(g_after_exit.load(), 0);
 }
 
+// The main weft thread never finishes as other threads do (weft_exit from it is
+// WEFT_EPERM): a join of it, from a weft thread or a plain OS thread, and a detach of
+// it give WEFT_ESRCH. The join waited for ever, and weft_shutdown then found the
+// joiner still blocked (WEFT_EBUSY).
+TEST_P(ThreadTest, JoinOrDetachOfTheMainThreadIsEsrch) {
+  struct A { weft_thread_t *m; int rc; } a{weft_self(), -1};
+  Join(Spawn(+[](void *p) -> void * {
+    auto *x = static_cast<A *>(p);
+    x->rc = weft_join(x->m, nullptr);
+    return nullptr;
+  }, &a));
+  EXPECT_EQ(a.rc, WEFT_ESRCH);
+  int rc = -1;
+  std::thread plain([&] { rc = weft_join(a.m, nullptr); });
+  plain.join();
+  EXPECT_EQ(rc, WEFT_ESRCH);
+  EXPECT_EQ(weft_detach(a.m), WEFT_ESRCH);
+  EXPECT_EQ(weft_join(a.m, nullptr), WEFT_EDEADLK);  // itself: as before
+}
+
 // weft_exit() from the main weft thread and from a plain OS thread is WEFT_EPERM;
 // with weft not running, WEFT_ENOTINIT (from any thread).
 TEST_P(ThreadTest, ExitFromMainOrPlainThreadIsEperm) {

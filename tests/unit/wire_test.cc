@@ -546,4 +546,16 @@ TEST_F(WireTest, WireWhileThePoolIsAtItsLimit) {
   }
 }
 
+// A wired thread whose function returns without weft_unwire (undefined, weft/wire.h)
+// is caught by a checked build with a message. The finish path read the missing VP
+// first and the process died of SIGSEGV with nothing said.
+TEST(WireDeathTest, ReturnFromAWiredThreadIsCaughtInCheckedBuild) {
+  WEFT_EXPECT_MISUSE_DEATH("weft: misuse: a wired thread returned without weft_unwire",
+    weft_thread_t *t = Spawn(+[](void *) -> void * {
+      if (weft_wire() != 0) std::_Exit(3);
+      return nullptr;
+    });
+    weft_join(t, nullptr));
+}
+
 }  // namespace
