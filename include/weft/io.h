@@ -101,8 +101,10 @@ WEFT_API ssize_t weft_write(int fd, const void *buf, size_t count);
 WEFT_API ssize_t weft_read_deadline(int fd, void *buf, size_t count, uint64_t deadline);
 WEFT_API ssize_t weft_write_deadline(int fd, const void *buf, size_t count, uint64_t deadline);
 
-/* readv(2), writev(2). iovcnt as POSIX (0 to IOV_MAX, else EINVAL). A readv of 0
- * bytes returns 0 at once. */
+/* readv(2), writev(2). iovcnt as POSIX (0 to IOV_MAX, else EINVAL); checked in Linux's
+ * order: a descriptor not open for the direction is EBADF first, then the count
+ * (EINVAL), then iov NULL with iovcnt > 0 (EFAULT). A readv of 0 bytes returns 0 at
+ * once. */
 WEFT_API ssize_t weft_readv(int fd, const struct iovec *iov, int iovcnt);
 WEFT_API ssize_t weft_writev(int fd, const struct iovec *iov, int iovcnt);
 WEFT_API ssize_t weft_readv_deadline(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline);
@@ -167,7 +169,9 @@ WEFT_API int weft_fd_wait_deadline(int fd, short events, uint64_t deadline);
 
 /* weft_fd_spawn() starts fn(arg) in a new detached weft thread once fd is ready for
  * `events` (POLLIN, POLLOUT, POLLPRI as weft_fd_wait), or once weft_close(fd) is
- * called (fn's first call on fd then fails with EBADF). Until then the thread holds
+ * called (fn's first weft call on fd then fails with EBADF, also when the number names
+ * a new descriptor by then: that one is not touched; a plain close(2) of it would be).
+ * Until then the thread holds
  * no stack: its control block and a record of a few dozen bytes are all it costs,
  * against a page or more for a thread parked in weft_read. The wait of a connection
  * between requests written as a continuation (C-Threads with continuations): a

@@ -81,6 +81,10 @@ static __attribute__((noinline)) ssize_t fail(int e) {
 
 enum { K_UNKNOWN = 0, K_SOCK = 1, K_OTHER = 2, K_FILE = 3 /* regular file or block
   device, seen by the io_uring engine, which submits its operations to the ring */ };
+/* A bit beside the kind: the record has stale weft_fd_spawn threads (iod.stale). No
+ * kind test matches while it is set, so every call on the number takes the general
+ * paths, which look for the caller in the list (stale_hit). Kind stores keep it. */
+#define K_STALE 0x100
 #define IO_EVMASK (EPOLLIN | EPOLLOUT | EPOLLPRI)
 
 typedef struct iod {
@@ -105,6 +109,11 @@ typedef struct iod {
   _Atomic int listen_nb;   /* 1 once weft_accept set O_NONBLOCK (relaxed: a cache) */
   weft__wq_t q;            /* parked waiters, w->mode = the events they wait for:
                               lock */
+  struct spawn_rec *stale; /* weft_fd_spawn threads started after a weft_close of the
+                              number had ended their wait (the number may name
+                              another file since): each one's first call on it
+                              fails with EBADF (stale_hit). lock; kind has K_STALE
+                              while it is not empty */
 } iod_t;
 
 #define IOD_PAGE 1024
@@ -156,6 +165,21 @@ static iod_t *iod_get(int fd) {
       weft__sys_free(np);
   }
   return &p[fd % IOD_PAGE];
+}
+
+/* The record's kind, a cache: k, where it still was `expect` (a call that classified
+ * the number while weft_close reset it drops its answer), K_STALE kept. */
+static void kind_cas(iod_t *d, int expect, int k) {
+  /* relaxed: a cache; K_STALE is set and cleared under the lock by CAS too */
+  (void)atomic_compare_exchange_strong_explicit(&d->kind, &expect, k | (expect & K_STALE),
+                                                memory_order_relaxed, memory_order_relaxed);
+}
+/* The same whatever the kind was. */
+static void kind_set(iod_t *d, int k) {
+  int old = atomic_load_explicit(&d->kind, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&d->kind, &old, k | (old & K_STALE),
+                                                memory_order_relaxed, memory_order_relaxed)) {
+  }
 }
 
 /* The caller is a weft thread running on a VP (then weft is running and the engine
@@ -446,19 +470,88 @@ typedef struct spawn_rec {
   weft__waiter_t w;
   weft_thread_fn fn;
   void *arg;
+  iod_t *d;                 /* the descriptor's record */
+  uint32_t gen;             /* its generation when the wait began */
+  uint64_t id;              /* stale: the thread's id (weft_thread_id) */
+  struct spawn_rec *next;   /* stale: d->stale's link */
 } spawn_rec_t;
+
+/* The calling weft thread's record in d's stale list, taken out (then the list's
+ * K_STALE goes with its last record), or NULL. Under d's lock. */
+static spawn_rec_t *stale_take_locked(iod_t *d, uint64_t id) {
+  for (spawn_rec_t **pp = &d->stale; *pp; pp = &(*pp)->next) {
+    spawn_rec_t *r = *pp;
+    if (r->id != id) continue;
+    *pp = r->next;
+    if (!d->stale) {
+      int k = atomic_load_explicit(&d->kind, memory_order_relaxed);
+      while (!atomic_compare_exchange_weak_explicit(&d->kind, &k, k & ~K_STALE,
+                                                    memory_order_relaxed, memory_order_relaxed)) {
+      }
+    }
+    return r;
+  }
+  return NULL;
+}
+
+/* 1 if the calling weft thread is a weft_fd_spawn thread whose wait on d's number
+ * was ended, or overtaken, by a weft_close before its first call on it: this call is
+ * that first call, and it fails (EBADF, the caller sets it), as weft_fd_spawn's
+ * contract says, whatever file the number names now. The mark goes with it. */
+static __attribute__((noinline, cold)) int stale_take(iod_t *d) {
+  weft_thread_t *self = weft_self();
+  if (!self) return 0;
+  weft__qlock_lock(&d->lock);
+  spawn_rec_t *r = stale_take_locked(d, weft_thread_id(self));
+  weft__spin_unlock(&d->lock);
+  free(r);
+  return r != NULL;
+}
+static inline int stale_hit(iod_t *d) {
+  /* relaxed: set under the lock before the stale thread was made ready (its start
+   * is ordered after), cleared by the thread itself; others only take the slow
+   * paths while it shows */
+  return WEFT__UNLIKELY(atomic_load_explicit(&d->kind, memory_order_relaxed) & K_STALE) &&
+         stale_take(d);
+}
 
 /* The spawned thread's first function: frees the record (its waiter was claimed
  * and is read no more: weft__wakeset_run reads a waiter's links before it makes its
- * thread ready) and runs the caller's. */
+ * thread ready) and runs the caller's. If a weft_close of the number came since the
+ * wait began (its generation moved), the record goes to the descriptor's stale list
+ * instead, so that fn's first call on the number fails with EBADF even when the
+ * number names another file by then (stale_hit); taken out there, or when fn
+ * returns. */
 static void *spawn_start(void *p) {
   spawn_rec_t *r = p;
   weft_thread_fn fn = r->fn;
   void *arg = r->arg;
-  free(r);
+  iod_t *d = r->d;
   /* relaxed: as iod_wait's decrement once its waiter is done */
   atomic_fetch_sub_explicit(&io.nwait, 1, memory_order_relaxed);
-  return fn(arg);
+  weft__qlock_lock(&d->lock);
+  /* relaxed: bumped under this lock */
+  int stale = atomic_load_explicit(&d->gen, memory_order_relaxed) != r->gen;
+  if (stale) {
+    r->id = weft_thread_id(weft_self());
+    r->next = d->stale;
+    d->stale = r;
+    int k = atomic_load_explicit(&d->kind, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&d->kind, &k, k | K_STALE,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+    }
+  }
+  weft__spin_unlock(&d->lock);
+  if (!stale) {
+    free(r);
+    return fn(arg);
+  }
+  void *res = fn(arg);
+  weft__qlock_lock(&d->lock);  /* no call on the number came: drop the mark */
+  r = stale_take_locked(d, weft_thread_id(weft_self()));
+  weft__spin_unlock(&d->lock);
+  free(r);
+  return res;
 }
 
 int weft_fd_spawn(int fd, short events, weft_thread_fn fn, void *arg) {
@@ -473,6 +566,8 @@ int weft_fd_spawn(int fd, short events, weft_thread_fn fn, void *arg) {
   if (!r) return WEFT_ENOMEM;
   r->fn = fn;
   r->arg = arg;
+  r->d = d;
+  r->next = NULL;
   weft_thread_t *t;
   int rc = weft__create_unready(vp, &t, spawn_start, r);
   if (rc) {
@@ -483,6 +578,7 @@ int weft_fd_spawn(int fd, short events, weft_thread_fn fn, void *arg) {
   r->w.t = t;
   r->w.mode = mode;
   weft__qlock_lock(&d->lock);
+  r->gen = atomic_load_explicit(&d->gen, memory_order_relaxed);  /* relaxed: lock */
   int arc = arm(d);
   if (arc == 0 && (d->ready & mode)) {  /* an edge came while nobody waited: runs at once */
     d->ready &= ~mode;
@@ -857,7 +953,14 @@ void weft__io_fini(void) {
 #endif
   for (int i = 0; i < IOD_PAGES; i++) {
     iod_t *p = atomic_load_explicit(&io.pages[i], memory_order_relaxed);
-    if (p) weft__sys_free(p);
+    if (!p) continue;
+    for (int j = 0; j < IOD_PAGE; j++)  /* stale marks of threads ended by weft_exit */
+      while (p[j].stale) {
+        spawn_rec_t *r = p[j].stale;
+        p[j].stale = r->next;
+        free(r);
+      }
+    weft__sys_free(p);
     atomic_store_explicit(&io.pages[i], NULL, memory_order_relaxed);
   }
   close(io.evfd);
@@ -898,7 +1001,7 @@ static int is_write(int kind) {
 static void make_other(iod_t *d) {
   int fl = fcntl(d->fd, F_GETFL);
   if (fl >= 0 && !(fl & O_NONBLOCK)) (void)fcntl(d->fd, F_SETFL, fl | O_NONBLOCK);
-  atomic_store_explicit(&d->kind, K_OTHER, memory_order_relaxed);
+  kind_set(d, K_OTHER);
 }
 
 /* The plain system call (blocking unless the descriptor is O_NONBLOCK). */
@@ -940,7 +1043,7 @@ static ssize_t op_try(iod_t *d, const op_t *o) {
     }
     if (r >= 0 || err_now() != ENOTSOCK) {
       if (d && k == K_UNKNOWN && (r >= 0 || err_now() == EAGAIN || err_now() == EWOULDBLOCK))
-        atomic_store_explicit(&d->kind, K_SOCK, memory_order_relaxed);
+        kind_cas(d, K_UNKNOWN, K_SOCK);
       return r;
     }
     if (d) make_other(d);
@@ -962,7 +1065,7 @@ static int is_file(iod_t *d) {
   if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) k = K_FILE;
   else if (S_ISSOCK(st.st_mode)) k = K_SOCK;
   else return 0;  /* op_try classifies the rest */
-  atomic_store_explicit(&d->kind, k, memory_order_relaxed);
+  kind_cas(d, K_UNKNOWN, k);
   return k == K_FILE;
 }
 
@@ -1026,6 +1129,36 @@ static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
 
 static size_t iov_total(const struct iovec *iov, int cnt);
 
+/* A plain OS thread's timed call, before it waits for readiness (op_run): 1 with *r set
+ * when the call's outcome needs no wait, 0 when the wait is to come. Sockets are tried
+ * with MSG_DONTWAIT (read and write as recv and send, as op_try does): their result or
+ * error, unless EAGAIN. Other descriptors are not tried (their plain call could block
+ * past the deadline, and their flags stay as the program set them): only a direction
+ * they are not open for fails at once (EBADF, as read(2) and write(2) give it); a
+ * descriptor that can never become ready for the call (a write to a timerfd) waits to
+ * the deadline (docs/io.md). pread and pwrite are made at once: a descriptor they
+ * apply to is a file, which is always ready, and any other gets ESPIPE. */
+static int os_try_first(const op_t *o, ssize_t *r) {
+  if (o->kind == OP_PREAD || o->kind == OP_PWRITE) {
+    *r = op_plain(o, 0);
+    return 1;
+  }
+  int fl = fcntl(o->fd, F_GETFL);
+  if (fl < 0) {
+    *r = -1;  /* EBADF: not open */
+    return 1;
+  }
+  int acc = fl & O_ACCMODE;
+  if ((fl & O_PATH) || (is_write(o->kind) ? acc == O_RDONLY : acc == O_WRONLY)) {
+    *r = fail(EBADF);
+    return 1;
+  }
+  struct stat st;
+  if (o->kind < OP_RECV && (fstat(o->fd, &st) != 0 || !S_ISSOCK(st.st_mode))) return 0;
+  *r = op_try(NULL, o);  /* a socket (or a socket call): does not block */
+  return *r >= 0 || (err_now() != EAGAIN && err_now() != EWOULDBLOCK);
+}
+
 /* After a try that would have blocked: park until d is ready, try again, until the
  * operation completes or fails. gen: d's generation read before the first try (a
  * weft_close between the try and the park is then seen). */
@@ -1059,6 +1192,15 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
         int rc = os_wait(o->fd, op_mode(o), WEFT_FOREVER);
         if (rc) return fail(-rc);
       }
+    }
+    /* first what needs no wait, so that a call that fails at once fails at once
+     * (a wait for a readiness that never comes lasted to the deadline and said
+     * ETIMEDOUT): at a position (pread, pwrite: a file, or ESPIPE) the plain call;
+     * a socket's call with MSG_DONTWAIT (recv on a pipe: ENOTSOCK; on a listening
+     * socket: ENOTCONN); a descriptor that is not open for the direction: EBADF */
+    {
+      ssize_t r;
+      if (os_try_first(o, &r)) return r;
     }
     /* wait for readiness first: a non-socket is then read with the plain call,
      * which would block past the deadline if it came before the data. A write to a
@@ -1100,6 +1242,7 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
   if (!d) {
     return fail(o->fd < 0 || o->fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM);
   }
+  if (stale_hit(d)) return fail(EBADF);
   uint32_t gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
 #ifdef WEFT_HAVE_URING
   if (io.uring && o->kind <= OP_PWRITE && is_file(d))
@@ -1258,8 +1401,19 @@ ssize_t weft_write(int fd, const void *buf, size_t count) {
   return weft_write_deadline(fd, buf, count, WEFT_FOREVER);
 }
 
+/* readv's and writev's argument errors, in the order Linux checks them: the descriptor
+ * (EBADF: not open, or not open for the direction), then the count (EINVAL), then the
+ * array (EFAULT). Only on the failure path. */
+static ssize_t iov_arg_error(int fd, int write, int iovcnt) {
+  int fl = fcntl(fd, F_GETFL);
+  int acc = fl & O_ACCMODE;
+  if (fl < 0 || (fl & O_PATH) || (write ? acc == O_RDONLY : acc == O_WRONLY)) return fail(EBADF);
+  if (iovcnt < 0 || iovcnt > IOV_MAX) return fail(EINVAL);
+  return fail(EFAULT);
+}
+
 ssize_t weft_readv_deadline(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline) {
-  if (iovcnt < 0 || iovcnt > IOV_MAX || (iovcnt > 0 && !iov)) return (int)fail(EINVAL);
+  if (iovcnt < 0 || iovcnt > IOV_MAX || (iovcnt > 0 && !iov)) return iov_arg_error(fd, 0, iovcnt);
   op_t o = {.kind = OP_READV, .fd = fd, .iov = iov, .iovcnt = iovcnt};
   return op_run(&o, deadline);
 }
@@ -1268,7 +1422,7 @@ ssize_t weft_readv(int fd, const struct iovec *iov, int iovcnt) {
 }
 
 ssize_t weft_writev_deadline(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline) {
-  if (iovcnt < 0 || iovcnt > IOV_MAX || (iovcnt > 0 && !iov)) return (int)fail(EINVAL);
+  if (iovcnt < 0 || iovcnt > IOV_MAX || (iovcnt > 0 && !iov)) return iov_arg_error(fd, 1, iovcnt);
   op_t o = {.kind = OP_WRITEV, .fd = fd, .iov = iov, .iovcnt = iovcnt};
   return do_write(&o, iov_total(iov, iovcnt), deadline);
 }
@@ -1395,7 +1549,7 @@ static void iod_reset(int fd, int kind) {
   weft__qlock_lock(&d->lock);
   d->registered = 0;
   d->ready = 0;
-  atomic_store_explicit(&d->kind, kind, memory_order_relaxed);
+  kind_set(d, kind);
   atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
   weft__spin_unlock(&d->lock);
 }
@@ -1405,6 +1559,16 @@ int weft_accept_deadline(int fd, struct sockaddr *addr, socklen_t *addrlen, int 
   if (!here()) {
     if (fd < 0) return (int)fail(EBADF);  /* poll(2) would skip it and wait */
     if (deadline != WEFT_FOREVER) {
+      /* what accept(2) would answer at once, not a wait to the deadline for a
+       * connection that cannot come: not a socket (ENOTSOCK), not a connection-based
+       * one (EOPNOTSUPP), not listening (EINVAL) */
+      int v = 0;
+      socklen_t vl = sizeof v;
+      if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl) != 0) return -1;
+      if (v != SOCK_STREAM && v != SOCK_SEQPACKET) return (int)fail(EOPNOTSUPP);
+      vl = sizeof v;
+      if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &vl) != 0) return -1;
+      if (!v) return (int)fail(EINVAL);
       int rc = os_wait(fd, EPOLLIN, deadline);
       if (rc) return (int)fail(-rc);
     }
@@ -1421,6 +1585,7 @@ int weft_accept_deadline(int fd, struct sockaddr *addr, socklen_t *addrlen, int 
   if (!d) {
     return (int)fail(fd < 0 || fd >= IOD_PAGE * IOD_PAGES ? EBADF : ENOMEM);
   }
+  if (stale_hit(d)) return (int)fail(EBADF);
   uint32_t gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
   if (!atomic_load_explicit(&d->listen_nb, memory_order_relaxed)) {
     int fl = fcntl(fd, F_GETFL);
@@ -1446,6 +1611,10 @@ int weft_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags) {
 int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline) {
   int on_vp = here();
   if (!on_vp && deadline == WEFT_FOREVER) return connect(fd, addr, addrlen);
+  if (on_vp) {  /* a stale weft_fd_spawn thread's first call (stale_hit) */
+    iod_t *sd = iod_get(fd);
+    if (sd && stale_hit(sd)) return (int)fail(EBADF);
+  }
   int fl = fcntl(fd, F_GETFL);
   if (fl < 0) return -1;
   if (fl & O_NONBLOCK) return connect(fd, addr, addrlen);
@@ -1528,6 +1697,7 @@ int weft_fd_wait_deadline(int fd, short events, uint64_t deadline) {
       if (fd >= IOD_PAGE * IOD_PAGES) return fcntl(fd, F_GETFD) < 0 ? POLLNVAL : (int)fail(ENOMEM);
       return (int)fail(ENOMEM);
     }
+    if (stale_hit(d)) return (int)fail(EBADF);
     gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
   }
   for (;;) {
@@ -1645,6 +1815,9 @@ int weft_close(int fd) {
   weft__wakeset_init(&s);
   if (d) {
     d = &d[fd % IOD_PAGE];
+    /* a weft_fd_spawn thread's first call after a weft_close ended its wait: the
+     * number may be another file's now, which this must not close */
+    if (!gated && stale_hit(d)) return (int)fail(EBADF);
     weft__qlock_lock(&d->lock);
     /* relaxed: waiters read it under this lock, or after their acquire load of the
      * state our claim below releases */
@@ -1652,7 +1825,7 @@ int weft_close(int fd) {
                           memory_order_relaxed);
     d->registered = 0;
     d->ready = 0;
-    atomic_store_explicit(&d->kind, K_UNKNOWN, memory_order_relaxed);
+    kind_set(d, K_UNKNOWN);
     atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
     weft__waiter_t *w;
     while ((w = weft__wq_pop(&d->q)) != NULL) weft__wakeset_claim(&s, w);

@@ -1289,6 +1289,69 @@ TEST_P(IoTest, ZeroLengthReadsAndBadArguments) {
   for (int x : {sv[0], sv[1], p[0], p[1], fd}) EXPECT_EQ(weft_close(x), 0);
 }
 
+// From a plain OS thread, a timed call that fails at once as its POSIX call would
+// fails at once, with that call's errno, whatever its deadline (here an hour): a write
+// to a pipe's read end, a read of its write end (EBADF), a recv on a pipe (ENOTSOCK)
+// or on a listening socket (ENOTCONN), a pread of a pipe (ESPIPE), an accept of what
+// is not a listening socket (ENOTSOCK, EINVAL, EOPNOTSUPP). They waited to the deadline
+// for a readiness that could not come and said ETIMEDOUT. And readv/writev check their
+// arguments in Linux's order: the descriptor (EBADF), the count (EINVAL), the array
+// (EFAULT).
+TEST_P(IoTest, PlainOsThreadTimedCallsThatCannotSucceedFailAtOnce) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(ls, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
+  ASSERT_EQ(listen(ls, 4), 0);
+  int u[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u), 0);
+  int dg = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(dg, 0);
+  std::vector<std::pair<std::string, int>> got;  // call, errno (0: it did not fail)
+  std::thread os([&] {
+    auto dl = [] { return weft_deadline_after(3600ull * 1000000000ull); };
+    char b[8] = {0};
+    auto rec = [&](const char *what, long r) { got.emplace_back(what, r < 0 ? errno : 0); };
+    rec("write read-end", weft_write_deadline(p[0], "x", 1, dl()));
+    rec("read write-end", weft_read_deadline(p[1], b, sizeof b, dl()));
+    rec("recv pipe", weft_recv_deadline(p[0], b, sizeof b, 0, dl()));
+    rec("recv listener", weft_recv_deadline(ls, b, sizeof b, 0, dl()));
+    rec("read listener", weft_read_deadline(ls, b, sizeof b, dl()));
+    rec("pread pipe", weft_pread_deadline(p[0], b, sizeof b, 0, dl()));
+    rec("accept pipe", weft_accept_deadline(p[0], nullptr, nullptr, 0, dl()));
+    rec("accept connected", weft_accept_deadline(u[0], nullptr, nullptr, 0, dl()));
+    rec("accept udp", weft_accept_deadline(dg, nullptr, nullptr, 0, dl()));
+  });
+  os.join();
+  const std::pair<const char *, int> want[] = {
+      {"write read-end", EBADF}, {"read write-end", EBADF}, {"recv pipe", ENOTSOCK},
+      {"recv listener", ENOTCONN}, {"read listener", ENOTCONN}, {"pread pipe", ESPIPE},
+      {"accept pipe", ENOTSOCK}, {"accept connected", EINVAL}, {"accept udp", EOPNOTSUPP}};
+  ASSERT_EQ(got.size(), sizeof want / sizeof want[0]);
+  for (size_t i = 0; i < got.size(); i++) {
+    EXPECT_EQ(got[i].first, want[i].first);
+    EXPECT_EQ(got[i].second, want[i].second) << want[i].first << ": " << strerror(got[i].second);
+  }
+  // readv and writev: the descriptor first, then the count, then the array
+  iovec one = {p, 1};
+  int closed = dup(p[0]);
+  ASSERT_GE(closed, 0);
+  close(closed);
+  EXPECT_EQ(weft_readv(closed, &one, -1), -1);
+  EXPECT_EQ(Err(), EBADF);
+  EXPECT_EQ(weft_writev(p[0], &one, IOV_MAX + 1), -1);  // the read end: EBADF first
+  EXPECT_EQ(Err(), EBADF);
+  EXPECT_EQ(weft_readv(p[0], &one, -1), -1);
+  EXPECT_EQ(Err(), EINVAL);
+  EXPECT_EQ(weft_readv(p[0], nullptr, 1), -1);
+  EXPECT_EQ(Err(), EFAULT);
+  for (int fd : {p[0], p[1], ls, u[0], u[1], dg}) weft_close(fd);
+}
+
 // From a plain OS thread, a deadline that has already passed still lets an
 // operation that can be made at once be made, as on a weft thread: a read with
 // data queued, a write with room, an accept with a connection pending.
@@ -1706,6 +1769,44 @@ TEST_P(IoTest, FdSpawnStartsTheThreadWhenReadyOrClosed) {
   EXPECT_EQ(weft_io_parked(), 0);
   for (int i = 1; i < n; i++) weft_close(rd[i]);
   for (int i = 0; i < n; i++) close(wr[i]);
+}
+
+// A weft_fd_spawn wait ended by weft_close, and the number reused at once (the lowest
+// free descriptor goes to the next socketpair): the thread's first call on the number
+// fails with EBADF all the same, and touches nothing of the new descriptor's. Its read
+// took the new connection's bytes, and its weft_close closed the new descriptor.
+TEST_P(IoTest, FdSpawnAfterCloseFailsItsFirstCallOnAReusedNumber) {
+  for (int mode = 0; mode < 2; mode++) {  // the first call: a read, then a close
+    int a[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
+    struct Ctx { int fd, mode; ssize_t n; int err; weft_sem_t done; } c{a[1], mode, 0, 0, {}};
+    ASSERT_EQ(weft_sem_init(&c.done, 0), 0);
+    ASSERT_EQ(weft_fd_spawn(a[1], POLLIN, +[](void *p) -> void * {
+      auto *x = static_cast<Ctx *>(p);
+      char b[16];
+      x->n = x->mode == 0 ? weft_read(x->fd, b, sizeof b) : weft_close(x->fd);
+      x->err = x->n < 0 ? Err() : 0;
+      weft_sem_signal(&x->done);
+      return nullptr;
+    }, &c), 0);
+    ASSERT_EQ(weft_close(a[1]), 0);
+    int b[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b), 0);
+    int mine = b[0] == c.fd ? b[0] : b[1], peer = mine == b[0] ? b[1] : b[0];
+    if (mine != c.fd) GTEST_SKIP() << "the number was not reused";
+    ASSERT_EQ(write(peer, "NEWCONN", 7), 7);
+    ASSERT_EQ(weft_sem_wait(&c.done), 0);
+    EXPECT_EQ(c.n, -1) << mode;
+    EXPECT_EQ(c.err, EBADF) << mode;
+    // the new descriptor is open and its bytes are all there
+    char buf[16] = {0};
+    EXPECT_EQ(weft_read(mine, buf, sizeof buf), 7) << mode;
+    EXPECT_STREQ(buf, "NEWCONN");
+    EXPECT_EQ(weft_close(mine), 0);
+    close(peer);
+    close(a[0]);
+    EXPECT_EQ(weft_sem_destroy(&c.done), 0);
+  }
 }
 
 // A descriptor is registered in epoll once, edge-triggered: an edge that came while
