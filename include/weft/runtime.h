@@ -159,8 +159,9 @@ WEFT_API int weft_init(const weft_config_t *cfg);
  * there is undefined). A child forked after weft_shutdown() returned (or before
  * weft_init()) may call weft_init() and use weft as a fresh process does, the
  * weft_blocking() pool included (it starts empty there).
- * Errors: WEFT_ENOTINIT; WEFT_EPERM if not called by the main weft thread;
- * WEFT_EBUSY as above. */
+ * Errors: WEFT_ENOTINIT; WEFT_EPERM if not called by the main weft thread, or called
+ * while a weft_shutdown() is under way (from a key destructor of the main thread or a
+ * do-when-idle function it runs); WEFT_EBUSY as above. */
 WEFT_API int weft_shutdown(void);
 
 /* weft_max_threads() returns the limit on live threads in force (weft_config_t.

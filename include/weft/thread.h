@@ -184,7 +184,9 @@ WEFT_API int weft_get_name(const weft_thread_t *t, char *buf, size_t len);
  * block, read and written in a few instructions. From a plain OS thread (which
  * includes any thread while weft is not running) and from a VP's idle loop (a
  * do-when-idle function, weft/vp.h; a hook callback raised there), where no weft
- * thread runs, get returns NULL and set returns WEFT_EPERM. A wired thread has its own. */
+ * thread runs, get returns NULL and set returns WEFT_EPERM; a do-when-idle function
+ * that weft_shutdown() calls while it waits runs on the main weft thread, and sees
+ * that thread's. A wired thread has its own. */
 WEFT_API void *weft_local_get(void);
 WEFT_API int weft_local_set(void *value);
 

@@ -40,8 +40,11 @@ WEFT_API int weft_cpu_self(void);
 /* weft_idle_func_add() registers fn(arg) to be called by every idle VP on each of
  * its polling rounds (for example to poll a network device and make threads ready).
  * While any is registered an idle VP sleeps in the kernel at most 1 ms at a time, so
- * fn keeps being called. fn runs on a VP's idle loop: it must not block or switch; it
- * may create or unblock threads. The table is emptied by weft_shutdown().
+ * fn keeps being called. fn runs on a VP's idle loop (no weft thread runs there:
+ * weft_self() is NULL), and weft_shutdown() calls it too while it waits, on the main
+ * weft thread (weft_self() is that thread); either way it must not block or switch
+ * (weft_shutdown() from it answers WEFT_EPERM); it may create or unblock threads. The
+ * table is emptied by weft_shutdown().
  * Errors: WEFT_EINVAL (fn NULL), WEFT_EAGAIN (full), WEFT_ENOTINIT. */
 WEFT_API int weft_idle_func_add(void (*fn)(void *arg), void *arg);
 

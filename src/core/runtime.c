@@ -425,6 +425,9 @@ static void to_vp0_cont(void *t) {
   weft__enqueue(weft__rt.vps[0], (weft_thread_t *)t);
 }
 
+/* 1 while weft_shutdown runs (the main weft thread's only: no other thread reads it) */
+static int shutdown_running;
+
 int weft_shutdown(void) {
   weft__rt_t *rt = &weft__rt;
   weft_vp_t *vp = weft__vp();
@@ -435,6 +438,10 @@ int weft_shutdown(void) {
   if (!vp) return atomic_load(&rt->state) ? WEFT_EPERM : WEFT_ENOTINIT;
   weft_thread_t *self = vp->current;
   if (self != rt->main) return WEFT_EPERM;
+  /* called from what the call below runs on the main thread (its key destructors, a
+   * do-when-idle function): the inner call freed everything under the outer one */
+  if (shutdown_running) return WEFT_EPERM;
+  shutdown_running = 1;
   /* 0. plain OS threads create no more threads; wait for those creating one now,
    * so that their threads are counted below */
   gate_set(1);
@@ -492,6 +499,7 @@ again:
       if (++quiet_rounds >= 3) {
         atomic_store_explicit(&rt->shutdown_wait, 0, memory_order_relaxed);
         gate_set(2);
+        shutdown_running = 0;
         return WEFT_EBUSY;
       }
     } else {
@@ -544,5 +552,6 @@ again:
   weft__tls_vp = NULL;
   weft__overflow_remove();
   teardown();
+  shutdown_running = 0;
   return 0;
 }

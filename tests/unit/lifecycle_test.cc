@@ -170,6 +170,39 @@ TEST(SyncStats, CountsSpanRunsAndSurviveShutdown) {
   EXPECT_EQ(weft_sem_destroy(&s), 0);
 }
 
+// weft_shutdown called again from what weft_shutdown runs on the main weft thread (a
+// key destructor of the main thread, a do-when-idle function while it waits) is
+// WEFT_EPERM, and the outer call finishes. The inner call freed the runtime under the
+// outer one (heap-use-after-free, SIGSEGV).
+std::atomic<int> g_inner_rc{1};
+TEST(ShutdownReentry, FromAMainKeyDestructorOrAnIdleFunctionIsEperm) {
+  Watchdog dog(60);
+  for (int vps : {1, 2}) {
+    // a key destructor of the main thread
+    ASSERT_EQ(InitWithVps(vps), 0);
+    weft_key_t k;
+    ASSERT_EQ(weft_key_create(&k, +[](void *) { g_inner_rc = weft_shutdown(); }), 0);
+    ASSERT_EQ(weft_key_set(k, &k), 0);
+    g_inner_rc = 1;
+    EXPECT_EQ(weft_shutdown(), 0);
+    EXPECT_EQ(g_inner_rc.load(), WEFT_EPERM) << vps;
+    // a do-when-idle function, which weft_shutdown calls while a thread sleeps
+    ASSERT_EQ(InitWithVps(vps), 0);
+    g_inner_rc = 1;
+    ASSERT_EQ(weft_idle_func_add(+[](void *) {
+      if (weft_self() != nullptr) g_inner_rc = weft_shutdown();  // on the main thread
+    }, nullptr), 0);
+    weft_thread_t *t;
+    ASSERT_EQ(weft_create(&t, nullptr, +[](void *) -> void * {
+      weft_sleep_ns(20000000);
+      return nullptr;
+    }, nullptr), 0);
+    ASSERT_EQ(weft_detach(t), 0);
+    EXPECT_EQ(weft_shutdown(), 0);
+    EXPECT_EQ(g_inner_rc.load(), WEFT_EPERM) << vps;
+  }
+}
+
 std::atomic<weft_thread_t *> g_parked{nullptr};
 
 // weft_shutdown closes creation to plain OS threads while it waits; when it gives up
