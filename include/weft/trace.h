@@ -83,7 +83,9 @@ WEFT_API int weft_trace_from_env(void);
 /* weft_trace_stats_print() prints a table to f: per VP, the switches (SAVE events),
  * blocks, idle periods, idle time, steals (STEAL events: this VP took threads queued
  * for another) and the threads they took, counted by the tracer's callbacks since
- * weft_trace_start() (whether or not the buffers overflowed), then the process-wide
+ * weft_trace_start() (whether or not the buffers overflowed), the events recorded
+ * ("-" while the recording runs; the count after weft_trace_stop()) and dropped, then
+ * the process-wide
  * totals of weft_debug_stats() (steals, sleeps) and weft_sync_stats() (blocks,
  * blocks that idled a VP), which are not per VP. Exact when quiescent. */
 WEFT_API void weft_trace_stats_print(FILE *f);

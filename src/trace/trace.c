@@ -599,15 +599,19 @@ void weft_trace_stats_print(FILE *f) {
       char name[16];
       if (i < g.nvps) snprintf(name, sizeof name, "%d", i);
       else snprintf(name, sizeof name, "OS");
+      /* the events recorded: their count is the VP's own while tracing (no other
+       * thread may read it then): "-" until weft_trace_stop() */
+      char events[24];
+      if (g.installed) snprintf(events, sizeof events, "-");
+      else snprintf(events, sizeof events, "%zu", b->n);
       fprintf(f, "%-6s %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %14.3f %10" PRIu64
-              " %10" PRIu64 " %10zu %10" PRIu64 "\n",
+              " %10" PRIu64 " %10s %10" PRIu64 "\n",
               name, atomic_load_explicit(&b->switches, memory_order_relaxed),
               atomic_load_explicit(&b->blocks, memory_order_relaxed),
               atomic_load_explicit(&b->idles, memory_order_relaxed),
               (double)atomic_load_explicit(&b->idle_ns, memory_order_relaxed) / 1e6,
               atomic_load_explicit(&b->steals, memory_order_relaxed),
-              atomic_load_explicit(&b->stolen, memory_order_relaxed),
-              g.installed ? (size_t)0 : b->n,  /* the count is the owner's while tracing */
+              atomic_load_explicit(&b->stolen, memory_order_relaxed), events,
               atomic_load_explicit(&b->dropped, memory_order_relaxed));
     }
   }

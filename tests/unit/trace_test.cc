@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <cctype>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -619,6 +620,44 @@ TEST_P(TraceTest, StealsAreRecordedPerVp) {
   EXPECT_TRUE(found) << out;
   weft_trace_discard();
   std::remove(path.c_str());
+}
+
+// weft_trace_stats_print's events column: "-" while the recording runs (only its VP
+// may read that count then; the table said 0), the counts once it has stopped.
+TEST_P(TraceTest, StatsShowTheEventsOnceStopped) {
+  if (!Start(0)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  for (int i = 0; i < 20; i++)
+    weft_test::Join(weft_test::Spawn(+[](void *) -> void * { return nullptr; }, nullptr));
+  // the events column of every VP row (and the OS row): the 8th field
+  auto events = [](const std::string &out) {
+    std::vector<std::string> v;
+    std::istringstream rows(out);
+    std::string line;
+    while (std::getline(rows, line)) {
+      std::istringstream cols(line);
+      std::string f[9];
+      int n = 0;
+      while (n < 9 && cols >> f[n]) n++;
+      if (n == 9 && (f[0] == "OS" || std::isdigit(static_cast<unsigned char>(f[0][0]))))
+        v.push_back(f[7]);
+    }
+    return v;
+  };
+  std::string out = StatsText();
+  auto on = events(out);
+  ASSERT_EQ(on.size(), static_cast<size_t>(nvps() + 1)) << out;
+  for (auto &e : on) EXPECT_EQ(e, "-") << out;
+  ASSERT_EQ(weft_trace_stop(), 0);
+  out = StatsText();
+  auto off = events(out);
+  ASSERT_EQ(off.size(), static_cast<size_t>(nvps() + 1)) << out;
+  unsigned long long sum = 0;
+  for (auto &e : off) {
+    EXPECT_TRUE(!e.empty() && std::isdigit(static_cast<unsigned char>(e[0]))) << out;
+    sum += std::strtoull(e.c_str(), nullptr, 10);
+  }
+  EXPECT_GT(sum, 0u) << out;  // 20 threads' lifetimes and switches were recorded
+  weft_trace_discard();
 }
 
 WEFT_INSTANTIATE_VPS(TraceTest);
