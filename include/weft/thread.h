@@ -22,7 +22,11 @@ typedef void *(*weft_thread_fn)(void *arg);
 /* Thread attributes. Fill with weft_attr_init(), or zero them (weft_attr_t a = {0}):
  * every field's zero is its default, so the two give the same attributes. */
 typedef struct weft_attr {
-  size_t stack_size;      /* 0: the runtime default; else at least WEFT_MIN_STACK_SIZE */
+  size_t stack_size;      /* 0: the runtime default; else at least WEFT_MIN_STACK_SIZE.
+                             Each VP caches stacks of the default size and of one
+                             custom size (the first it caches): threads that all
+                             ask for one size reuse stacks; other sizes are mapped
+                             and unmapped per thread (docs/design.md "Memory") */
   int detached;           /* nonzero: created detached (cannot be joined) */
   int vproc;              /* 0 (the default): no virtual processor; WEFT_VPROC(v) asks
                              for virtual processor v >= 0, a placement hint: the

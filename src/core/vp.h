@@ -47,6 +47,11 @@ struct weft_vp {
                                    weft_debug_stats reads (relaxed) */
   weft__stack_rec_t *stk_free;  /* free default-size stacks, count nstk (owner) */
   _Atomic int nstk;
+  weft__stack_rec_t *cstk_free; /* free runtime stacks of one custom size, cstk_size
+                                   (attr.stack_size), at most cfg.freelist_local,
+                                   count ncstk (owner only; alloc.c) */
+  size_t cstk_size;
+  int ncstk;
   uint64_t id_next, id_end;     /* thread ids: the next, and where weft_create
                                    takes its slow path (end of the block, or of the
                                    batch allowed by cfg.max_threads) */
