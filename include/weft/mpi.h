@@ -116,10 +116,8 @@ WEFT_API int weft_mpi_recv(void *buf, int count, MPI_Datatype type, int source, 
 
 /* weft_mpi_sendrecv() is MPI_Sendrecv (the exchange of a halo or a ping-pong: send
  * to dest and receive from source in one call, neither order deadlocks); a weft
- * thread parks, in weft_mpi_wait() on MPI_Isendrecv where the MPI implementation has
- * it (MPI 4.0: MPICH 4) and status is MPI_STATUS_IGNORE (the faster form) while fewer
- * than 32 such calls of the process are outstanding (MPICH's progress walks them
- * all: docs/mpi.md), else in weft_mpi_waitall() on MPI_Irecv + MPI_Isend. status is
+ * thread parks in weft_mpi_waitall() on MPI_Irecv + MPI_Isend (two requests, as
+ * MPICH's own MPI_Sendrecv makes; docs/mpi.md says why not MPI_Isendrecv). status is
  * the receive's. sendbuf and recvbuf must not overlap, as in MPI_Sendrecv. Errors:
  * MPI's own, or MPI_ERR_OTHER as above. */
 WEFT_API int weft_mpi_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,

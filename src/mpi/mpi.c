@@ -516,41 +516,16 @@ static int mpi_recv_body(void *buf, int count, MPI_Datatype type, int source, in
   return rc != MPI_SUCCESS ? rc : mpi_wait_body(&r, status);
 }
 
-/* weft_mpi_sendrecv's MPI_Isendrecv calls not yet waited for, in this process, and
- * the most it makes at once. MPICH 4.0 runs an MPI_Isendrecv as a schedule, and every
- * call that makes progress (MPI_Test of any request, each poll) walks all the
- * outstanding schedules, so its cost grows with their number (docs/mpi.md). Past the
- * bound a sendrecv takes the two requests. The count
- * only picks the form, it orders nothing: relaxed. A call counts itself in first
- * (fetch_add), so that two threads cannot both take the last place. */
-#define ISENDRECV_MAX 32
-static _Atomic int isendrecv_out;
-
 static int mpi_sendrecv_body(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
                              int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                              int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
   if (!is_weft() && !g.serialize)
     return MPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
                         source, recvtag, comm, status);
-#if MPI_VERSION >= 4
-  /* one request: one test per poll, and the implementation's own pairing (with
-   * MPICH, 1 to 4 us less per exchange than the two requests below, M3). Only when
-   * the status is ignored: MPICH 4.0's MPI_Isendrecv completes with a status whose
-   * source and tag are 0 (every one of 1,000 exchanges, waited or tested). And only
-   * while few are outstanding (ISENDRECV_MAX). */
-  if (status == MPI_STATUS_IGNORE &&
-      atomic_fetch_add_explicit(&isendrecv_out, 1, memory_order_relaxed) < ISENDRECV_MAX) {
-    MPI_Request r;
-    mlock();
-    int rc = MPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
-                           recvtype, source, recvtag, comm, &r);
-    munlock();
-    if (rc == MPI_SUCCESS) rc = mpi_wait_body(&r, MPI_STATUS_IGNORE);
-    atomic_fetch_sub_explicit(&isendrecv_out, 1, memory_order_relaxed);
-    return rc;
-  }
-  if (status == MPI_STATUS_IGNORE) atomic_fetch_sub_explicit(&isendrecv_out, 1, memory_order_relaxed);
-#endif
+  /* MPI_Irecv + MPI_Isend, as MPICH's own MPI_Sendrecv. MPI 4's MPI_Isendrecv (one
+   * request) was used while fewer than 32 were outstanding: in MPICH 4.0 it is a
+   * schedule that every progress call walks, and in M3 it was no faster at any
+   * thread count measured, and slower with 1 to 4 threads a rank (docs/mpi.md). */
   MPI_Request r[2];
   mlock();
   int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &r[0]);

@@ -21,9 +21,9 @@
  *             status says MPI_SUCCESS (it held stale memory)
  *   interval  one VP and a poll interval of 1 ns: the poller thread must still let
  *             the other threads run (it kept the VP for ever)
- *   bound     weft_mpi_sendrecv takes MPI_Isendrecv for at most 32 exchanges
- *             outstanding, then two requests (counted through weft_mpi_outstanding),
- *             every byte of 48 large exchanges checked
+ *   pairs     weft_mpi_sendrecv parks on two requests per exchange (counted through
+ *             weft_mpi_outstanding while 48 large exchanges wait for their partner),
+ *             every byte checked
  *   linger    rounds of one thread parked on a receive from the rank itself, with
  *             gaps longer than the poll interval and shorter than the poller's
  *             linger between them: the poller thread is made once, not once a
@@ -74,7 +74,7 @@ static void *p2p_thread(void *arg) {
     int out[3] = {rank, i, s}, in[3] = {-1, -1, -1};
     MPI_Status st;
     if (mode == 3) {
-      /* with the status (two requests) and without (MPI_Isendrecv where MPI has it) */
+      /* with the status and without */
       int ignore = (i / 4) % 2;
       CHECK(weft_mpi_sendrecv(out, 3, MPI_INT, to, i, in, 3, MPI_INT, from, i, MPI_COMM_WORLD,
                               ignore ? MPI_STATUS_IGNORE : &st) == MPI_SUCCESS);
@@ -275,14 +275,12 @@ static void *self_recv_round(void *arg) {
   CHECK(v == (int)(intptr_t)arg);
   return NULL;
 }
-/* ---- bound: weft_mpi_sendrecv with the status ignored uses MPI_Isendrecv (one request)
- * for at most SR_BOUND exchanges outstanding in the process, then MPI_Irecv + MPI_Isend
- * (two requests); docs/mpi.md. The even rank of each pair parks SR_THREADS such
+/* ---- pairs: weft_mpi_sendrecv parks on MPI_Irecv + MPI_Isend (two requests, with the
+ * status ignored too; docs/mpi.md). The even rank of each pair parks SR_THREADS such
  * exchanges before its partner answers any; the messages are large enough (SR_BYTES)
  * that no send completes before its receive is posted, so every request stays in the
- * parked set and weft_mpi_outstanding() counts SR_BOUND + 2 x (SR_THREADS - SR_BOUND)
- * (MPI 4), or 2 x SR_THREADS where MPI has no MPI_Isendrecv. Then every byte is checked. */
-#define SR_BOUND 32
+ * parked set and weft_mpi_outstanding() counts 2 x SR_THREADS. Then every byte is
+ * checked. */
 #define SR_THREADS 48
 #define SR_BYTES (512 * 1024)
 static unsigned char *sr_out, *sr_in;
@@ -304,7 +302,7 @@ static void *sr_thread(void *arg) {
   return NULL;
 }
 
-static void bound_scenario(void) {
+static void pairs_scenario(void) {
   if ((rank ^ 1) >= size) return;  /* an odd rank count: the last rank sits out */
   sr_out = malloc((size_t)SR_THREADS * SR_BYTES);
   sr_in = malloc((size_t)SR_THREADS * SR_BYTES);
@@ -315,18 +313,14 @@ static void bound_scenario(void) {
   if (rank % 2 == 0) {
     for (int i = 0; i < SR_THREADS; i++)
       CHECK(weft_create(&t[i], NULL, sr_thread, (void *)(intptr_t)i) == 0);
-#if MPI_VERSION >= 4
-    int want = SR_BOUND + 2 * (SR_THREADS - SR_BOUND);
-#else
     int want = 2 * SR_THREADS;
-#endif
     uint64_t deadline = weft_time_now() + 30ull * 1000000000u;
     int got;
     while ((got = weft_mpi_outstanding()) < want && weft_time_now() < deadline) weft_yield();
     weft_sleep_ns(20 * 1000000ull);  /* and no more come */
     got = weft_mpi_outstanding();
     if (got != want)
-      fprintf(stderr, "rank %d: bound: %d requests parked, want %d\n", rank, got, want);
+      fprintf(stderr, "rank %d: pairs: %d requests parked, want %d\n", rank, got, want);
     CHECK(got == want);
     CHECK(weft_mpi_send(&go, 1, MPI_INT, rank ^ 1, 99, MPI_COMM_WORLD) == MPI_SUCCESS);
   } else {
@@ -383,8 +377,8 @@ int main(int argc, char **argv) {
     compute_scenario();
   } else if (!strcmp(mode, "coll")) {
     coll_scenario();
-  } else if (!strcmp(mode, "bound")) {
-    bound_scenario();
+  } else if (!strcmp(mode, "pairs")) {
+    pairs_scenario();
   } else if (!strcmp(mode, "finalize")) {
     if (rank == 0) {
       weft_thread_t *t, *c;
