@@ -84,8 +84,10 @@
  * threads wait on I/O or a spare's or a stalled VP's heap holds timers: slow_cap),
  * as Go's system monitor backs off: a look every half bound costs a wake-up of the
  * monitor and a read of each busy VP's CPU clock, which took 18% of a CPU while two
- * threads yielded to each other. A VP that then blocks is seen within two slow
- * periods (its CPU time over the last period tells), and watched at half the bound
+ * threads yielded to each other. A VP that then blocks is seen at the first look
+ * after (its CPU time over the last period tells, or, when the call began late in
+ * the period, its kernel thread asleep in the kernel with threads queued: mon.confirm
+ * then brings the next look after half the bound), and watched at half the bound
  * from there. A stalled VP that a spare stands in for counts as running too, and the
  * period backs off at once (no calm stretch first): the monitor fires the stalled
  * VP's timers (within slow_cap's 1 ms) and polls for I/O as it does while every VP
@@ -168,6 +170,10 @@ static struct {
   _Atomic uint64_t n_stalls, n_started;
   int served;                   /* the last look found a stalled VP with a spare
                                    standing in for it (monitor thread only) */
+  int confirm;                  /* the last look, in the slow mode, found a VP that
+                                   ran but whose kernel thread sleeps in the kernel
+                                   now with threads queued: look again after half
+                                   the bound (monitor thread only) */
   _Atomic uint64_t period_ns;   /* the period in force, for weft_monitor_info (relaxed:
                                    a snapshot) */
 } mon;
@@ -549,9 +555,10 @@ static int kthread_sleeps(mon_vp_t *m, int tid) {
  * 0 if neither. The CPU time of a VP with an empty queue is read at every eighth look
  * only (full), or at every look in the slow mode: one system call per VP and look
  * would cost more than the look. */
-static int look(uint64_t now, int full) {
+static int look(uint64_t now, int full, int slow) {
   int risk = 0;
   mon.served = 0;
+  mon.confirm = 0;
   for (int i = 0; i < mon.nvps + mon.nspares; i++) {
     mon_vp_t *m = &mon.vps[i];
     /* acquire: pairs with weft__monitor_vp_start's release store */
@@ -586,6 +593,13 @@ static int look(uint64_t now, int full) {
      * loaded machine): not a reason to look closely, which would cost the CPU it lacks */
     int sleeping = idle_cpu && kthread_sleeps(m, tid);
     m->quiet = sleeping;
+    /* In the slow mode a VP that blocks in a call was seen only at the second look
+     * after (its CPU time over the first period was still high), up to two slow
+     * periods: one that used its CPU but whose kernel thread sleeps in the kernel now,
+     * with threads queued behind it, is looked at again after half the bound (one
+     * more read of its state per slow look, only while threads are queued). */
+    if (slow && !idle_cpu && !m->stalled && i < mon.nvps && (h || slot) && kthread_sleeps(m, tid))
+      mon.confirm = 1;
     if (slot && sleeping) {
       /* into the queue, where this look and the next see it as the front and a
        * spare can take it (the slot is filled only while the queue is empty, under
@@ -650,7 +664,7 @@ static int look(uint64_t now, int full) {
  * be the readiness latency), a spare's timer heap holds timers (nobody else fires
  * them once the spare's kernel thread has gone), or a stalled VP's does (its kernel
  * thread sleeps in the call: the monitor fires them). A VP that newly blocks in a call
- * while none of that holds is seen within about two such periods. */
+ * while none of that holds is seen within about one such period (look, confirm). */
 static uint64_t slow_cap(void) {
   if (weft__io_waiting()) return MON_SLOW_IO_NS;
   for (int i = 0; i < mon.nvps + mon.nspares; i++)
@@ -686,7 +700,9 @@ static void *monitor_main(void *unused) {
   /* acquire: pairs with weft__monitor_stop's release store */
   while (!atomic_load_explicit(&mon.stop, memory_order_acquire)) {
     atomic_store_explicit(&mon.period_ns, period, memory_order_relaxed);
-    weft__os_futex_wait_until(&weft__monitor_deep, 0, prev + period);
+    /* a confirming look (mon.confirm) comes after half the bound; the period and the
+     * calm count stay as they were, so a VP that runs on costs one early look */
+    weft__os_futex_wait_until(&weft__monitor_deep, 0, prev + (mon.confirm ? fast : period));
     if (atomic_load_explicit(&mon.stop, memory_order_acquire)) break;
     uint64_t now = weft__os_now_ns();
     /* a spare's kernel thread has gone: the deadlock check of a VP that went to
@@ -694,7 +710,7 @@ static void *monitor_main(void *unused) {
     if (reap()) weft__wake_one();
     weft__timers_poll_all();  /* timers nobody else checks now (above) */
     weft__io_poll_monitor();  /* readiness nobody else polls now (above) */
-    int risk = look(now, period > fast || (++nlook & 7) == 0);
+    int risk = look(now, period > fast || (++nlook & 7) == 0, period >= MON_SLOW_IO_NS);
     prev = now;
     if (risk == 2) {
       period = fast;
