@@ -13,6 +13,11 @@
  *            the post to when that thread runs. The monitor looks less often while no
  *            queue holds a thread (up to every 10 ms), so this case waits
  *            longer.
+ *   calm:    rounds / 10 times (at least 5): two threads yield to each other for
+ *            300 ms, long enough for the monitor to back off to its slow period,
+ *            then one of them sleeps in usleep() (50 ms); measured: from just before
+ *            the usleep to when the other runs (the monitor sees the stall at its
+ *            first look after it: up to one slow period, 10 ms).
  * Prints the median, 90th percentile and maximum of each, then what the monitor
  * costs: the CPU time of its kernel thread ("weft-monitor") while two threads
  * yield to each other for half a second (a queue that is never empty: the monitor
@@ -23,6 +28,7 @@
 #define _DEFAULT_SOURCE /* usleep */
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +102,21 @@ static void *yielder(void *arg) {
   return NULL;
 }
 
+/* calm: yields until calm_stop, then (the first of the two to see it) sleeps */
+static _Atomic int calm_stop, calm_slept;
+static uint64_t calm_block, calm_ran;
+static void *calm_thread(void *arg) {
+  (void)arg;
+  while (!calm_stop) weft_yield();
+  if (!atomic_exchange(&calm_slept, 1)) {
+    calm_block = weft_time_now();
+    usleep(50000);  /* unannounced, the other thread queued behind it */
+  } else {
+    calm_ran = weft_time_now();
+  }
+  return NULL;
+}
+
 static int cmp(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -154,16 +175,33 @@ int main(int argc, char **argv) {
   weft_join(y1, NULL);
   weft_join(y2, NULL);
   uint64_t c1 = thread_cpu_ns("weft-monitor"), w1 = weft_time_now();
+  int ncalm = rounds / 10 < 5 ? 5 : rounds / 10;
+  uint64_t *calm = calloc((size_t)ncalm, sizeof *calm);
+  if (!calm) return 1;
+  for (int i = 0; i < ncalm; i++) {
+    calm_stop = calm_slept = 0;
+    weft_thread_t *a, *b;
+    weft_create(&a, NULL, calm_thread, NULL);
+    weft_create(&b, NULL, calm_thread, NULL);
+    uint64_t t0 = weft_time_now();
+    while (weft_time_now() - t0 < 300000000u) weft_yield();
+    calm_stop = 1;
+    weft_join(a, NULL);
+    weft_join(b, NULL);
+    calm[i] = calm_ran > calm_block ? calm_ran - calm_block : 0;
+  }
   weft_monitor_info_t mi;
   weft_monitor_info(&mi);
   printf("monitor bound %ld us, stalls %llu, spares started %llu\n", mi.bound_us, mi.stalls,
          mi.spares_started);
   report("queued", queued, rounds);
   report("late", late, rounds);
+  report("calm", calm, ncalm);
   printf("busy    %.0f ms of yields (%ld switches): monitor CPU %.2f ms (%.1f%% of one CPU)\n",
          (double)(w1 - w0) / 1e6, n1 + n2, (double)(c1 - c0) / 1e6,
          100.0 * (double)(c1 - c0) / (double)(w1 - w0));
   free(queued);
   free(late);
+  free(calm);
   return weft_shutdown() == 0 ? 0 : 1;
 }
