@@ -183,7 +183,8 @@ WEFT_API int weft_fd_wait_deadline(int fd, short events, uint64_t deadline);
  * A descriptor the engine cannot watch (one closed behind weft's back; a regular
  * file under epoll, which is always ready) starts the thread at once, and fn's own
  * call on it says what it is. Returns 0, or WEFT_EINVAL (fn NULL, no event asked
- * for, fd negative or beyond weft's table), WEFT_EPERM (not called from a weft
+ * for, fd negative or beyond weft's table, or this is the first call on fd of a
+ * weft_fd_spawn thread whose own wait on fd a weft_close ended, as above), WEFT_EPERM (not called from a weft
  * thread), WEFT_EAGAIN (cfg.max_threads), WEFT_ENOMEM. */
 WEFT_API int weft_fd_spawn(int fd, short events, weft_thread_fn fn, void *arg);
 

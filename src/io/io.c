@@ -514,6 +514,17 @@ static inline int stale_hit(iod_t *d) {
   return WEFT__UNLIKELY(atomic_load_explicit(&d->kind, memory_order_relaxed) & K_STALE) &&
          stale_take(d);
 }
+/* stale_hit for fd's record, on the paths that have not looked it up: a weft thread's
+ * calls that need no record (a read of 0 bytes, an fsync) and a wired weft thread's
+ * (the plain system calls). Nothing for a plain OS thread: none can be stale, and it
+ * must not read the table while weft_shutdown may free it (a weft thread keeps weft
+ * running). */
+static int stale_hit_fd(int fd) {
+  if (fd < 0 || fd >= IOD_PAGE * IOD_PAGES || !weft_self()) return 0;
+  /* acquire: pairs with iod_get's release publication of the page */
+  iod_t *p = atomic_load_explicit(&io.pages[fd / IOD_PAGE], memory_order_acquire);
+  return p && stale_hit(&p[fd % IOD_PAGE]);
+}
 
 /* The spawned thread's first function: frees the record (its waiter was claimed
  * and is read no more: weft__wakeset_run reads a waiter's links before it makes its
@@ -562,6 +573,7 @@ int weft_fd_spawn(int fd, short events, weft_thread_fn fn, void *arg) {
   if (!vp || !vp->current) return WEFT_EPERM;
   iod_t *d = iod_get(fd);
   if (!d) return WEFT_ENOMEM;
+  if (stale_hit(d)) return WEFT_EINVAL;  /* the caller's own fd was closed (weft_close) */
   spawn_rec_t *r = malloc(sizeof *r);
   if (!r) return WEFT_ENOMEM;
   r->fn = fn;
@@ -1177,9 +1189,10 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
   /* read(2) and readv(2) of nothing return 0 at once (a socket's too, where the
    * recv that op_try makes instead would wait for data) */
   if ((o->kind == OP_READ && o->len == 0) || (o->kind == OP_READV && iov_total(o->iov, o->iovcnt) == 0))
-    return op_plain(o, 0);
+    return stale_hit_fd(o->fd) ? fail(EBADF) : op_plain(o, 0);
   int nowait = (o->kind >= OP_RECV) && (o->flags & MSG_DONTWAIT);
   if (!here()) {
+    if (stale_hit_fd(o->fd)) return fail(EBADF);  /* a wired stale weft_fd_spawn thread */
     /* poll(2) skips a negative descriptor: it would wait out the deadline, or for ever */
     if (o->fd < 0) return fail(EBADF);
     if (nowait) return op_plain(o, 0);
@@ -1558,10 +1571,13 @@ int weft_accept_deadline(int fd, struct sockaddr *addr, socklen_t *addrlen, int 
                          uint64_t deadline) {
   if (!here()) {
     if (fd < 0) return (int)fail(EBADF);  /* poll(2) would skip it and wait */
+    if (stale_hit_fd(fd)) return (int)fail(EBADF);  /* wired, stale (weft_fd_spawn) */
     if (deadline != WEFT_FOREVER) {
       /* what accept(2) would answer at once, not a wait to the deadline for a
-       * connection that cannot come: not a socket (ENOTSOCK), not a connection-based
-       * one (EOPNOTSUPP), not listening (EINVAL) */
+       * connection that cannot come: flags it does not know (EINVAL, checked first
+       * as accept4 does), not a socket (ENOTSOCK), not a connection-based one
+       * (EOPNOTSUPP), not listening (EINVAL) */
+      if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) return (int)fail(EINVAL);
       int v = 0;
       socklen_t vl = sizeof v;
       if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl) != 0) return -1;
@@ -1610,11 +1626,8 @@ int weft_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags) {
 
 int weft_connect_deadline(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline) {
   int on_vp = here();
+  if (stale_hit_fd(fd)) return (int)fail(EBADF);  /* a stale weft_fd_spawn thread's first call */
   if (!on_vp && deadline == WEFT_FOREVER) return connect(fd, addr, addrlen);
-  if (on_vp) {  /* a stale weft_fd_spawn thread's first call (stale_hit) */
-    iod_t *sd = iod_get(fd);
-    if (sd && stale_hit(sd)) return (int)fail(EBADF);
-  }
   int fl = fcntl(fd, F_GETFL);
   if (fl < 0) return -1;
   if (fl & O_NONBLOCK) return connect(fd, addr, addrlen);
@@ -1688,6 +1701,7 @@ int weft_fd_wait_deadline(int fd, short events, uint64_t deadline) {
   uint32_t mode = (uint32_t)events & (POLLIN | POLLOUT | POLLPRI);
   if (!mode) return (int)fail(EINVAL);
   if (fd < 0) return (int)fail(EBADF);  /* poll(2) skips it: a plain OS thread waited */
+  if (!here() && stale_hit_fd(fd)) return (int)fail(EBADF);  /* wired, stale (weft_fd_spawn) */
   iod_t *d = NULL;
   uint32_t gen = 0;
   if (here()) {
@@ -1784,6 +1798,7 @@ int weft_openat(int dirfd, const char *path, int flags, ...) {
 }
 
 int weft_fsync_deadline(int fd, uint64_t deadline) {
+  if (stale_hit_fd(fd)) return (int)fail(EBADF);
 #ifdef WEFT_HAVE_URING
   vring_t *vr = vp_ring();
   if (vr) {
@@ -1815,9 +1830,13 @@ int weft_close(int fd) {
   weft__wakeset_init(&s);
   if (d) {
     d = &d[fd % IOD_PAGE];
-    /* a weft_fd_spawn thread's first call after a weft_close ended its wait: the
-     * number may be another file's now, which this must not close */
-    if (!gated && stale_hit(d)) return (int)fail(EBADF);
+    /* a weft_fd_spawn thread's first call after a weft_close ended its wait (wired
+     * or not; a plain OS thread is never one): the number may be another file's now,
+     * which this must not close */
+    if (stale_hit(d)) {
+      if (gated) weft__os_leave(WEFT__GATE_OTHER);
+      return (int)fail(EBADF);
+    }
     weft__qlock_lock(&d->lock);
     /* relaxed: waiters read it under this lock, or after their acquire load of the
      * state our claim below releases */

@@ -1773,10 +1773,14 @@ TEST_P(IoTest, FdSpawnStartsTheThreadWhenReadyOrClosed) {
 
 // A weft_fd_spawn wait ended by weft_close, and the number reused at once (the lowest
 // free descriptor goes to the next socketpair): the thread's first call on the number
-// fails with EBADF all the same, and touches nothing of the new descriptor's. Its read
-// took the new connection's bytes, and its weft_close closed the new descriptor.
+// fails with EBADF all the same (weft_fd_spawn: WEFT_EINVAL), and touches nothing of
+// the new descriptor's. Its read took the new connection's bytes, its weft_close
+// closed the new descriptor, its weft_fd_spawn's function read the bytes, its fsync
+// and its read of 0 bytes succeeded, and so did its read once wired.
 TEST_P(IoTest, FdSpawnAfterCloseFailsItsFirstCallOnAReusedNumber) {
-  for (int mode = 0; mode < 2; mode++) {  // the first call: a read, then a close
+  // the first call: a read, a close, a weft_fd_spawn, an fsync, a read of 0 bytes, a
+  // read by the thread wired
+  for (int mode = 0; mode < 6; mode++) {
     int a[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
     struct Ctx { int fd, mode; ssize_t n; int err; weft_sem_t done; } c{a[1], mode, 0, 0, {}};
@@ -1784,8 +1788,19 @@ TEST_P(IoTest, FdSpawnAfterCloseFailsItsFirstCallOnAReusedNumber) {
     ASSERT_EQ(weft_fd_spawn(a[1], POLLIN, +[](void *p) -> void * {
       auto *x = static_cast<Ctx *>(p);
       char b[16];
-      x->n = x->mode == 0 ? weft_read(x->fd, b, sizeof b) : weft_close(x->fd);
+      switch (x->mode) {
+        case 0: x->n = weft_read(x->fd, b, sizeof b); break;
+        case 1: x->n = weft_close(x->fd); break;
+        case 2: x->n = weft_fd_spawn(x->fd, POLLIN, +[](void *) -> void * { return nullptr; }, nullptr); break;
+        case 3: x->n = weft_fsync(x->fd); break;
+        case 4: x->n = weft_read(x->fd, b, 0); break;
+        default:
+          if (weft_wire() != 0) std::abort();
+          x->n = weft_read(x->fd, b, sizeof b);
+          break;
+      }
       x->err = x->n < 0 ? Err() : 0;
+      if (x->mode == 5) weft_unwire();
       weft_sem_signal(&x->done);
       return nullptr;
     }, &c), 0);
@@ -1796,8 +1811,12 @@ TEST_P(IoTest, FdSpawnAfterCloseFailsItsFirstCallOnAReusedNumber) {
     if (mine != c.fd) GTEST_SKIP() << "the number was not reused";
     ASSERT_EQ(write(peer, "NEWCONN", 7), 7);
     ASSERT_EQ(weft_sem_wait(&c.done), 0);
-    EXPECT_EQ(c.n, -1) << mode;
-    EXPECT_EQ(c.err, EBADF) << mode;
+    if (mode == 2) {
+      EXPECT_EQ(c.n, WEFT_EINVAL) << mode;
+    } else {
+      EXPECT_EQ(c.n, -1) << mode;
+      EXPECT_EQ(c.err, EBADF) << mode;
+    }
     // the new descriptor is open and its bytes are all there
     char buf[16] = {0};
     EXPECT_EQ(weft_read(mine, buf, sizeof buf), 7) << mode;
