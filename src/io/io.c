@@ -483,12 +483,7 @@ static spawn_rec_t *stale_take_locked(iod_t *d, uint64_t id) {
     spawn_rec_t *r = *pp;
     if (r->id != id) continue;
     *pp = r->next;
-    if (!d->stale) {
-      int k = atomic_load_explicit(&d->kind, memory_order_relaxed);
-      while (!atomic_compare_exchange_weak_explicit(&d->kind, &k, k & ~K_STALE,
-                                                    memory_order_relaxed, memory_order_relaxed)) {
-      }
-    }
+    if (!d->stale) atomic_fetch_and_explicit(&d->kind, ~K_STALE, memory_order_relaxed);
     return r;
   }
   return NULL;
@@ -547,10 +542,7 @@ static void *spawn_start(void *p) {
     r->id = weft_thread_id(weft_self());
     r->next = d->stale;
     d->stale = r;
-    int k = atomic_load_explicit(&d->kind, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&d->kind, &k, k | K_STALE,
-                                                  memory_order_relaxed, memory_order_relaxed)) {
-    }
+    atomic_fetch_or_explicit(&d->kind, K_STALE, memory_order_relaxed);
   }
   weft__spin_unlock(&d->lock);
   if (!stale) {
