@@ -1142,18 +1142,20 @@ static size_t iov_total(const struct iovec *iov, int cnt);
  * descriptor that can never become ready for the call (a write to a timerfd) waits to
  * the deadline (docs/io.md). pread and pwrite are made at once: a descriptor they
  * apply to is a file, which is always ready, and any other gets ESPIPE. */
+/* 1 if fd is not open, or not open for reading (write 0) or writing (write 1): what
+ * read(2) and write(2) answer with EBADF before they look at anything else. */
+static int fd_closed_for(int fd, int write) {
+  int fl = fcntl(fd, F_GETFL);
+  int acc = fl & O_ACCMODE;
+  return fl < 0 || (fl & O_PATH) || (write ? acc == O_RDONLY : acc == O_WRONLY);
+}
+
 static int os_try_first(const op_t *o, ssize_t *r) {
   if (o->kind == OP_PREAD || o->kind == OP_PWRITE) {
     *r = op_plain(o, 0);
     return 1;
   }
-  int fl = fcntl(o->fd, F_GETFL);
-  if (fl < 0) {
-    *r = -1;  /* EBADF: not open */
-    return 1;
-  }
-  int acc = fl & O_ACCMODE;
-  if ((fl & O_PATH) || (is_write(o->kind) ? acc == O_RDONLY : acc == O_WRONLY)) {
+  if (fd_closed_for(o->fd, is_write(o->kind))) {
     *r = fail(EBADF);
     return 1;
   }
@@ -1410,9 +1412,7 @@ ssize_t weft_write(int fd, const void *buf, size_t count) {
  * (EBADF: not open, or not open for the direction), then the count (EINVAL), then the
  * array (EFAULT). Only on the failure path. */
 static ssize_t iov_arg_error(int fd, int write, int iovcnt) {
-  int fl = fcntl(fd, F_GETFL);
-  int acc = fl & O_ACCMODE;
-  if (fl < 0 || (fl & O_PATH) || (write ? acc == O_RDONLY : acc == O_WRONLY)) return fail(EBADF);
+  if (fd_closed_for(fd, write)) return fail(EBADF);
   if (iovcnt < 0 || iovcnt > IOV_MAX) return fail(EINVAL);
   return fail(EFAULT);
 }
