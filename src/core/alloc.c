@@ -978,8 +978,7 @@ void weft__pool_free_all(void) {
 
 /* ---- public query and failure report ------------------------------------------------ */
 
-int weft_stack_info(weft_stack_info_t *out) {
-  if (!out) return WEFT_EINVAL;
+static int stack_info(weft_stack_info_t *out) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   weft__pool_t *p = &weft__rt.pool;
   memset(out, 0, sizeof *out);
@@ -1000,6 +999,16 @@ int weft_stack_info(weft_stack_info_t *out) {
   weft__spin_unlock(&p->lock);
   out->stacks_cached = cached;
   return 0;
+}
+
+int weft_stack_info(weft_stack_info_t *out) {
+  if (!out) return WEFT_EINVAL;
+  /* a plain OS thread reads inside its gate (runtime.h, weft__os_read_enter) */
+  int g = weft__os_read_enter();
+  if (!g) return WEFT_ENOTINIT;
+  int rc = stack_info(out);
+  weft__os_read_leave(g);
+  return rc;
 }
 
 static const char *size_text(char *buf, size_t n, size_t v) {

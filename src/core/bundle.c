@@ -91,8 +91,8 @@ void weft__bundle_free_all(void) {
 
 weft_bundle_t *weft_bundle_root(void) { return weft_is_running() ? weft__rt.root : NULL; }
 
-int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
-                       const weft_sched_ops_t *ops, void *data) {
+static int bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
+                         const weft_sched_ops_t *ops, void *data) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   if (!out || !ops || !ops->thread_created || !ops->thread_unblocked ||
       (ops->flags & ~WEFT_SCHED_FLAGS_ALL))
@@ -134,6 +134,18 @@ int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
   return 0;
 }
 
+/* The calls below that a plain OS thread may make pass its entry gate (runtime.h,
+ * weft__os_read_enter) around what they do: weft_shutdown() frees the VPs, the root
+ * bundle and the registry only once no such call is inside. */
+int weft_bundle_create(weft_bundle_t **out, weft_bundle_t *parent,
+                       const weft_sched_ops_t *ops, void *data) {
+  int g = weft__os_read_enter();
+  if (!g) return WEFT_ENOTINIT;
+  int rc = bundle_create(out, parent, ops, data);
+  weft__os_read_leave(g);
+  return rc;
+}
+
 /* b's live threads, summed as weft__live_threads sums the VPs' counters: every finished
  * count first (acquire: pairs with weft__bundle_count_finished's release), then every
  * created count. Never below the true count; 0 means every thread of b created by a
@@ -149,7 +161,7 @@ static uint64_t bundle_live_threads(weft_bundle_t *b) {
   return c - f;
 }
 
-int weft_bundle_destroy(weft_bundle_t *b) {
+static int bundle_destroy(weft_bundle_t *b) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   if (!b || b == weft__rt.root) return WEFT_EINVAL;
   NOT_IN_IDLE_HANDLER("weft_bundle_destroy");
@@ -178,6 +190,14 @@ int weft_bundle_destroy(weft_bundle_t *b) {
   return 0;
 }
 
+int weft_bundle_destroy(weft_bundle_t *b) {
+  int g = weft__os_read_enter();
+  if (!g) return WEFT_ENOTINIT;
+  int rc = bundle_destroy(b);
+  weft__os_read_leave(g);
+  return rc;
+}
+
 void *weft_bundle_data(const weft_bundle_t *b) { return b ? b->data : NULL; }
 
 weft_bundle_t *weft_thread_bundle(const weft_thread_t *t) { return t ? t->bundle : NULL; }
@@ -200,7 +220,7 @@ static int bundle_live_locked(const weft_bundle_t *b) {
   return 0;
 }
 
-int weft_bundle_set_focus(weft_bundle_t *b) {
+static int bundle_set_focus(weft_bundle_t *b) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   if (!b) b = weft__rt.root;
   NOT_IN_IDLE_HANDLER("weft_bundle_set_focus");
@@ -215,12 +235,25 @@ int weft_bundle_set_focus(weft_bundle_t *b) {
   return 0;
 }
 
+int weft_bundle_set_focus(weft_bundle_t *b) {
+  int g = weft__os_read_enter();
+  if (!g) return WEFT_ENOTINIT;
+  int rc = bundle_set_focus(b);
+  weft__os_read_leave(g);
+  return rc;
+}
+
 weft_bundle_t *weft_bundle_focus(void) {
-  if (!weft_is_running()) return NULL;
-  NOT_IN_IDLE_HANDLER("weft_bundle_focus");
-  tree_lock();
-  weft_bundle_t *f = atomic_load_explicit(&weft__rt.focus, memory_order_relaxed);
-  tree_unlock();
+  int g = weft__os_read_enter();
+  if (!g) return NULL;
+  weft_bundle_t *f = NULL;
+  if (weft_is_running()) {
+    NOT_IN_IDLE_HANDLER("weft_bundle_focus");
+    tree_lock();
+    f = atomic_load_explicit(&weft__rt.focus, memory_order_relaxed);
+    tree_unlock();
+  }
+  weft__os_read_leave(g);
   return f;
 }
 
@@ -264,16 +297,30 @@ static int set_stopped(weft_bundle_t *b, int on) {
   return 0;
 }
 
-int weft_bundle_stop(weft_bundle_t *b) { return set_stopped(b, 1); }
+static int set_stopped_gated(weft_bundle_t *b, int on) {
+  int g = weft__os_read_enter();
+  if (!g) return WEFT_ENOTINIT;
+  int rc = set_stopped(b, on);
+  weft__os_read_leave(g);
+  return rc;
+}
 
-int weft_bundle_continue(weft_bundle_t *b) { return set_stopped(b, 0); }
+int weft_bundle_stop(weft_bundle_t *b) { return set_stopped_gated(b, 1); }
+
+int weft_bundle_continue(weft_bundle_t *b) { return set_stopped_gated(b, 0); }
 
 int weft_bundle_is_stopped(const weft_bundle_t *b) {
-  if (!b || !weft_is_running()) return 0;
+  if (!b) return 0;
   if (idle_held) return weft__bundle_stopped(b); /* the lock is ours already */
-  tree_lock();
-  int s = weft__bundle_stopped(b);
-  tree_unlock();
+  int g = weft__os_read_enter();
+  if (!g) return 0;
+  int s = 0;
+  if (weft_is_running()) {
+    tree_lock();
+    s = weft__bundle_stopped(b);
+    tree_unlock();
+  }
+  weft__os_read_leave(g);
   return s;
 }
 
@@ -399,8 +446,11 @@ int weft_sched_bind_stack(weft_thread_t *t) {
 weft_vp_t *weft_sched_vp_self(void) { return weft__vp(); }
 
 weft_vp_t *weft_sched_vp(int i) {
-  if (!weft_is_running() || i < 0 || i >= weft__rt.nvps) return NULL;
-  return weft__rt.vps[i];
+  int g = weft__os_read_enter();
+  if (!g) return NULL;
+  weft_vp_t *vp = weft_is_running() && i >= 0 && i < weft__rt.nvps ? weft__rt.vps[i] : NULL;
+  weft__os_read_leave(g);
+  return vp;
 }
 
 /* a spare VP of the system monitor answers the index of the VP it stands in for */

@@ -40,9 +40,15 @@ static void set_flag(weft_thread_t *t, void *on) {
 static void mark_all(int on) {
   atomic_store_explicit(&weft__tf_default, on ? WEFT__TF_HOOK : 0, memory_order_seq_cst);
   atomic_store_explicit(&weft__hooks_on, (uint32_t)on, memory_order_release);
-  if (!weft_is_running()) return;
-  weft__tcb_foreach(set_flag, on ? (void *)1 : NULL);
-  if (weft__rt.main) set_flag(weft__rt.main, on ? (void *)1 : NULL);
+  /* a plain OS thread passes the gate: weft_shutdown() frees the control blocks and
+   * the main thread's once no such call is inside (runtime.h, weft__os_read_enter) */
+  int g = weft__os_read_enter();
+  if (!g) return;
+  if (weft_is_running()) {
+    weft__tcb_foreach(set_flag, on ? (void *)1 : NULL);
+    if (weft__rt.main) set_flag(weft__rt.main, on ? (void *)1 : NULL);
+  }
+  weft__os_read_leave(g);
 }
 
 int weft_hook_push(weft_hook_event_t ev, weft_hook_fn fn, void *arg) {

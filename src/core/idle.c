@@ -380,11 +380,16 @@ static weft_thread_t *idle_wait(weft_vp_t *vp) {
 }
 
 void weft_sched_notify(void) {
+  /* a plain OS thread passes the gate: the wake-up takes a VP off the sleeper stack,
+   * which weft_shutdown() frees (runtime.h, weft__os_read_enter) */
+  int g = weft__os_read_enter();
+  if (!g) return;
   /* seq_cst fence: pairs with the sleeper's seq_cst update of rt.idle; the
    * scheduler's store of the thread comes before it (see vp_sleep) */
   atomic_thread_fence(memory_order_seq_cst);
   uint32_t idle = atomic_load_explicit(&weft__rt.idle, memory_order_relaxed);
   if (idle != 0 && (idle & 0xffff) == 0) weft__wake_one();
+  weft__os_read_leave(g);
 }
 
 void weft__notify_light(void) {

@@ -777,8 +777,7 @@ void weft__monitor_stop(void) {
   }
 }
 
-int weft_monitor_info(weft_monitor_info_t *out) {
-  if (!out) return WEFT_EINVAL;
+static int monitor_info(weft_monitor_info_t *out) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   memset(out, 0, sizeof *out);
   if (!mon.on) return 0;
@@ -791,4 +790,15 @@ int weft_monitor_info(weft_monitor_info_t *out) {
   out->spares_started = atomic_load_explicit(&mon.n_started, memory_order_relaxed);
   out->period_ns = atomic_load_explicit(&mon.period_ns, memory_order_relaxed);
   return 0;
+}
+
+int weft_monitor_info(weft_monitor_info_t *out) {
+  if (!out) return WEFT_EINVAL;
+  /* a plain OS thread reads inside its gate: weft_shutdown() frees the spares' table
+   * once no such call is inside (runtime.h, weft__os_read_enter) */
+  int g = weft__os_read_enter();
+  if (!g) return WEFT_ENOTINIT;
+  int rc = monitor_info(out);
+  weft__os_read_leave(g);
+  return rc;
 }

@@ -39,19 +39,36 @@ __thread weft_vp_t *weft__tls_vp __attribute__((tls_model("initial-exec"), used)
 static _Atomic int gate_state;
 static _Atomic int gate_inside;    /* OS threads inside a join, wake-up, ... */
 static _Atomic int gate_creating;  /* OS threads inside weft_create */
+static _Atomic int gate_reading;   /* OS threads inside a call that wakes nobody */
+
+static _Atomic int *gate_count(int kind) {
+  return kind == WEFT__GATE_CREATE ? &gate_creating
+         : kind == WEFT__GATE_OTHER ? &gate_inside
+                                    : &gate_reading;
+}
 
 int weft__os_enter(int kind) {
-  _Atomic int *cnt = kind == WEFT__GATE_CREATE ? &gate_creating : &gate_inside;
+  _Atomic int *cnt = gate_count(kind);
   atomic_fetch_add_explicit(cnt, 1, memory_order_seq_cst);
-  if (atomic_load_explicit(&gate_state, memory_order_seq_cst) >= kind) return 0;
+  /* a read needs what a join needs: every state but closed */
+  int need = kind == WEFT__GATE_CREATE ? 2 : 1;
+  if (atomic_load_explicit(&gate_state, memory_order_seq_cst) >= need) return 0;
   atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
   return WEFT_ENOTINIT;
 }
 
 void weft__os_leave(int kind) {
   /* release: pairs with the acquire load in gate_set (shutdown's drain) */
-  atomic_fetch_sub_explicit(kind == WEFT__GATE_CREATE ? &gate_creating : &gate_inside, 1,
-                            memory_order_release);
+  atomic_fetch_sub_explicit(gate_count(kind), 1, memory_order_release);
+}
+
+int weft__os_read_enter(void) {
+  if (weft__vp()) return 2;
+  return weft__os_enter(WEFT__GATE_READ) == 0;
+}
+
+void weft__os_read_leave(int entered) {
+  if (entered == 1) weft__os_leave(WEFT__GATE_READ);
 }
 
 int weft__os_gate_empty(void) {
@@ -71,6 +88,9 @@ static void gate_set(int state) {
   /* seq_cst: the other half of the store-buffering pair above; also acquire, which
    * pairs with weft__os_leave's release decrement */
   while (atomic_load_explicit(cnt, memory_order_seq_cst) != 0) weft__os_sleep_ns(10000);
+  if (state != 0) return;
+  /* the readers too (the same pairs): they never wait inside */
+  while (atomic_load_explicit(&gate_reading, memory_order_seq_cst) != 0) weft__os_sleep_ns(10000);
 }
 
 /* ---- virtual processors -------------------------------------------------------------- */

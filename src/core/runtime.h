@@ -100,14 +100,23 @@ static inline void weft__fence_heavy(void) {
 }
 
 /* Plain OS threads' entry gate (runtime.c): every call from a thread with no VP
- * that touches runtime state (create, join, wake-ups) runs between enter and leave,
- * so that weft_shutdown() never frees what it uses. enter returns 0, or
- * WEFT_ENOTINIT when the runtime is not running or is shutting down (creations are
- * refused from the start of weft_shutdown(), the rest once every thread finished).
- * docs/memory-ordering.md "The OS-thread gate". */
-enum { WEFT__GATE_CREATE = 2, WEFT__GATE_OTHER = 1 };
+ * that touches runtime state (create, join, wake-ups, and the calls that only read
+ * or rearrange it: statistics, bundles, hooks) runs between enter and leave, so that
+ * weft_shutdown() never frees what it uses. enter returns 0, or WEFT_ENOTINIT when
+ * the runtime is not running or is shutting down (creations are refused from the
+ * start of weft_shutdown(), the rest once every thread finished). GATE_READ is
+ * GATE_OTHER for calls that make no thread ready: they are not counted as possible
+ * wakers by the deadlock check (weft__os_gate_empty). docs/memory-ordering.md "The
+ * OS-thread gate". */
+enum { WEFT__GATE_CREATE = 2, WEFT__GATE_OTHER = 1, WEFT__GATE_READ = 3 };
 int weft__os_enter(int kind);
 void weft__os_leave(int kind);
+/* weft__os_enter(WEFT__GATE_READ) for a caller with no VP (a weft thread on a VP
+ * cannot race the teardown: it runs before weft_shutdown() returns); 1 if the
+ * caller may go on (then it calls weft__os_read_leave with what this returned, 2 or
+ * 1), 0 if weft is not running or is being torn down. */
+int weft__os_read_enter(void);
+void weft__os_read_leave(int entered);
 /* 1 if no plain OS thread is inside the gate (seq_cst loads: deadlock.c). */
 int weft__os_gate_empty(void);
 

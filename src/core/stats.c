@@ -76,8 +76,7 @@ int weft__create_os_allowed(void) {
   return weft__live_threads() + granted_unused(NULL) < weft__rt.cfg.max_threads;
 }
 
-void weft_debug_stats(weft_debug_stats_t *out) {
-  memset(out, 0, sizeof *out);
+static void debug_stats(weft_debug_stats_t *out) {
   if (!weft_is_running()) return;
   for (int i = 0; i < weft__rt.nvps_all; i++) {
     weft_vp_t *v = weft__rt.vps[i];
@@ -93,4 +92,14 @@ void weft_debug_stats(weft_debug_stats_t *out) {
   out->tcb_cached += (uint64_t)weft__rt.pool.ntcbs;
   out->stacks_cached += (uint64_t)weft__rt.pool.nstacks;
   weft__spin_unlock(&weft__rt.pool.lock);
+}
+
+void weft_debug_stats(weft_debug_stats_t *out) {
+  memset(out, 0, sizeof *out);
+  /* a plain OS thread reads inside its gate: weft_shutdown() frees the VPs once no
+   * such call is inside (runtime.h, weft__os_read_enter) */
+  int g = weft__os_read_enter();
+  if (!g) return;
+  debug_stats(out);
+  weft__os_read_leave(g);
 }

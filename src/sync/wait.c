@@ -17,10 +17,14 @@ void weft_sync_stats(weft_sync_stats_t *out) {
   if (!out) return;
   uint64_t c[WEFT__ST_N];
   for (int k = 0; k < WEFT__ST_N; k++) c[k] = atomic_load_explicit(&weft__sync_os_counts[k], memory_order_relaxed);
-  if (weft_is_running())
+  /* a plain OS thread reads the VPs inside its gate: weft_shutdown() folds their
+   * counts into the process-wide ones and frees them once no such call is inside */
+  int g = weft__os_read_enter();
+  if (g && weft_is_running())
     for (int i = 0; i < weft__rt.nvps_all; i++)  /* the monitor's spares count too */
       for (int k = 0; k < WEFT__ST_N; k++)
         c[k] += atomic_load_explicit(&weft__rt.vps[i]->sync_st[k], memory_order_relaxed);
+  weft__os_read_leave(g);
   out->mutex_missed = c[WEFT__ST_MISSED];
   out->acquired_spinning = c[WEFT__ST_SPIN];
   out->acquired_polling = c[WEFT__ST_POLL];
@@ -40,10 +44,12 @@ void weft__sync_stats_fold(weft_vp_t *vp) {
 
 void weft_sync_stats_reset(void) {
   for (int k = 0; k < WEFT__ST_N; k++) atomic_store_explicit(&weft__sync_os_counts[k], 0, memory_order_relaxed);
-  if (!weft_is_running()) return;
-  for (int i = 0; i < weft__rt.nvps_all; i++)
-    for (int k = 0; k < WEFT__ST_N; k++)
-      atomic_store_explicit(&weft__rt.vps[i]->sync_st[k], 0, memory_order_relaxed);
+  int g = weft__os_read_enter();  /* as weft_sync_stats */
+  if (g && weft_is_running())
+    for (int i = 0; i < weft__rt.nvps_all; i++)
+      for (int k = 0; k < WEFT__ST_N; k++)
+        atomic_store_explicit(&weft__rt.vps[i]->sync_st[k], 0, memory_order_relaxed);
+  weft__os_read_leave(g);
 }
 
 /* ---- tuning --------------------------------------------------------------------- */
