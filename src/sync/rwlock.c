@@ -134,13 +134,16 @@ static int lock_slow(weft__rwlock_t *x, int mode, uint64_t deadline) {
   weft__waiter_init(&w, deadline);
   w.mode = (uint32_t)mode;
   w.passes = 0;
+  /* a deadline already past still gets the lock if it is free for this mode (the
+   * fast path's one CAS may have lost to another reader's): it only does not wait */
+  int expired = 0;
   if (w.t && deadline != WEFT_FOREVER) {
-    if (deadline <= weft__os_now_ns()) {  /* timed out before it waited: counted too */
-      weft__sync_count(WEFT__ST_TIMEOUT);
-      return WEFT_ETIMEDOUT;
+    if (deadline <= weft__os_now_ns()) {
+      expired = 1;
+    } else {
+      int rc = weft__timer_reserve(weft__vp());
+      if (rc) return rc;
     }
-    int rc = weft__timer_reserve(weft__vp());
-    if (rc) return rc;
   }
   weft__qlock_lock(&x->qlock);
   /* nobody waits, or the waiter at the head is on its way to compete: barge */
@@ -150,6 +153,11 @@ static int lock_slow(weft__rwlock_t *x, int mode, uint64_t deadline) {
       weft__spin_unlock(&x->qlock);
       return rc;
     }
+  }
+  if (expired) {  /* timed out before it waited: counted too */
+    weft__spin_unlock(&x->qlock);
+    weft__sync_count(WEFT__ST_TIMEOUT);
+    return WEFT_ETIMEDOUT;
   }
   weft__wq_push(&x->q, &w);
   weft__wakeset_t ws;

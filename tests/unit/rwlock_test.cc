@@ -300,6 +300,44 @@ TEST_P(RwLockTest, TimedLocksTimeOut) {
   EXPECT_EQ(weft_rwlock_destroy(&l), 0);
 }
 
+// A timed read lock whose deadline has passed still enters a lock that only readers
+// hold and nobody waits for: weft threads take timedrdlock with deadline 0 while
+// plain OS threads take and drop read locks beside them, and no writer ever comes.
+// The fast path's one CAS loses to another reader's now and then; the slow path then
+// answered WEFT_ETIMEDOUT without trying (tens of thousands of times in 400,000).
+TEST_P(RwLockTest, ExpiredTimedReadLockEntersAReadHeldLock) {
+  weft_rwlock_t l = WEFT_RWLOCK_INIT;
+  std::atomic<long> timedout{0}, other{0}, ok{0};
+  std::atomic<int> weft_done{0};
+  const long n = static_cast<long>(Scaled(40000, 4000));
+  RunMixed(2, 2, [&](int i) {
+    if (i < 2) {
+      for (long k = 0; k < n; k++) {
+        int rc = weft_rwlock_timedrdlock(&l, 0);
+        if (rc == 0) {
+          ok.fetch_add(1, std::memory_order_relaxed);
+          weft_rwlock_unlock(&l);
+        } else if (rc == WEFT_ETIMEDOUT) {
+          timedout.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          other.fetch_add(1, std::memory_order_relaxed);
+        }
+        if ((k & 63) == 0) weft_yield();
+      }
+      weft_done.fetch_add(1);
+    } else {
+      while (weft_done.load() < 2) {
+        ASSERT_EQ(weft_rwlock_rdlock(&l), 0);
+        ASSERT_EQ(weft_rwlock_unlock(&l), 0);
+      }
+    }
+  });
+  EXPECT_EQ(timedout.load(), 0) << "of " << 2 * n << " expired timed read locks, no writer ever";
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(ok.load(), 2 * n);
+  EXPECT_EQ(weft_rwlock_destroy(&l), 0);
+}
+
 // A timed-out writer at the head of the queue lets the readers queued behind it
 // in: the main thread holds a read lock throughout; a writer queues (timed);
 // readers arrive and queue behind it (FIFO); when the writer gives up, the readers
