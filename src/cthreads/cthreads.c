@@ -69,7 +69,9 @@ static weft_key_t self_key;
  * still running). A restart of weft (cthread_set_kernel_limit) waits for 0: weft_shutdown
  * reclaims finished threads nobody joined, and a later cthread_join of one would wait
  * on a handle that no longer exists. relaxed: a count read under start_lock by the
- * main C-Thread, whose own joins and detaches came before. */
+ * main C-Thread, whose own joins and detaches came before; a plain OS thread's fork
+ * creates its thread under start_lock (cthread_fork), so it comes wholly before the
+ * restart's check (its count and its thread seen) or after the restart. */
 static _Atomic long nforked;
 
 #if WEFT_BUILD_CHECKED
@@ -344,18 +346,28 @@ cthread_t cthread_fork(cthread_fn_t func, void *arg) {
   c->fn = func;
   c->arg = arg;
   c->kind = CT_FORKED;
-  atomic_fetch_add_explicit(&nforked, 1, memory_order_relaxed);  /* before it can end */
   int rc;
-  /* A plain OS thread that passed ensure() just before weft stopped (the main
-   * C-Thread restarting it in cthread_set_kernel_limit, or the program shutting it
-   * down) gets WEFT_ENOTINIT: wait for the restart or the shutdown to end (the
-   * restart holds start_lock), start weft again if it is not running, as ensure()
-   * does, and try again. */
-  while ((rc = weft_create(&c->t, NULL, trampoline, c)) == WEFT_ENOTINIT && !weft_self()) {
-    pthread_mutex_lock(&start_lock);
-    if (!weft_is_running()) start_locked();
-    pthread_mutex_unlock(&start_lock);
-    sched_yield();
+  if (weft_self()) {
+    /* a weft thread: no restart can run while it lives (the restart needs every
+     * thread but the main C-Thread finished) */
+    atomic_fetch_add_explicit(&nforked, 1, memory_order_relaxed);  /* before it can end */
+    rc = weft_create(&c->t, NULL, trampoline, c);
+  } else {
+    /* A plain OS thread counts and creates under start_lock, which a restart
+     * (cthread_set_kernel_limit) holds from its check that no forked C-Thread is left
+     * to its weft_shutdown: a fork between the two made a thread that the shutdown
+     * then reclaimed under its handle (the join lost its status). One that finds weft
+     * stopped (the program shutting it down) starts it again, as ensure() does, or
+     * waits for the shutdown to end and tries again. */
+    atomic_fetch_add_explicit(&nforked, 1, memory_order_relaxed);
+    for (;;) {
+      pthread_mutex_lock(&start_lock);
+      if (!weft_is_running()) start_locked();
+      rc = weft_create(&c->t, NULL, trampoline, c);
+      pthread_mutex_unlock(&start_lock);
+      if (rc != WEFT_ENOTINIT) break;
+      sched_yield();
+    }
   }
   if (rc) {
     rec_free(c);

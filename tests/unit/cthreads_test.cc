@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <thread>
+#include <vector>
 
 #include "weft_test.h"
 
@@ -318,30 +319,39 @@ TEST(CThreads, KernelLimitBeforeStartAndRestart) {
   EXPECT_EQ(weft_vp_count(), 2);
 }
 
-// A plain OS thread forks and joins C-Threads while the main C-Thread restarts weft
+// Plain OS threads fork and join C-Threads while the main C-Thread restarts weft
 // with cthread_set_kernel_limit: a fork that passes its "weft is running" check just
 // before a restart waits for it and goes on (it once aborted: "cthread_fork: weft is
-// not initialized").
+// not initialized"), and a fork never lands between the restart's check that no
+// forked C-Thread is left and its weft_shutdown (that shutdown reclaimed the new
+// thread under its handle: the join returned NULL, or read freed memory). The OS
+// threads pause now and then, so that restarts happen between their forks.
 TEST(CThreads, ForkFromAnOsThreadRacingARestart) {
   cthread_join(cthread_fork(Echo, P(0)));  // weft started by the main C-Thread
   std::atomic<int> stop{0}, forks{0}, bad{0};
-  std::thread os([&] {
-    while (!stop.load()) {
-      cthread_t t = cthread_fork(Echo, P(5));
-      if (!t) continue;  // out of memory: allowed, not expected here
-      forks++;
-      if (I(cthread_join(t)) != 5) bad++;
-    }
-  });
-  long restarts = Scaled(300, 30);
-  for (long i = 0; i < restarts; i++) {
+  std::vector<std::thread> os;
+  for (int k = 0; k < 3; k++)
+    os.emplace_back([&] {
+      while (!stop.load()) {
+        cthread_t t = cthread_fork(Echo, P(5));
+        if (!t) continue;  // out of memory: allowed, not expected here
+        if (I(cthread_join(t)) != 5) bad++;
+        if (++forks % 4 == 0) usleep(200);
+      }
+    });
+  long rounds = Scaled(3000, 300), restarts = 0;
+  int last = cthread_kernel_limit();
+  for (long i = 0; i < rounds && !bad.load(); i++) {
     cthread_set_kernel_limit(1 + static_cast<int>(i % 2));
-    if (i % 10 == 0) usleep(1000);
+    int k = cthread_kernel_limit();
+    restarts += k != last;
+    last = k;
+    if (i % 8 == 0) usleep(50);
   }
   stop = 1;
-  os.join();
+  for (auto &t : os) t.join();
   EXPECT_GT(forks.load(), 0);
-  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(bad.load(), 0) << "a join lost its C-Thread's status across " << restarts << " restarts";
 }
 
 struct PipeRun {
