@@ -17,8 +17,10 @@
 //   weft::scheduler, weft::bundle       schedulers by inheritance, built-in bundles
 //
 // Errors: a C call that fails raises std::system_error with weft::error_category()
-// (codes of weft/error.h, mapped to std::errc conditions). Calls whose C function
-// cannot fail on a valid object (unlock, notify, try_lock) are noexcept.
+// (codes of weft/error.h, mapped to std::errc conditions). notify and try_lock, whose
+// C functions cannot fail on a valid object, are noexcept; so is unlock, as in the
+// standard library: its one error, a lock the caller does not hold (WEFT_EPERM), is
+// undefined use, which a library built checked (WEFT_CHECKED) stops with a message.
 //
 // A thread body that throws calls std::terminate(), as with std::thread, rather than
 // carrying the exception to join(): (1) code moved from std::thread keeps its

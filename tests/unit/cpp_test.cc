@@ -84,6 +84,75 @@ TEST(CppRuntime, RaiiAndExplicitShutdown) {
   EXPECT_GT(weft::thread::hardware_concurrency(), 0u);
 }
 
+// weft stopped by other means while a weft::runtime lives (weft_shutdown() from C,
+// or cthread_exit() of the main C-Thread, which stops weft before the process exits
+// and so before a static runtime's destructor runs): neither shutdown() nor the
+// destructor fails (the destructor called std::terminate()).
+static void StoppedByOtherMeans() {
+  {
+    weft::runtime rt(1);
+    if (weft_shutdown() != 0) std::exit(3);
+    rt.shutdown();  // weft is not running: nothing to do
+  }
+  {
+    weft::runtime rt(1);
+    if (weft_shutdown() != 0) std::exit(4);
+  }  // the destructor
+  std::exit(7);
+}
+
+TEST(CppRuntime, StoppedByOtherMeansIsNotAFailure) {
+  EXPECT_EXIT(StoppedByOtherMeans(), ::testing::ExitedWithCode(7), "");
+}
+
+// A weft::thread nobody joined when weft_shutdown() waited for it and reclaimed it:
+// join() says ENOTINIT and detach() lets go; either way the object is no longer
+// joinable and its destruction does not terminate the program (it did: join and
+// detach threw and left it joinable).
+static void JoinOrDetachAfterShutdown() {
+  weft::thread a, b;
+  {
+    weft::runtime rt(1);
+    a = weft::thread([] {});
+    b = weft::thread([] {});
+  }  // weft_shutdown waits for both, and reclaims them
+  try {
+    a.join();
+    std::exit(3);
+  } catch (const std::system_error &e) {
+    if (e.code().value() != WEFT_ENOTINIT) std::exit(4);
+  }
+  if (a.joinable()) std::exit(5);
+  b.detach();
+  if (b.joinable()) std::exit(6);
+  std::exit(7);
+}
+
+TEST(CppThread, JoinOrDetachAfterShutdownLetsGo) {
+  EXPECT_EXIT(JoinOrDetachAfterShutdown(), ::testing::ExitedWithCode(7), "");
+}
+
+#if WEFT_BUILD_CHECKED
+// A library built checked stops an unlock of a lock nobody holds (undefined use; the
+// C call's WEFT_EPERM was dropped by the noexcept unlock).
+TEST(CppCheckedDeathTest, UnlockOfALockNobodyHoldsAborts) {
+  EXPECT_DEATH(
+      {
+        weft::runtime rt(1);
+        weft::mutex m;
+        m.unlock();
+      },
+      "weft::mutex::unlock of a lock nobody holds");
+  EXPECT_DEATH(
+      {
+        weft::runtime rt(1);
+        weft::shared_mutex m;
+        m.unlock_shared();
+      },
+      "weft::shared_mutex::unlock_shared of a lock nobody holds");
+}
+#endif
+
 // ---- threads -----------------------------------------------------------------------
 
 int g_plain = 0;

@@ -3,9 +3,12 @@
 #ifndef WEFT_CPP_ERROR_HPP
 #define WEFT_CPP_ERROR_HPP
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <system_error>
 
+#include "weft/build.h"
 #include "weft/error.h"
 
 namespace weft {
@@ -48,6 +51,21 @@ namespace detail {
 // of line, so a successful call costs one test.
 inline void check(int rc, const char *what) {
   if (__builtin_expect(rc != 0, 0)) throw_error(rc, what);
+}
+// unlocked(): the result of an unlock, which is noexcept (as the standard's Lockable
+// unlock is) and so cannot report it. Nothing in a normal build; with a library built
+// checked (WEFT_BUILD_CHECKED, weft/build.h) a nonzero code (WEFT_EPERM: the lock was
+// not held) aborts with a message, as the C functions' misuse checks do.
+inline void unlocked(int rc, const char *what) noexcept {
+#if WEFT_BUILD_CHECKED
+  if (rc != 0) {
+    std::fprintf(stderr, "weft: misuse: %s of a lock nobody holds (%s)\n", what, weft_strerror(rc));
+    std::abort();
+  }
+#else
+  (void)rc;
+  (void)what;
+#endif
 }
 }  // namespace detail
 

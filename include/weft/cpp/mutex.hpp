@@ -32,7 +32,7 @@ class mutex {
   // for NULL); declared like std::mutex::lock.
   void lock() { detail::check(weft_mutex_lock(&m_), "weft::mutex::lock"); }
   bool try_lock() noexcept { return weft_mutex_trylock(&m_) == 0; }
-  void unlock() noexcept { weft_mutex_unlock(&m_); }
+  void unlock() noexcept { detail::unlocked(weft_mutex_unlock(&m_), "weft::mutex::unlock"); }
   native_handle_type native_handle() noexcept { return &m_; }
 
  private:
@@ -56,7 +56,7 @@ class timed_mutex {
   bool try_lock_until(const std::chrono::time_point<Clock, Duration> &tp) {
     return timed(detail::deadline_at(tp));
   }
-  void unlock() noexcept { weft_mutex_unlock(&m_); }
+  void unlock() noexcept { detail::unlocked(weft_mutex_unlock(&m_), "weft::timed_mutex::unlock"); }
   native_handle_type native_handle() noexcept { return &m_; }
 
  private:
@@ -79,11 +79,13 @@ class shared_mutex {
   shared_mutex &operator=(const shared_mutex &) = delete;
   void lock() { detail::check(weft_rwlock_wrlock(&l_), "weft::shared_mutex::lock"); }
   bool try_lock() noexcept { return weft_rwlock_trywrlock(&l_) == 0; }
-  void unlock() noexcept { weft_rwlock_unlock(&l_); }
+  void unlock() noexcept { detail::unlocked(weft_rwlock_unlock(&l_), "weft::shared_mutex::unlock"); }
   // Throws std::system_error with EAGAIN when 2^29 - 1 readers hold it already.
   void lock_shared() { detail::check(weft_rwlock_rdlock(&l_), "weft::shared_mutex::lock_shared"); }
   bool try_lock_shared() noexcept { return weft_rwlock_tryrdlock(&l_) == 0; }
-  void unlock_shared() noexcept { weft_rwlock_unlock(&l_); }
+  void unlock_shared() noexcept {
+    detail::unlocked(weft_rwlock_unlock(&l_), "weft::shared_mutex::unlock_shared");
+  }
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period> &d) {
     return timed(weft_rwlock_timedwrlock(&l_, detail::deadline_after(d)));

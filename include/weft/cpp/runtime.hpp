@@ -27,15 +27,21 @@ class runtime {
   runtime &operator=(const runtime &) = delete;
   // Calls shutdown() if it has not been called; std::terminate() if that fails (a
   // destructor cannot throw; the likely cause, WEFT_EBUSY, is a deadlock at exit).
+  // Weft stopped by other means meanwhile (weft_shutdown() from C, cthread_exit() of
+  // the main C-Thread, which stops weft before the process exits) is not a failure.
   ~runtime() {
-    if (running_ && weft_shutdown() != 0) std::terminate();
+    if (!running_) return;
+    int rc = weft_shutdown();
+    if (rc != 0 && rc != WEFT_ENOTINIT) std::terminate();
   }
   // shutdown() stops weft now (weft_shutdown()). May switch the caller. Throws
   // std::system_error (EPERM: not the main weft thread; EBUSY: threads alive but
-  // none can run; weft keeps running and shutdown() may be called again).
+  // none can run; weft keeps running and shutdown() may be called again). Nothing
+  // when weft has stopped already (as the destructor).
   void shutdown() {
     if (!running_) return;
-    detail::check(weft_shutdown(), "weft_shutdown");
+    int rc = weft_shutdown();
+    if (rc != WEFT_ENOTINIT) detail::check(rc, "weft_shutdown");
     running_ = false;
   }
   // The number of virtual processors.

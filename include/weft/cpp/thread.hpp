@@ -164,17 +164,24 @@ class thread {
   native_handle_type native_handle() const noexcept { return h_; }
 
   // join() waits for the thread to finish (blocking the calling weft thread, not its
-  // VP). Throws std::system_error: EINVAL (not joinable), EDEADLK (itself).
+  // VP). Throws std::system_error: EINVAL (not joinable), EDEADLK (itself), ENOTINIT
+  // (weft is not running: weft_shutdown() waited for the thread and reclaimed it,
+  // as it does every thread nobody joined; the object is then no longer joinable, so
+  // that destroying it does not terminate the program).
   void join() {
     if (!h_) detail::throw_error(WEFT_EINVAL, "weft::thread::join: not joinable");
-    detail::check(weft_join(h_, nullptr), "weft::thread::join");
+    int rc = weft_join(h_, nullptr);
+    if (rc == WEFT_ENOTINIT) h_ = nullptr;
+    detail::check(rc, "weft::thread::join");
     h_ = nullptr;
   }
   // detach() lets the thread reclaim itself. Throws std::system_error (EINVAL: not
-  // joinable).
+  // joinable). Once weft has stopped (weft_shutdown() waited for the thread and
+  // reclaimed it) there is nothing left to detach: the object just lets go of it.
   void detach() {
     if (!h_) detail::throw_error(WEFT_EINVAL, "weft::thread::detach: not joinable");
-    detail::check(weft_detach(h_), "weft::thread::detach");
+    int rc = weft_detach(h_);
+    if (rc != WEFT_ENOTINIT) detail::check(rc, "weft::thread::detach");
     h_ = nullptr;
   }
   // set_name() names the thread (weft_set_name(): truncated to WEFT_NAME_MAX - 1
