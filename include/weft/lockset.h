@@ -50,7 +50,9 @@ WEFT_API int weft_lockset_timedacquire(const weft_lockref_t *set, int n, uint64_
 WEFT_API int weft_lockset_tryacquire(const weft_lockref_t *set, int n);
 
 /* weft_lockset_release() releases every lock of set[] (held by the caller in the
- * given modes). Never switches. Errors: WEFT_EINVAL. */
+ * given modes). Never switches. Errors: WEFT_EINVAL; WEFT_EPERM when a lock of set[]
+ * was not held (what that lock's own unlock reports; the others are still released;
+ * releasing a lock another thread holds is undefined, as with each lock's unlock). */
 WEFT_API int weft_lockset_release(const weft_lockref_t *set, int n);
 
 #ifdef __cplusplus

@@ -47,7 +47,8 @@ typedef struct weft_config {
                             default 1024. */
   int spin_us;           /* how long an idle VP polls (lock-free) before it sleeps in
                             the kernel, in microseconds, counted from the last poll
-                            that saw a thread queued on any VP; default 50. */
+                            that saw a thread queued on any VP; default 50, at most
+                            1000000 (one second; more is WEFT_EINVAL). */
   /* Stack-allocation policy (OpenThreads §3.1.4); both NULL (the default): weft maps
    * stacks with a guard region and caches them per VP. Both set: every stack weft
    * binds to a thread (not caller-provided ones, weft_attr_t.stack_addr) comes from

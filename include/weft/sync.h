@@ -35,9 +35,14 @@ typedef struct weft_sync_stats {
   uint64_t mutex_missed;      /* lock attempts that found the mutex held */
   uint64_t acquired_spinning; /* ... then got it while Busy Spinning */
   uint64_t acquired_polling;  /* ... then got it while preparing to block (Spin Polling) */
-  uint64_t blocked;           /* ... then blocked */
-  uint64_t idled;             /* ... of the blocks, those that left their VP idle */
-  uint64_t timeouts;          /* timed waits (any object, and sleeps) that timed out */
+  uint64_t blocked;           /* ... then blocked (once per lock call) */
+  uint64_t idled;             /* blocks of weft threads in any wait (every sync object,
+                                 and weft_sleep_*) that left their VP with nothing else
+                                 to run: not a subset of `blocked`, which counts the
+                                 mutex only */
+  uint64_t timeouts;          /* timed waits of the sync objects that timed out
+                                 (including a deadline already past when called); a
+                                 sleep's end is not counted */
 } weft_sync_stats_t;
 
 /* weft_sync_stats() fills *out with the counts since the last reset, for the whole

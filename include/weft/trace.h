@@ -48,7 +48,11 @@ WEFT_API int weft_trace_start(const weft_trace_config_t *cfg);
 
 /* weft_trace_stop() uninstalls the callbacks and returns once every call of them
  * already under way has finished; the recording is kept for weft_trace_write().
- * Callable after weft_shutdown() too. Errors: WEFT_EINVAL (not tracing). */
+ * Callable after weft_shutdown() too. weft_shutdown() stops a recording that is
+ * still on, however it was started (once every thread has finished), and writes it
+ * to the configuration's path if it has one; a weft_trace_stop() after it then gets
+ * WEFT_EINVAL, and weft_trace_write() still writes the recording.
+ * Errors: WEFT_EINVAL (not tracing). */
 WEFT_API int weft_trace_stop(void);
 
 /* weft_trace_is_on() returns 1 between weft_trace_start() and weft_trace_stop(). */

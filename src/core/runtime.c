@@ -551,7 +551,8 @@ again:
    * thread is inside weft (an OS joiner still freeing what it joined, a waker still
    * inside the enqueue that made its thread ready) */
   gate_set(0);
-  /* a WEFT_TRACE recording ends here, with every other thread finished */
+  /* a recording still on ends here (a WEFT_TRACE one is written to its file), with
+   * every other thread finished (weft/trace.h, weft_trace_stop) */
   if (weft_trace_is_on()) {
     weft_trace_stop();
     weft_trace_write(NULL);

@@ -28,13 +28,15 @@ static int try_one(const weft_lockref_t *r) {
   return WEFT_EINVAL;
 }
 
-static void unlock_one(const weft_lockref_t *r) {
+/* The lock's own unlock; its error (WEFT_EPERM: not held) for weft_lockset_release. */
+static int unlock_one(const weft_lockref_t *r) {
   switch (r->kind) {
-    case WEFT_LOCK_MUTEX: weft_mutex_unlock(r->lock); break;
-    case WEFT_LOCK_HYBRID: weft_hybrid_unlock(r->lock); break;
+    case WEFT_LOCK_MUTEX: return weft_mutex_unlock(r->lock);
+    case WEFT_LOCK_HYBRID: return weft_hybrid_unlock(r->lock);
     case WEFT_LOCK_READ:
-    case WEFT_LOCK_WRITE: weft_rwlock_unlock(r->lock); break;
+    case WEFT_LOCK_WRITE: return weft_rwlock_unlock(r->lock);
   }
+  return 0;
 }
 
 static int check(const weft_lockref_t *set, int n) {
@@ -98,6 +100,10 @@ int weft_lockset_tryacquire(const weft_lockref_t *set, int n) {
 int weft_lockset_release(const weft_lockref_t *set, int n) {
   int rc = check(set, n);
   if (rc) return rc;
-  for (int i = n - 1; i >= 0; i--) unlock_one(&set[i]);
-  return 0;
+  int first = 0;
+  for (int i = n - 1; i >= 0; i--) {
+    int e = unlock_one(&set[i]);
+    if (e && !first) first = e;
+  }
+  return first;
 }

@@ -340,13 +340,41 @@ static void names_build(void) {
     }
 }
 
-/* Writes s as a JSON string body: quotes, backslashes and control bytes escaped. */
+/* The length of the well-formed UTF-8 sequence at s (1 to 4), or 0 if the bytes there
+ * are not one (a stray continuation byte, a truncated or overlong sequence, a
+ * surrogate, a code point past U+10FFFF). s[0] >= 0x80. */
+static int utf8_len(const unsigned char *s) {
+  unsigned c = s[0];
+  int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  for (int i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;  /* also stops at the terminating 0 */
+  if (n == 3 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f))) return 0;
+  if (n == 4 && ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))) return 0;
+  return n;
+}
+
+/* Writes s as a JSON string body: quotes, backslashes and control bytes escaped, and
+ * each byte that is not part of well-formed UTF-8 written as U+FFFD (JSON text is
+ * UTF-8; a thread's name is any bytes, weft_set_name). */
 static void json_str(FILE *f, const char *s) {
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned char c = *p;
+    if (c < 0x80) {
+      if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+      else if (c < 0x20) fprintf(f, "\\u%04x", c);
+      else fputc(c, f);
+      p++;
+      continue;
+    }
+    int n = utf8_len(p);
+    if (n == 0) {
+      fputs("\\ufffd", f);
+      p++;
+    } else {
+      fwrite(p, 1, (size_t)n, f);
+      p += n;
+    }
   }
 }
 

@@ -253,6 +253,23 @@ TEST_P(LockSetTest, TimedAcquireTimeoutHoldsNothing) {
 // EINVAL: duplicates (same or different kind), a NULL lock, a bad kind, n >
 // WEFT_LOCKSET_MAX, n < 0, NULL set; nothing held afterwards. WEFT_LOCKSET_MAX
 // locks at once work.
+// Releasing a set one of whose locks is not held reports that lock's WEFT_EPERM (it
+// returned 0) and still releases the others.
+TEST_P(LockSetTest, ReleaseOfALockNotHeldIsEperm) {
+  weft_mutex_t a = WEFT_MUTEX_INIT, b = WEFT_MUTEX_INIT;
+  weft_rwlock_t rw = WEFT_RWLOCK_INIT;
+  const weft_lockref_t set[] = {{WEFT_LOCK_MUTEX, &a}, {WEFT_LOCK_MUTEX, &b}, {WEFT_LOCK_READ, &rw}};
+  ASSERT_EQ(weft_mutex_lock(&a), 0);
+  ASSERT_EQ(weft_rwlock_rdlock(&rw), 0);
+  EXPECT_EQ(weft_lockset_release(set, 3), WEFT_EPERM) << "b was not held";
+  EXPECT_EQ(weft_mutex_trylock(&a), 0) << "a was released anyway";
+  EXPECT_EQ(weft_rwlock_trywrlock(&rw), 0) << "rw was released anyway";
+  EXPECT_EQ(weft_rwlock_unlock(&rw), 0);
+  EXPECT_EQ(weft_mutex_unlock(&a), 0);
+  ASSERT_EQ(weft_lockset_acquire(set, 3), 0);
+  EXPECT_EQ(weft_lockset_release(set, 3), 0);
+}
+
 TEST_P(LockSetTest, Einval) {
   std::vector<weft_mutex_t> m(WEFT_LOCKSET_MAX + 1);
   for (auto &x : m) ASSERT_EQ(weft_mutex_init(&x), 0);

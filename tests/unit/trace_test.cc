@@ -414,6 +414,49 @@ TEST_P(TraceTest, NamedThreadsNameTheirSlices) {
   std::remove(path.c_str());
 }
 
+// A name that is not UTF-8 (a byte of Latin-1, a surrogate, a sequence cut short)
+// still gives a file of JSON, which is UTF-8: each stray byte becomes U+FFFD, and a
+// well-formed sequence passes whole (the bytes were copied as they were, and the file
+// did not decode).
+bool WellFormedUtf8(const std::string &s) {
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; k++)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
+    if (n == 3 && c == 0xed && static_cast<unsigned char>(s[i + 1]) > 0x9f) return false;
+    i += n;
+  }
+  return true;
+}
+
+TEST_P(TraceTest, NamesThatAreNotUtf8StillGiveUtf8) {
+  if (!Start(0)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  auto body = +[](void *name) -> void * {
+    weft_set_name(nullptr, static_cast<const char *>(name));
+    weft_yield();
+    return nullptr;
+  };
+  const char *names[] = {"caf\xe9", "ok-\xc3\xa9", "sur\xed\xa0\x80", "cut\xf0\x9f\x98"};
+  std::vector<weft_thread_t *> ts;
+  for (const char *n : names) ts.push_back(weft_test::Spawn(body, const_cast<char *>(n)));
+  for (weft_thread_t *t : ts) weft_test::Join(t);
+  ASSERT_EQ(weft_trace_stop(), 0);
+  std::string path = TempPath("utf8");
+  ASSERT_EQ(weft_trace_write(path.c_str()), 0);
+  std::string text = ReadFile(path);
+  EXPECT_TRUE(WellFormedUtf8(text)) << "the trace file is not UTF-8";
+  EXPECT_NE(text.find("caf\\ufffd ("), std::string::npos);
+  EXPECT_NE(text.find("ok-\xc3\xa9 ("), std::string::npos) << "a well-formed sequence passes whole";
+  EXPECT_NE(text.find("sur\\ufffd\\ufffd\\ufffd ("), std::string::npos);
+  EXPECT_NE(text.find("cut\\ufffd\\ufffd\\ufffd ("), std::string::npos);
+  Json root;
+  ASSERT_NO_FATAL_FAILURE(Load(path, &root));
+  weft_trace_discard();
+  std::remove(path.c_str());
+}
+
 TEST_P(TraceTest, FullBuffersDropEventsAndSaySo) {
   if (!Start(8)) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
   Shared s;
