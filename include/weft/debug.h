@@ -33,7 +33,7 @@ WEFT_API long weft_debug_alloc_count(void);
 WEFT_API long weft_debug_live_blocks(void);
 
 /* Per-VP counters, summed over VPs. Readable any time; exact only when quiescent. */
-typedef struct weft_debug_stats {
+typedef struct weft_debug_stats_s {
   uint64_t created, finished, steals, sleeps;
   uint64_t tcb_cached, stacks_cached;   /* free-list contents, local and global */
 } weft_debug_stats_t;

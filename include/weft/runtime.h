@@ -219,7 +219,7 @@ WEFT_API long weft_max_threads(void);
  * gives its threads back). Threads of custom schedulers (weft/sched.h) are not
  * taken. A thread that computes without coming back to the scheduler is not a stall:
  * weft does not preempt. */
-typedef struct weft_monitor_info {
+typedef struct weft_monitor_info_s {
   long bound_us;            /* the bound in force; 0: the monitor is off */
   int spare_slots;          /* spare VPs that may run at once */
   int spares_running;       /* spare VPs whose kernel thread exists now */
@@ -262,7 +262,7 @@ WEFT_API int weft_vp_self(void);
 #define WEFT_STACK_GUARD_MADVISE 1
 #define WEFT_STACK_GUARD_MPROTECT 2
 
-typedef struct weft_stack_info {
+typedef struct weft_stack_info_s {
   int guard_mechanism;      /* WEFT_STACK_GUARD_* in use */
   size_t guard_size;        /* bytes of guard region below each stack */
   size_t stack_size;        /* the default stack size */

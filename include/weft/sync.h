@@ -31,7 +31,7 @@ extern "C" {
  * are always on: each is a plain add to a per-VP counter on a slow path (a missed
  * mutex, a block, an idle VP), so the uncontended lock and unlock paths carry no
  * counting at all. */
-typedef struct weft_sync_stats {
+typedef struct weft_sync_stats_s {
   uint64_t mutex_missed;      /* lock attempts that found the mutex held */
   uint64_t acquired_spinning; /* ... then got it while Busy Spinning */
   uint64_t acquired_polling;  /* ... then got it while preparing to block (Spin Polling) */

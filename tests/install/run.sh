@@ -161,6 +161,29 @@ pc_build() {
       -Wl,-rpath,"$libdir" >"$work/pc.log" 2>&1
   fi || { tail -n 30 "$work/pc.log"; fail "pkg-config $name: build failed (log above)"; return 1; }
 }
+# Each installed header compiles on its own, as C11 and as C++17, under the warnings a
+# strict user builds with (-Werror): a header must not break a -Wshadow build (a
+# function named like its struct tag warned in C++). weft/mpi.h needs MPI's header.
+hdr_fail=0
+for h in "$prefix"/include/weft/*.h "$prefix"/include/weft/*.hpp; do
+  [ -e "$h" ] || continue
+  rel=${h#"$prefix"/include/}
+  [ "$rel" = weft/mpi.h ] && continue
+  printf '#include <%s>\nint weft_header_check_unused;\n' "$rel" >"$work/hdr.src"
+  langs=(c++)
+  [ "${rel%.h}" != "$rel" ] && langs=(c c++)
+  for lang in "${langs[@]}"; do
+    if [ "$lang" = c ]; then
+      "$cc" -std=c11 -x c -fsyntax-only -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror \
+        -I"$prefix/include" "$work/hdr.src" >"$work/hdr.log" 2>&1
+    else
+      "$cxx" -std=c++17 -x c++ -fsyntax-only -Wall -Wextra -Wshadow -Werror \
+        -I"$prefix/include" "$work/hdr.src" >"$work/hdr.log" 2>&1
+    fi || { hdr_fail=1; fail "header $rel as $lang: $(head -n 3 "$work/hdr.log")"; }
+  done
+done
+[ "$hdr_fail" = 0 ] && ok "every installed header compiles alone as C11 and C++17 with -Wall -Wextra -Wshadow -Werror"
+
 pc_build c_shared "$cc" client.c weft shared &&
   check_run "pkg-config C, weft, shared" "$work/pc/c_shared" "$want_c" shared
 pc_build c_static "$cc" client.c weft static &&
