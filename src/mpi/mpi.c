@@ -70,7 +70,9 @@ static struct {
                             call MPI: finalize waits for none */
   waiter_t *anyw;        /* parked weft_mpi_waitany calls (tested with MPI_Testany) */
   int nany;
-  int poller;            /* a poller thread runs */
+  int poller;            /* a poller thread runs (or is being made: starting) */
+  int starting;          /* a parker is making the poller thread: the others wait for
+                            the outcome before they park (park) */
   int poller_asleep;     /* it waits on `kick` until its next interval, or lingers */
   int poller_lingering;  /* it waits on `kick` with nothing outstanding (LINGER):
                             a parker kicks it back to its interval */
@@ -362,23 +364,37 @@ static int grow(int need) {
   return 0;
 }
 
-/* Parks the calling weft thread until w (fast path already failed) is finished. */
+/* park's answer when no poller thread exists and none can be made (weft_create
+ * failed: weft_config_t.max_threads reached, no memory): the caller tests its own
+ * requests until they complete (self_poll) instead of parking. */
+#define PARK_SELF (-1)
+
+/* Parks the calling weft thread until w (fast path already failed) is finished, or
+ * returns PARK_SELF. A thread parks only while a poller thread exists: nothing else
+ * calls MPI for a parked thread once every thread is parked (the do-when-idle function
+ * only wakes the poller), so a park without one would never end. */
 static int park(waiter_t *w) {
   int start_poller = 0;
   waiter_t *wake = NULL;
-  weft_spin_lock(&g.lock);
-  if (!g.inited) {
+  for (;;) {
+    weft_spin_lock(&g.lock);
+    if (!g.inited) {
+      weft_spin_unlock(&g.lock);
+      return MPI_ERR_OTHER;
+    }
+    if (!g.starting) break;
+    /* another parker is making the poller thread: whether it exists decides */
     weft_spin_unlock(&g.lock);
-    return MPI_ERR_OTHER;
+    weft_yield();
   }
   if (grow(g.n + g.reserved + w->n) != 0) {
     weft_spin_unlock(&g.lock);
     return MPI_ERR_NO_MEM;
   }
-  g.reserved += w->n;
+  g.reserved += w->n;  /* before the poller exists: it does not finish while reserved */
   int kick = 0;
   if (!g.poller) {
-    g.poller = start_poller = 1;
+    g.poller = g.starting = start_poller = 1;
     g.poller_asleep = 0;  /* `kick` is never re-initialized: an idle VP may still be
                              signalling it; a unit left there is one early poll */
   } else if (g.poller_lingering) {  /* back to its interval (one unit: asleep cleared) */
@@ -397,12 +413,16 @@ static int park(waiter_t *w) {
     a.detached = 1;
     a.stack_size = POLLER_STACK;
     weft_thread_t *t;
-    if (weft_create(&t, &a, poller_main, NULL) != 0) {
-      /* no poller: idle VPs and the park path still poll */
-      weft_spin_lock(&g.lock);
+    int rc = weft_create(&t, &a, poller_main, NULL);
+    weft_spin_lock(&g.lock);
+    g.starting = 0;
+    if (rc != 0) {  /* no poller: this thread polls for itself */
       g.poller = 0;
+      g.reserved -= w->n;
       weft_spin_unlock(&g.lock);
+      return PARK_SELF;
     }
+    weft_spin_unlock(&g.lock);
   }
   w->t = weft_self();
   weft_thread_block(publish, w);
@@ -449,6 +469,19 @@ static int test_spin(int kind, int n, MPI_Request *reqs, int *index, MPI_Status 
   }
 }
 
+/* A weft thread's wait when no poller thread can be made (park's PARK_SELF): tests
+ * its own requests, yielding between tests, until they complete. Slower than a park
+ * (the thread keeps its VP's queue turning), but it never waits for a poll nobody
+ * makes. */
+static int self_poll(int kind, int n, MPI_Request *reqs, int *index, MPI_Status *st) {
+  for (;;) {
+    int flag = 0;
+    int rc = test_own(kind, n, reqs, index, st, &flag);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    weft_yield();
+  }
+}
+
 static int mpi_wait_body(MPI_Request *req, MPI_Status *status) {
   if (!is_weft()) {
     if (!g.serialize) return MPI_Wait(req, status);
@@ -458,7 +491,8 @@ static int mpi_wait_body(MPI_Request *req, MPI_Status *status) {
   int rc = test_spin(T_ONE, 1, req, NULL, status, &flag);
   if (rc != MPI_SUCCESS || flag) return rc;
   waiter_t w = {.user = req, .st = status, .n = 1};
-  return park(&w);
+  rc = park(&w);
+  return rc == PARK_SELF ? self_poll(T_ONE, 1, req, NULL, status) : rc;
 }
 
 static int mpi_waitall_body(int n, MPI_Request *reqs, MPI_Status *statuses) {
@@ -478,7 +512,8 @@ static int mpi_waitall_body(int n, MPI_Request *reqs, MPI_Status *statuses) {
         statuses[i].MPI_TAG = MPI_ANY_TAG;
         statuses[i].MPI_ERROR = MPI_SUCCESS;
       }
-  return park(&w);
+  rc = park(&w);
+  return rc == PARK_SELF ? self_poll(T_ALL, n, reqs, NULL, statuses) : rc;
 }
 
 static int mpi_waitany_body(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
@@ -491,6 +526,7 @@ static int mpi_waitany_body(int n, MPI_Request *reqs, int *index, MPI_Status *st
   if (rc != MPI_SUCCESS || flag) return rc;
   waiter_t w = {.user = reqs, .st = status, .n = n, .any = 1, .index = MPI_UNDEFINED};
   rc = park(&w);
+  if (rc == PARK_SELF) return self_poll(T_ANY, n, reqs, index, status);
   *index = w.index;
   return rc;
 }

@@ -24,6 +24,10 @@
  *   pairs     weft_mpi_sendrecv parks on two requests per exchange (counted through
  *             weft_mpi_outstanding while 48 large exchanges wait for their partner),
  *             every byte checked
+ *   nopoller  weft_config_t.max_threads leaves no room for the poller thread: a
+ *             receive that would park (its message is sent 100 ms later) tests for
+ *             itself instead (it parked with nobody to poll for it, for ever), and so
+ *             do the sends and the final barrier
  *   linger    rounds of one thread parked on a receive from the rank itself, with
  *             gaps longer than the poll interval and shorter than the poller's
  *             linger between them: the poller thread is made once, not once a
@@ -302,6 +306,15 @@ static void *sr_thread(void *arg) {
   return NULL;
 }
 
+static int nopoller_val;
+static void *nopoller_recv(void *arg) {
+  int v = 0;
+  CHECK(weft_mpi_recv(&v, 1, MPI_INT, (int)(intptr_t)arg, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE) ==
+        MPI_SUCCESS);
+  nopoller_val = v;
+  return NULL;
+}
+
 static void pairs_scenario(void) {
   if ((rank ^ 1) >= size) return;  /* an odd rank count: the last rank sits out */
   sr_out = malloc((size_t)SR_THREADS * SR_BYTES);
@@ -367,6 +380,7 @@ int main(int argc, char **argv) {
   weft_config_t cfg;
   weft_config_init(&cfg);
   cfg.nvps = !strcmp(mode, "compute") || !strcmp(mode, "interval") ? 1 : 2;
+  if (!strcmp(mode, "nopoller")) cfg.max_threads = 1;  /* one thread besides main */
   if (weft_init(&cfg) != 0) return 3;
 
   nthreads = scaled(300);
@@ -455,6 +469,23 @@ int main(int argc, char **argv) {
     int v = 5;
     CHECK(weft_mpi_send(&v, 1, MPI_INT, 0, 5, MPI_COMM_SELF) == MPI_SUCCESS);
     CHECK(weft_join(t, NULL) == 0);
+  } else if (!strcmp(mode, "nopoller")) {
+    /* ranks in pairs: the even one receives in a thread, the odd one sends late */
+    int peer_rank = rank ^ 1;
+    if (peer_rank < size) {
+      if (rank % 2 == 0) {
+        weft_thread_t *t;
+        CHECK(weft_create(&t, NULL, nopoller_recv, (void *)(intptr_t)peer_rank) == 0);
+        weft_thread_t *more;  /* the limit is reached: no poller thread can be made */
+        CHECK(weft_create(&more, NULL, nopoller_recv, NULL) == WEFT_EAGAIN);
+        CHECK(weft_join(t, NULL) == 0);
+        CHECK(nopoller_val == 42);
+      } else {
+        weft_sleep_ns(100 * 1000 * 1000);
+        int v = 42;
+        CHECK(weft_mpi_send(&v, 1, MPI_INT, peer_rank, 7, MPI_COMM_WORLD) == MPI_SUCCESS);
+      }
+    }
   } else if (!strcmp(mode, "linger")) {
     int rounds = scaled(40);
     weft_debug_stats_t before, after;
