@@ -122,8 +122,11 @@ WEFT_API ssize_t weft_pwrite_deadline(int fd, const void *buf, size_t count, off
 /* recv(2), send(2), recvmsg(2), sendmsg(2). With MSG_DONTWAIT in flags they never
  * park. recv and recvmsg with MSG_WAITALL on a stream socket park until len bytes
  * (recvmsg: the iovecs' total), end of stream or an error (returning what they got,
- * as recv does; recvmsg's ancillary data and msg_controllen are those that came with
- * the first bytes, msg_flags the union of every part's). On a datagram or seqpacket
+ * as recv does; recvmsg stops after the first part that brings ancillary data, as
+ * recvmsg(2) stops after the bytes that carried descriptors, and its ancillary data
+ * and msg_controllen are that part's, msg_flags the union of every part's; with
+ * SO_PASSCRED every part brings credentials, so such a receive returns after its first
+ * part). On a datagram or seqpacket
  * socket MSG_WAITALL changes nothing: one message, as recv(2) gives. recv with
  * MSG_PEEK | MSG_WAITALL on a TCP socket parks until len bytes are queued (left
  * queued), end of stream or an error, as recv(2) waits there (it looks again every

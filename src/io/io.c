@@ -1311,8 +1311,10 @@ static ssize_t op_all(op_t *o, size_t total, uint64_t deadline) {
     o->iov = m.msg_iov;
     o->iovcnt = (int)m.msg_iovlen;
   }
+  size_t ctl_cap = o->kind == OP_RECVMSG ? m.msg_controllen : 0;
   ssize_t r;
   for (;;) {
+    int last = 0;  /* a part that brought ancillary data ends a receive (below) */
     if (o->kind == OP_SENDMSG || o->kind == OP_RECVMSG) {
       m.msg_iov = (struct iovec *)o->iov;
       m.msg_iovlen = (size_t)o->iovcnt;
@@ -1320,29 +1322,34 @@ static ssize_t op_all(op_t *o, size_t total, uint64_t deadline) {
       one.msg = &m;
       r = op_run(&one, deadline);
       if (r >= 0 && o->kind == OP_RECVMSG) {
-        /* the flags of every part (MSG_CTRUNC of the first stays); the ancillary
-         * data and the sender came with the first bytes: their lengths are the
-         * first call's, and later calls get no buffer for them */
+        /* the flags of every part; the sender's address is the first part's */
         o->msg->msg_flags = (done ? o->msg->msg_flags : 0) | m.msg_flags;
-        if (done == 0) {
+        if (done == 0) o->msg->msg_namelen = m.msg_namelen;
+        /* Every part is offered the ancillary buffer until one brings ancillary data
+         * (descriptors, credentials): that part is the last, as recvmsg(2) with
+         * MSG_WAITALL stops after the bytes that carried descriptors. A later part
+         * offered no buffer would have had its descriptors discarded by the kernel
+         * (MSG_CTRUNC): a descriptor passed with the next message was lost. */
+        if (m.msg_control) {
           o->msg->msg_controllen = m.msg_controllen;
-          o->msg->msg_namelen = m.msg_namelen;
+          last = m.msg_controllen > 0 || (m.msg_flags & MSG_CTRUNC);
+          m.msg_controllen = ctl_cap;  /* the kernel wrote what it used */
         }
       }
-      if (r > 0 && (o->kind == OP_SENDMSG || o->kind == OP_RECVMSG)) {
+      if (r > 0 && o->kind == OP_SENDMSG) {
         m.msg_control = NULL;  /* ancillary data went with the first bytes */
         m.msg_controllen = 0;
-        if (o->kind == OP_RECVMSG) {
-          m.msg_name = NULL;
-          m.msg_namelen = 0;
-        }
+      }
+      if (r > 0 && o->kind == OP_RECVMSG) {
+        m.msg_name = NULL;
+        m.msg_namelen = 0;
       }
     } else {
       r = op_run(o, deadline);
     }
     if (r < 0) break;
     done += (size_t)r;
-    if (done >= total || (r == 0 && !is_write(o->kind))) break;
+    if (done >= total || (r == 0 && !is_write(o->kind)) || (last && r > 0)) break;
     if (o->kind == OP_WRITEV || o->kind == OP_READV || o->kind == OP_SENDMSG || o->kind == OP_RECVMSG) {
       if (iov_skip(&own, &o->iov, &o->iovcnt, (size_t)r)) {
         r = fail(ENOMEM);

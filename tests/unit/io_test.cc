@@ -1704,6 +1704,101 @@ TEST_P(IoTest, RecvmsgWaitallGathersOnAStream) {
   weft_close(sv[1]);
 }
 
+// recvmsg with MSG_WAITALL and descriptors passed (SCM_RIGHTS) on an AF_UNIX stream
+// behaves as recvmsg(2): it stops after the bytes that carried descriptors (two sends
+// with one each: 4 bytes and one descriptor, the rest left queued), and bytes that
+// come later with a descriptor bring it along (8 bytes, one descriptor). The second
+// part was received with no ancillary buffer: 8 bytes came back, MSG_CTRUNC was set,
+// and the kernel discarded the second descriptor.
+namespace {
+void SendWithFd(int s, const char *four, int fd) {
+  char cbuf[CMSG_SPACE(sizeof(int))] = {};
+  iovec v = {const_cast<char *>(four), 4};
+  msghdr m{};
+  m.msg_iov = &v;
+  m.msg_iovlen = 1;
+  m.msg_control = cbuf;
+  m.msg_controllen = sizeof cbuf;
+  cmsghdr *c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  ASSERT_EQ(sendmsg(s, &m, 0), 4);
+}
+// recvmsg (weft's or the kernel's) of up to 8 bytes with room for two descriptors:
+// the byte count, the descriptors received (closed here) and msg_flags.
+struct Got {
+  ssize_t n;
+  int fds;
+  int flags;
+  char data[9];
+};
+Got RecvFds(int s, bool weft, int flags) {
+  Got g{};
+  char cbuf[CMSG_SPACE(2 * sizeof(int))];
+  iovec v = {g.data, 8};
+  msghdr m{};
+  m.msg_iov = &v;
+  m.msg_iovlen = 1;
+  m.msg_control = cbuf;
+  m.msg_controllen = sizeof cbuf;
+  g.n = weft ? weft_recvmsg(s, &m, flags) : recvmsg(s, &m, flags);
+  g.flags = m.msg_flags;
+  for (cmsghdr *c = g.n > 0 ? CMSG_FIRSTHDR(&m) : nullptr; c; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof fd);
+      close(fd);
+      g.fds++;
+    }
+  }
+  return g;
+}
+}  // namespace
+
+TEST_P(IoTest, RecvmsgWaitallStopsAfterPassedDescriptorsAndLosesNone) {
+  int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(nul, 0);
+  for (bool weft : {false, true}) {  // the kernel's answer first: what weft must match
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    SendWithFd(sv[1], "AAAA", nul);
+    SendWithFd(sv[1], "BBBB", nul);
+    Got a = RecvFds(sv[0], weft, MSG_WAITALL);
+    EXPECT_EQ(a.n, 4) << (weft ? "weft" : "kernel");
+    EXPECT_EQ(a.fds, 1) << (weft ? "weft" : "kernel");
+    EXPECT_EQ(a.flags & MSG_CTRUNC, 0) << (weft ? "weft" : "kernel");
+    Got b = RecvFds(sv[0], false, MSG_DONTWAIT);
+    EXPECT_EQ(b.n, 4) << "the second send is still queued, its descriptor with it";
+    EXPECT_EQ(b.fds, 1);
+    close(sv[0]);
+    close(sv[1]);
+  }
+  // a first part without descriptors, then bytes with one, sent while the receive waits
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_EQ(send(sv[1], "AAAA", 4, 0), 4);
+  static int s_fd, s_nul;
+  s_fd = sv[1];
+  s_nul = nul;
+  weft_thread_t *w = Spawn(+[](void *) -> void * {
+    weft_sleep_ns(5000000);
+    SendWithFd(s_fd, "BBBB", s_nul);
+    return nullptr;
+  });
+  Got c = RecvFds(sv[0], true, MSG_WAITALL);
+  Join(w);
+  EXPECT_EQ(c.n, 8);
+  EXPECT_EQ(std::string(c.data, 8), "AAAABBBB");
+  EXPECT_EQ(c.fds, 1) << "the descriptor that came with the later bytes";
+  EXPECT_EQ(c.flags & MSG_CTRUNC, 0);
+  weft_close(sv[0]);
+  weft_close(sv[1]);
+  close(nul);
+}
+
 // weft_fd_spawn: the thread starts once its descriptor is ready, or weft_close wakes
 // it (its read then fails with EBADF); until then it is parked on the descriptor
 // (counted by weft_io_parked) and holds no stack. Many at once, woken in an order
