@@ -31,8 +31,9 @@
  * nthreads but not against max, so wired threads neither wait for nor starve
  * weft_blocking jobs. It also bounds the jobs that run at once (nrunning): after a
  * lowered limit, idle threads above it take no job. A thread above the limit, or idle for the idle time, exits once
- * no reservation needs it (nqueued <= the other idle threads plus nsoon): a thread a
- * caller has counted on never leaves before it takes that caller's job or hold.
+ * no reservation needs it (the queued holds, and the queued jobs that could start now,
+ * fewer than max running, are covered by the other idle threads plus nsoon): a thread
+ * a caller has counted on never leaves before it takes that caller's job or hold.
  *
  * The pool is process-wide and outlives weft_init/weft_shutdown: pool threads hold
  * no weft state between jobs and holds. Idle threads wait on a condition variable (on
@@ -65,6 +66,8 @@ static struct {
   int nqueued;            /* jobs and holds queued or about to be (callers reserve): mu */
   int nthreads, nidle;    /* mu; nthreads read by weft_blocking_threads under mu */
   int nheld;              /* threads held by a hold, or reserved for one: mu */
+  int nhq;                /* holds reserved and not yet taken by a thread (part of
+                           * nqueued; the rest of nqueued are jobs): mu */
   int nsoon;              /* threads on their way to the loop that needs no signal: started
                            * and not yet in it, or back from a hold (weft__pool_hold_done): mu */
   int nrunning;           /* threads running a job: at most max (mu) */
@@ -94,6 +97,7 @@ static void fork_child(void) {
   pool.head = pool.tail = NULL;
   pool.holds = pool.holds_tail = NULL;
   pool.nqueued = pool.nthreads = pool.nidle = pool.nheld = pool.nsoon = pool.nrunning = 0;
+  pool.nhq = 0;
   cond_init();
   pthread_mutex_unlock(&pool.mu);
 }
@@ -114,10 +118,16 @@ static void *worker(void *unused) {
     /* a job only while fewer than max run: a lowered limit holds at once, not only
      * once the threads above it have left (which they do only when idle) */
     while (!pool.holds && !(pool.head && pool.nrunning < pool.max)) {
-      /* idle for the idle time, or above a lowered limit, and no reservation counts on
-       * this thread (the other idle threads cover them all): leave */
-      if ((timed_out || pool.nthreads - pool.nheld > pool.max) &&
-          pool.nqueued <= pool.nidle + pool.nsoon)
+      /* idle for the idle time, or above the limit, and no reservation counts on this
+       * thread (the other idle threads cover them all): leave. A reservation needs an
+       * idle thread if it is a hold, or a job that could start now (fewer than max
+       * run); the jobs behind those are taken by the running threads as they finish.
+       * (Counting every queued job kept threads above the limit, back from holds while
+       * jobs queued, until the idle time.) */
+      int free_slots = pool.max > pool.nrunning ? pool.max - pool.nrunning : 0;
+      int jobs = pool.nqueued - pool.nhq;
+      int need = pool.nhq + (jobs < free_slots ? jobs : free_slots);
+      if ((timed_out || pool.nthreads - pool.nheld > pool.max) && need <= pool.nidle + pool.nsoon)
         goto leave;
       uint64_t until = weft__os_now_ns() + pool.idle_ns;
       struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
@@ -130,6 +140,7 @@ static void *worker(void *unused) {
       pool.holds = h->next;
       if (!pool.holds) pool.holds_tail = NULL;
       pool.nqueued--;
+      pool.nhq--;
       pthread_mutex_unlock(&pool.mu);
       h->run(h);  /* a wired thread runs here until it unwires; h is gone by then */
       pthread_mutex_lock(&pool.mu);
@@ -221,6 +232,7 @@ int weft__pool_hold_reserve(void) {
     }
   }
   pool.nqueued++;
+  pool.nhq++;
   pool.nheld++;
   pthread_mutex_unlock(&pool.mu);
   return 0;

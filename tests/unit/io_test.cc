@@ -2245,6 +2245,37 @@ TEST_F(BlockingTest, PoolIsBounded) {
   EXPECT_EQ(weft_blocking_limits(64, 0), 0);
 }
 
+// Threads that come back to the pool from wires while jobs are queued behind the
+// limit leave at once when they are above it: the queued jobs are taken by the
+// running threads as those finish, not by them (they stayed for the idle time, 10 s,
+// counted as reserved for the queued jobs).
+TEST_F(BlockingTest, UnwiredThreadsAboveTheLimitLeaveWhileJobsQueue) {
+  ASSERT_EQ(weft_blocking_limits(2, 0), 0);
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < 3; i++)
+    ts.push_back(Spawn(+[](void *) -> void * {
+      if (weft_wire() != 0) return P(1);
+      usleep(20000);
+      return P(weft_unwire() != 0 ? 2 : 0);
+    }));
+  static std::atomic<int> ran;
+  ran = 0;
+  for (int i = 0; i < 40; i++)
+    ts.push_back(Spawn(+[](void *) -> void * {
+      weft_blocking(+[](void *) -> void * {
+        usleep(2000);
+        ++ran;
+        return nullptr;
+      }, nullptr, nullptr);
+      return nullptr;
+    }));
+  for (auto *t : ts) EXPECT_EQ(Join(t), nullptr);
+  EXPECT_EQ(ran.load(), 40);
+  EXPECT_TRUE(YieldUntil([] { return weft_blocking_threads() <= 2; }, 3))
+      << weft_blocking_threads() << " pool threads stay above the limit of 2";
+  EXPECT_EQ(weft_blocking_limits(64, 0), 0);
+}
+
 // A lowered limit holds at once: pool threads that are still there from before
 // (idle, above the new limit) take no job, so with a limit of 1 the jobs run one at
 // a time (they ran up to as many at once as threads were left).
