@@ -40,7 +40,7 @@ static void *fp_all_waiter(void *a) {
 static void *cond_waiter(void *a) {
   (void)a;
   weft_set_name(NULL, "on-cond");
-  int rounds = 0;  /* a local for the test's `info locals` */
+  volatile int rounds = 0;  /* a local for the test's `info locals` (kept at -O2) */
   weft_mutex_lock(&cm);
   while (!go) {
     rounds++;
@@ -80,7 +80,7 @@ static void *reader(void *a) {
   (void)a;
   weft_set_name(NULL, "on-read");
   char ch;
-  return weft_read(pipefd[0], &ch, 1) == 1 ? NULL : &ch;
+  return weft_read(pipefd[0], &ch, 1) == 1 ? NULL : (void *)pipefd;
 }
 
 static weft_sem_t pool_release = WEFT_SEM_INIT(0);

@@ -142,9 +142,17 @@ def _op_name(op):
 
 
 def _symbol_at(addr):
+    """The name of the function that starts at addr, or None. The innermost block at
+    a function's entry may be that of a function inlined there (a header's inline
+    helper at the top of the body): the outermost function block is the function's
+    own, so the walk goes up to it (it named the inlined helper)."""
     try:
         b = gdb.block_for_pc(addr)
-        f = b.function if b else None
+        f = None
+        while b is not None and not (b.is_global or b.is_static):
+            if b.function is not None:
+                f = b.function
+            b = b.superblock
         if f is not None and _u(f.value().address) == addr:
             return f.name
     except (gdb.error, RuntimeError):
