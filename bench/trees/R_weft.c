@@ -209,11 +209,15 @@ static int run_tree(const char *bench, const char *lib, int p, long n, int reps,
   double s[MAX_REPS];
   int runs = callgrind ? 1 : reps;
   for (int r = -1; r < runs; r++) {
-    if (r == 0 && callgrind) CALLGRIND_TOGGLE_COLLECT;
+    if (r == 0 && callgrind) {
+      CALLGRIND_TOGGLE_COLLECT;
+    }
     double t0 = bench_now_ns();
     long got = (long)fn(arg);
     double ns = bench_now_ns() - t0;
-    if (r == 0 && callgrind) CALLGRIND_TOGGLE_COLLECT;
+    if (r == 0 && callgrind) {
+      CALLGRIND_TOGGLE_COLLECT;
+    }
     if (got != want) wrong(strcmp(bench, "fib") ? "queens: %ld solutions, expected %ld" : "fib: %ld, expected %ld", got, want);
     if (r >= 0) s[r] = ns * 1e-9;
   }

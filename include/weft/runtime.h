@@ -78,7 +78,10 @@ typedef struct weft_config {
    * nothing can wake any of them, print "weft: fatal error: all threads are asleep -
    * deadlock!" and one line per blocked thread on stderr, then abort() (see
    * "Limits" below). WEFT_DEADLOCK_IGNORE: the VPs just sleep. The environment
-   * variable WEFT_DEADLOCK=0 also turns the report off. Other values: WEFT_EINVAL. */
+   * variable WEFT_DEADLOCK=0 (or "off") also turns the report off; "1" or "on" leave
+   * it as configured, and any other value is reported on stderr at weft_init and
+   * ignored. WEFT_MEMBARRIER (docs/memory-ordering.md §6b) reads the same way. Other
+   * values of this field: WEFT_EINVAL. */
   int deadlock_report;
   /* A signal that makes weft print weft_dump_fd(2) (weft/debug.h), e.g. SIGUSR1; 0
    * (the default): none. weft_init() installs the handler with

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
@@ -305,16 +306,25 @@ static void back_to_vp_cont(void *p) {
   weft__enqueue(weft__rt.vps[weft__vp_public_index(weft__vp())], self);
 }
 
+/* 1 if the environment variable `name` turns its feature off ("0" or "off"); unset,
+ * empty, "1" or "on" leave it on; any other value leaves it on and is reported on
+ * stderr (as WEFT_MONITOR's and WEFT_TRACE_CAPACITY's are), so that a spelling weft
+ * does not know is not taken for "off" unseen. */
+static int env_off(const char *name) {
+  const char *e = getenv(name);
+  if (!e || !*e || !strcmp(e, "1") || !strcmp(e, "on")) return 0;
+  if (!strcmp(e, "0") || !strcmp(e, "off")) return 1;
+  fprintf(stderr, "weft: %s=%s is not 0/off or 1/on: ignored (on)\n", name, e);
+  return 0;
+}
+
 int weft_init(const weft_config_t *cfg) {
   weft_config_t c;
   int rc = config_resolve(cfg, &c);
   if (rc) return rc;
   if (weft__vp()) return WEFT_EALREADY;
   if (!c.max_threads) c.max_threads = default_max_threads(&c, weft__monitor_spares(&c));
-  {
-    const char *e = getenv("WEFT_DEADLOCK");
-    if (e && e[0] == '0' && e[1] == '\0') c.deadlock_report = WEFT_DEADLOCK_IGNORE;
-  }
+  if (env_off("WEFT_DEADLOCK")) c.deadlock_report = WEFT_DEADLOCK_IGNORE;
   int expect = 0;
   if (!atomic_compare_exchange_strong(&init_lock, &expect, 1)) return WEFT_EALREADY;
   weft__rt_t *rt = &weft__rt;
@@ -328,10 +338,7 @@ int weft_init(const weft_config_t *cfg) {
   rt->nvps = c.nvps;
   rt->nvps_all = c.nvps + weft__monitor_spares(&c);
   rt->page = weft__os_page_size();
-  {
-    const char *e = getenv("WEFT_MEMBARRIER");
-    rt->asym = !(e && e[0] == '0' && e[1] == '\0') && weft__os_membarrier_register() == 0;
-  }
+  rt->asym = !env_off("WEFT_MEMBARRIER") && weft__os_membarrier_register() == 0;
   rc = weft__stacks_init();  /* guard mechanism, chunk geometry, RLIMIT_AS */
   if (rc) goto fail;
   rc = weft__dump_init(c.dump_signal);  /* weft_dump's unwinder; the dump signal */

@@ -1,5 +1,7 @@
 // tests/unit/runtime_test.cc - weft_init / weft_shutdown, configuration, virtual processors.
 #include <climits>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <thread>
@@ -74,6 +76,36 @@ TEST(RuntimeConfig, DefaultsAreDocumented) {
 }
 
 // A NULL config means all defaults: one VP per online CPU.
+// WEFT_DEADLOCK and WEFT_MEMBARRIER: "0" or "off" turn their feature off; a value weft
+// does not know is reported on stderr and ignored (it was ignored unseen, so
+// WEFT_DEADLOCK=off left the report on). A deadlock with the report off just sleeps:
+// the alarm ends it, where the report would have aborted.
+static void DeadlockOfOneThread() {
+  alarm(2);
+  if (weft_init(nullptr) != 0) std::exit(3);
+  weft_sem_t s = WEFT_SEM_INIT(0);
+  weft_sem_wait(&s);  // nothing will signal it
+  std::exit(4);
+}
+static void BadValuesSaySo() {
+  if (weft_init(nullptr) != 0) std::exit(3);
+  std::exit(weft_shutdown() == 0 ? 7 : 5);
+}
+TEST(RuntimeEnvDeathTest, DeadlockAndMembarrierSwitches) {
+  setenv("WEFT_DEADLOCK", "off", 1);
+  EXPECT_EXIT(DeadlockOfOneThread(), ::testing::KilledBySignal(SIGALRM), "");
+  setenv("WEFT_DEADLOCK", "on", 1);
+  EXPECT_DEATH(DeadlockOfOneThread(), "all threads are asleep - deadlock");
+  setenv("WEFT_DEADLOCK", "bogus", 1);
+  setenv("WEFT_MEMBARRIER", "nope", 1);
+  EXPECT_EXIT(BadValuesSaySo(), ::testing::ExitedWithCode(7),
+              "WEFT_DEADLOCK=bogus is not 0/off or 1/on: ignored");
+  EXPECT_EXIT(BadValuesSaySo(), ::testing::ExitedWithCode(7),
+              "WEFT_MEMBARRIER=nope is not 0/off or 1/on: ignored");
+  unsetenv("WEFT_DEADLOCK");
+  unsetenv("WEFT_MEMBARRIER");
+}
+
 TEST_F(RuntimeTest, NullConfigUsesDefaults) {
   ASSERT_EQ(weft_init(nullptr), 0);
   EXPECT_EQ(weft_is_running(), 1);
