@@ -380,6 +380,11 @@ int weft_init(const weft_config_t *cfg) {
 #endif
   weft__overflow_install(vp0);  /* the caller's signal stack is restored at shutdown */
   atomic_store_explicit(&rt->state, 1, memory_order_release);
+  /* from here weft_is_running() says 1: plain OS threads' reads and wake-ups may come
+   * in (what they touch exists); creations wait for the end (gate_set(2) below). With
+   * the gate still closed here, a weft_hook_push in this window marked no control
+   * block, and the main thread's callbacks never ran for the whole run. */
+  gate_set(1);
   int started = 1;
   for (int i = 1; i < c.nvps; i++) {
     /* failure injection covers kernel-thread creation too */
@@ -428,6 +433,7 @@ int weft_init(const weft_config_t *cfg) {
   weft_trace_from_env();  /* WEFT_TRACE=<file>: trace this run (weft/trace.h) */
   return 0;
 fail:
+  gate_set(0);  /* closed again (it is, unless the gate was opened above): drained */
   teardown();
   atomic_store(&init_lock, 0);
   return rc;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -61,6 +62,59 @@ TEST(HookApi, PushPopErrorsAndDepth) {
   for (int i = WEFT_HOOK_DEPTH; i > 0; i--) ASSERT_EQ(weft_hook_pop(WEFT_HOOK_EXIT), 0);
   EXPECT_EQ(weft_hook_depth(WEFT_HOOK_EXIT), 0);
   EXPECT_EQ(weft_hook_depth(WEFT_HOOK_NEVENTS), 0);
+}
+
+// A callback pushed by a plain OS thread while weft_init is still starting the VPs
+// (weft_is_running() already says 1) reaches the threads that exist, the main one
+// included: the push marks every control block. In that window the OS-thread gate was
+// still closed, the marking was skipped, and the main thread's BLOCKED callback never
+// ran for the whole run (80 of 300 rounds of a probe).
+std::atomic<long> g_main_blocked{0};
+std::atomic<weft_thread_t *> g_main_t{nullptr};
+void CountMain(weft_hook_event_t, weft_thread_t *t, int, void *, void *) {
+  if (t != nullptr && t == g_main_t.load()) g_main_blocked++;
+}
+
+TEST(HookApi, PushedWhileInitStartsReachesTheMainThread) {
+  if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  std::atomic<int> go{0}, pushed{0}, quit{0}, bad{0};
+  std::thread pusher([&] {
+    for (;;) {
+      while (!go.load())
+        if (quit.load()) return;
+      go = 0;
+      while (!weft_is_running()) {
+      }
+      if (weft_hook_push(WEFT_HOOK_BLOCKED, CountMain, nullptr) != 0) bad++;
+      pushed = 1;
+    }
+  });
+  const int rounds = static_cast<int>(weft_test::Scaled(200, 40));
+  int missed = 0;
+  for (int r = 0; r < rounds; r++) {
+    go = 1;
+    weft_config_t c;
+    weft_config_init(&c);
+    c.nvps = 4;
+    ASSERT_EQ(weft_init(&c), 0);
+    g_main_t = weft_self();
+    while (!pushed.load()) {
+    }
+    pushed = 0;
+    g_main_blocked = 0;
+    weft_thread_t *t = weft_test::Spawn(+[](void *) -> void * {
+      weft_sleep_ns(1000000);
+      return nullptr;
+    });
+    weft_test::Join(t);  // the main thread blocks in the join: a BLOCKED event for it
+    if (g_main_blocked.load() == 0) missed++;
+    ASSERT_EQ(weft_shutdown(), 0);
+    ASSERT_EQ(weft_hook_pop(WEFT_HOOK_BLOCKED), 0);
+  }
+  quit = 1;
+  pusher.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(missed, 0) << "rounds of " << rounds << " in which the main thread's callback never ran";
 }
 
 // The stack runs newest first; a popped callback no longer runs.
