@@ -1332,9 +1332,11 @@ static ssize_t op_all(op_t *o, size_t total, uint64_t deadline) {
          * (MSG_CTRUNC): a descriptor passed with the next message was lost. */
         if (m.msg_control) {
           o->msg->msg_controllen = m.msg_controllen;
-          last = m.msg_controllen > 0 || (m.msg_flags & MSG_CTRUNC);
+          last = m.msg_controllen > 0;
           m.msg_controllen = ctl_cap;  /* the kernel wrote what it used */
         }
+        /* descriptors that found no room (or no buffer at all) end it too */
+        if (m.msg_flags & MSG_CTRUNC) last = 1;
       }
       if (r > 0 && o->kind == OP_SENDMSG) {
         m.msg_control = NULL;  /* ancillary data went with the first bytes */

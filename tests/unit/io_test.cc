@@ -1773,6 +1773,18 @@ TEST_P(IoTest, RecvmsgWaitallStopsAfterPassedDescriptorsAndLosesNone) {
     Got b = RecvFds(sv[0], false, MSG_DONTWAIT);
     EXPECT_EQ(b.n, 4) << "the second send is still queued, its descriptor with it";
     EXPECT_EQ(b.fds, 1);
+    // no ancillary buffer at all: the descriptor is discarded (MSG_CTRUNC), and the
+    // receive still stops after the bytes that carried it
+    SendWithFd(sv[1], "CCCC", nul);
+    SendWithFd(sv[1], "DDDD", nul);
+    char d[8];
+    iovec v = {d, sizeof d};
+    msghdr m{};
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    ssize_t n = weft ? weft_recvmsg(sv[0], &m, MSG_WAITALL) : recvmsg(sv[0], &m, MSG_WAITALL);
+    EXPECT_EQ(n, 4) << (weft ? "weft" : "kernel") << ", no ancillary buffer";
+    EXPECT_NE(m.msg_flags & MSG_CTRUNC, 0);
     close(sv[0]);
     close(sv[1]);
   }

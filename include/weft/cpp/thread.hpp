@@ -167,7 +167,9 @@ class thread {
   // VP). Throws std::system_error: EINVAL (not joinable), EDEADLK (itself), ENOTINIT
   // (weft is not running: weft_shutdown() waited for the thread and reclaimed it,
   // as it does every thread nobody joined; the object is then no longer joinable, so
-  // that destroying it does not terminate the program).
+  // that destroying it does not terminate the program). Once weft is started again
+  // the handle names nothing (as a reclaimed handle in C, weft/thread.h): join or
+  // detach such an object before the next weft_init().
   void join() {
     if (!h_) detail::throw_error(WEFT_EINVAL, "weft::thread::join: not joinable");
     int rc = weft_join(h_, nullptr);
