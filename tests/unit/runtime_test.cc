@@ -94,8 +94,10 @@ static void BadValuesSaySo() {
 TEST(RuntimeEnvDeathTest, DeadlockAndMembarrierSwitches) {
   setenv("WEFT_DEADLOCK", "off", 1);
   EXPECT_EXIT(DeadlockOfOneThread(), ::testing::KilledBySignal(SIGALRM), "");
+#ifndef WEFT_TEST_TSAN  // TSan's kernel thread, there before weft_init, keeps the report off (design.md)
   setenv("WEFT_DEADLOCK", "on", 1);
   EXPECT_DEATH(DeadlockOfOneThread(), "all threads are asleep - deadlock");
+#endif
   setenv("WEFT_DEADLOCK", "bogus", 1);
   setenv("WEFT_MEMBARRIER", "nope", 1);
   EXPECT_EXIT(BadValuesSaySo(), ::testing::ExitedWithCode(7),
