@@ -126,7 +126,8 @@ TEST(OsThreadsRacingShutdown, CreateDuringShutdownIsNotInitOrRuns) {
 }
 
 // The calls a plain OS thread may make at any time besides create, join and wake-ups
-// (statistics, bundles and the focus, hooks, the scheduler's VP handles and notify),
+// (statistics, bundle creation and the focus, hooks, the scheduler's VP handles and
+// notify; no handle is used across a possible shutdown, which would make it stale),
 // made in a loop by four pthreads while main runs weft_init, a 1 ms sleep and
 // weft_shutdown round after round. Each call either does its work or says weft is not
 // running (WEFT_ENOTINIT, NULL, zeros); none reads what shutdown freed (under ASan
@@ -144,6 +145,7 @@ TEST(OsThreadsRacingShutdown, StatsBundlesAndHooksDuringShutdown) {
   Watchdog dog(240);
   std::atomic<bool> stop{false};
   std::atomic<long> calls{0}, bad_rc{0};
+  std::atomic<int> bad_what{0};  // the last unexpected code, for the failure message
   const weft_sched_ops_t ops = PlainOps();
   std::vector<std::thread> callers;
   for (int i = 0; i < 4; i++)
@@ -151,6 +153,7 @@ TEST(OsThreadsRacingShutdown, StatsBundlesAndHooksDuringShutdown) {
       auto ok = [&](int rc, std::initializer_list<int> allowed) {
         for (int a : allowed)
           if (rc == a) return;
+        bad_what = rc;
         bad_rc.fetch_add(1);
       };
       while (!stop.load(std::memory_order_relaxed)) {
@@ -173,10 +176,10 @@ TEST(OsThreadsRacingShutdown, StatsBundlesAndHooksDuringShutdown) {
             break;
           }
           case 3: {
+            // not destroyed here: a shutdown between the create and a destroy would
+            // leave the handle stale (weft_shutdown frees every bundle; weft/sched.h)
             weft_bundle_t *b = nullptr;
-            int rc = weft_bundle_create(&b, nullptr, &ops, nullptr);
-            ok(rc, {0, WEFT_ENOTINIT, WEFT_ENOMEM});
-            if (rc == 0) ok(weft_bundle_destroy(b), {0, WEFT_ENOTINIT});
+            ok(weft_bundle_create(&b, nullptr, &ops, nullptr), {0, WEFT_ENOTINIT, WEFT_ENOMEM});
             break;
           }
           case 4:
@@ -196,8 +199,9 @@ TEST(OsThreadsRacingShutdown, StatsBundlesAndHooksDuringShutdown) {
           case 7:
             weft_sync_stats_reset();
             break;
-          default:
-            (void)weft_bundle_is_stopped(weft_bundle_focus());
+          default:  // (the focus it returns is stale after a shutdown: not used)
+            (void)weft_bundle_focus();
+            (void)weft_bundle_is_stopped(nullptr);
             break;
         }
       }
@@ -214,7 +218,7 @@ TEST(OsThreadsRacingShutdown, StatsBundlesAndHooksDuringShutdown) {
   stop.store(true);
   for (auto &t : callers) t.join();
   EXPECT_GT(calls.load(), 0);
-  EXPECT_EQ(bad_rc.load(), 0);
+  EXPECT_EQ(bad_rc.load(), 0) << "last unexpected code " << weft_err_name(bad_what.load());
   EXPECT_EQ(weft_debug_live_blocks(), 0);
 }
 
