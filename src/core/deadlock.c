@@ -72,7 +72,7 @@ static int quiet(weft_vp_t *vp) {
   return (idle & 0xffff) == 0 && (int)(idle >> 16) == rt->nvps &&
          atomic_load_explicit(&vp->park, memory_order_acquire) == 1 &&
          !atomic_load(&rt->stopping) && !weft__any_queued_locked() &&
-         weft__timers_earliest() == UINT64_MAX && !weft__io_waiting() &&
+         weft__timers_quiet() && !weft__io_waiting() &&
          atomic_load_explicit(&rt->nidlef, memory_order_acquire) == 0 &&
          weft_wired_count() == 0 && weft__wire_returning() == 0 &&
          atomic_load_explicit(&rt->nbundles, memory_order_acquire) == 0 &&

@@ -527,7 +527,7 @@ again:
      * VPs' seq_cst updates of rt.idle (idle.c). */
     uint32_t idle = atomic_load(&rt->idle);
     if ((idle & 0xffff) == 0 && (int)(idle >> 16) == rt->nvps - 1 && !weft__any_queued_locked() &&
-        weft__timers_earliest() == UINT64_MAX && weft_wired_count() == 0 &&
+        weft__timers_quiet() && weft_wired_count() == 0 &&
         weft__wire_returning() == 0 && !weft__monitor_busy() && weft__pool_jobs() == 0) {
       if (++quiet_rounds >= 3) {
         atomic_store_explicit(&rt->shutdown_wait, 0, memory_order_relaxed);

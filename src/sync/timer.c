@@ -48,10 +48,17 @@ static void sift_down(weft__tmheap_t *h, int i, int n) {
   set_at(h, i, w);
 }
 
-/* Both under h->lock. */
+/* Fire calls between their first pop and the last wake-up of the threads they woke:
+ * such threads are in no heap and not yet queued. The deadlock check (quiet, in
+ * core/deadlock.c) reads it through weft__timers_quiet. */
+static _Atomic long firing;
+
+/* Both under h->lock. release on earliest: a reader's acquire load of it
+ * (weft__timers_quiet) then sees every increment of `firing` made before this store,
+ * in this critical section or an earlier one of this heap (the lock orders them). */
 static void publish(weft__tmheap_t *h, int n) {
   atomic_store_explicit(&h->n, n, memory_order_relaxed);
-  atomic_store_explicit(&h->earliest, n ? h->v[0]->deadline : WEFT_FOREVER, memory_order_relaxed);
+  atomic_store_explicit(&h->earliest, n ? h->v[0]->deadline : WEFT_FOREVER, memory_order_release);
 }
 
 static void remove_at(weft__tmheap_t *h, int i) {
@@ -114,6 +121,10 @@ static int fire(weft__tmheap_t *h, uint64_t now) {
   do {
     nw = 0;
     weft__spin_lock(&h->lock);
+    /* counted before the pops publish a heap without these waiters (publish's release
+     * store orders this increment before it) */
+    int due = atomic_load_explicit(&h->n, memory_order_relaxed) > 0 && h->v[0]->deadline <= now;
+    if (due) atomic_fetch_add_explicit(&firing, 1, memory_order_relaxed);
     while (nw < 32 && atomic_load_explicit(&h->n, memory_order_relaxed) > 0 &&
            h->v[0]->deadline <= now) {
       weft__waiter_t *w = h->v[0];
@@ -129,6 +140,9 @@ static int fire(weft__tmheap_t *h, uint64_t now) {
     weft__spin_unlock(&h->lock);
     weft_vp_t *vp = weft__vp();
     for (int i = 0; i < nw; i++) weft__unblock(vp, woken[i]);
+    /* release: the wake-ups above (queued, a VP woken) happen before a reader's
+     * acquire load that sees the count without this fire */
+    if (due) atomic_fetch_sub_explicit(&firing, 1, memory_order_release);
     total += nw;
     if (!more) break;
   } while (1);
@@ -163,6 +177,16 @@ uint64_t weft__timers_earliest(void) {
     if (e < m) m = e;
   }
   return m;
+}
+
+int weft__timers_quiet(void) {
+  /* acquire on each earliest: pairs with publish's release store, so that a heap seen
+   * empty because a fire popped its waiters shows that fire's count below */
+  for (int i = 0; i < weft__rt.nvps_all; i++)
+    if (atomic_load_explicit(&weft__rt.vps[i]->tm.earliest, memory_order_acquire) != WEFT_FOREVER)
+      return 0;
+  /* acquire: pairs with fire's release decrement (its wake-ups are then visible) */
+  return atomic_load_explicit(&firing, memory_order_acquire) == 0;
 }
 
 void weft__timers_free(weft_vp_t *vp) {

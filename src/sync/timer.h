@@ -33,6 +33,11 @@ void weft__timers_check(weft_vp_t *vp);
 int weft__timers_poll_all(void);
 /* The earliest armed deadline of any VP, or WEFT_FOREVER. */
 uint64_t weft__timers_earliest(void);
+/* 1 if no timer is armed in any heap and no fire is between taking waiters out of a
+ * heap and making their threads ready (a fire off any VP, by the monitor, can be
+ * preempted there): the deadlock check and weft_shutdown's EBUSY test read it
+ * (docs/memory-ordering.md §11). */
+int weft__timers_quiet(void);
 void weft__timers_free(weft_vp_t *vp);
 /* Makes room for one more timer in the caller's VP heap: 0 or WEFT_ENOMEM. Called
  * before the wait queue's lock is taken; the entry is armed in the continuation. */
