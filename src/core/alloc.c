@@ -92,13 +92,13 @@ static struct {
   size_t reserved;
 } last_fail;
 
-static long cached_stacks(void);
+static long cached_stacks_locked(void);
 
 /* pool.lock not held */
 static void fail_note(int err, const char *what, size_t want) {
   weft__pool_t *p = &weft__rt.pool;
-  long cached = cached_stacks();
   weft__spin_lock(&p->lock);
+  long cached = cached_stacks_locked();
   long nchunks = p->nchunks, nsingle = p->nsingle, carved = p->carved;
   size_t reserved = p->reserved;
   weft__spin_unlock(&p->lock);
@@ -412,15 +412,18 @@ static inline size_t canary_words(void) {
 }
 static inline uintptr_t *slot_canary(void *lo, size_t n) { return (uintptr_t *)lo - n; }
 
-static long cached_stacks(void) {
+/* The cached default-size stacks: every VP's count and the pool's, pool.lock held.
+ * Every move of stacks between a VP's cache and the pool, and every stack taken out
+ * of the pool to go back to its chunk, changes both counts (or the pool count and
+ * `carved`) inside one pool.lock section, so that a reader here sees no stack in
+ * transit: with no thread running, stacks_cached is stacks_carved exactly. Only a
+ * VP's own single-count changes (a stack bound or released) happen outside it. */
+static long cached_stacks_locked(void) {
   long n = 0;
   if (weft__rt.vps)
     for (int i = 0; i < weft__rt.nvps_all; i++)
       if (weft__rt.vps[i]) n += atomic_load_explicit(&weft__rt.vps[i]->nstk, memory_order_relaxed);
-  weft__spin_lock(&weft__rt.pool.lock);
-  n += weft__rt.pool.nstacks;
-  weft__spin_unlock(&weft__rt.pool.lock);
-  return n;
+  return n + weft__rt.pool.nstacks;
 }
 
 int weft__stacks_init(void) {
@@ -637,6 +640,27 @@ static weft__stack_rec_t *slot_carve(void) {
 
 /* Gives carved stacks (linked through ->next) back to their chunks: their pages go
  * back to the kernel, and chunks left empty are unmapped. pool.lock not held. */
+/* Takes the pool's stacks beyond freelist_global off its list, pool.lock held, and
+ * counts them out of `carved` (and `unguarded`) in the same section: see
+ * cached_stacks_locked. The caller gives them back with slots_give_back. */
+static weft__stack_rec_t *pool_excess_locked(weft__pool_t *p) {
+  weft__stack_rec_t *excess = NULL;
+  while (p->nstacks > weft__rt.cfg.freelist_global) {
+    weft__stack_rec_t *x = p->stacks;
+    p->stacks = x->next;
+    p->nstacks--;
+    p->carved--;
+    weft__chunk_t *ch = x->chunk;
+    uint32_t i = (uint32_t)((size_t)((char *)x->lo - p->guard - ch->base) / p->slot);
+    if (i >= ch->nguarded) p->unguarded--;
+    x->next = excess;
+    excess = x;
+  }
+  return excess;
+}
+
+/* Returns stacks that pool_excess_locked took (already counted out) to their chunks'
+ * free slots, and frees a chunk once all its slots are free. */
 static void slots_give_back(weft__stack_rec_t *list) {
   weft__pool_t *p = &weft__rt.pool;
   while (list) {
@@ -651,8 +675,6 @@ static void slots_give_back(weft__stack_rec_t *list) {
      * memory, not an error */
     if (!inject_failure()) (void)weft__os_discard(lo - p->guard, p->slot);
     weft__spin_lock(&p->lock);
-    p->carved--;
-    if (i >= ch->nguarded) p->unguarded--;
     if (ch->nfree++ == 0) cpartial_link(p, ch);
     ch->free[ch->nfree - 1] = i;
     int empty = ch->nfree == ch->carved;
@@ -761,13 +783,15 @@ int weft__stack_bind_slow(weft_vp_t *vp, weft_thread_t *t) {
         got = x;
         n++;
       }
+      /* the VP's count rises in the section that drops the pool's
+       * (cached_stacks_locked); its cache was empty */
+      if (got && vp) {
+        vp->stk_free = got->next;
+        atomic_store_explicit(&vp->nstk, n - 1, memory_order_relaxed);
+      }
       weft__spin_unlock(&p->lock);
       if (got) {
         r = got;
-        if (vp) {
-          vp->stk_free = got->next;
-          atomic_store_explicit(&vp->nstk, n - 1, memory_order_relaxed);
-        }
       } else {
         r = slot_carve();
         if (!r) return WEFT_ENOMEM;
@@ -852,7 +876,6 @@ void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t) {
     while (n < T && vp->stk_free) {
       weft__stack_rec_t *x = vp->stk_free;
       vp->stk_free = x->next;
-      weft__own_add(&vp->nstk, -1);
       last->next = x;
       last = x;
       last->next = NULL;
@@ -860,18 +883,13 @@ void weft__stack_release_slow(weft_vp_t *vp, weft_thread_t *t) {
     }
   }
   weft__pool_t *p = &weft__rt.pool;
-  weft__stack_rec_t *excess = NULL;
   weft__spin_lock(&p->lock);
+  /* the VP's count drops in the section that raises the pool's (cached_stacks_locked) */
+  if (vp) weft__own_add(&vp->nstk, -(n - 1));
   last->next = p->stacks;
   p->stacks = batch;
   p->nstacks += n;
-  while (p->nstacks > weft__rt.cfg.freelist_global) {
-    weft__stack_rec_t *x = p->stacks;
-    p->stacks = x->next;
-    p->nstacks--;
-    x->next = excess;
-    excess = x;
-  }
+  weft__stack_rec_t *excess = pool_excess_locked(p);
   weft__spin_unlock(&p->lock);
   slots_give_back(excess);
 }
@@ -911,7 +929,6 @@ void weft__vp_caches_to_pool(weft_vp_t *vp) {
   cstacks_drop(vp);  /* custom sizes are not pooled */
   weft__stack_rec_t *batch = vp->stk_free, *last = batch;
   vp->stk_free = NULL;
-  atomic_store_explicit(&vp->nstk, 0, memory_order_relaxed);
   if (!batch) return;
   long n = 1;
   while (last->next) {
@@ -919,18 +936,13 @@ void weft__vp_caches_to_pool(weft_vp_t *vp) {
     n++;
   }
   weft__pool_t *p = &weft__rt.pool;
-  weft__stack_rec_t *excess = NULL;
   weft__spin_lock(&p->lock);
+  /* the VP's count drops in the section that raises the pool's (cached_stacks_locked) */
+  atomic_store_explicit(&vp->nstk, 0, memory_order_relaxed);
   last->next = p->stacks;
   p->stacks = batch;
   p->nstacks += n;
-  while (p->nstacks > weft__rt.cfg.freelist_global) {
-    weft__stack_rec_t *x = p->stacks;
-    p->stacks = x->next;
-    p->nstacks--;
-    x->next = excess;
-    excess = x;
-  }
+  weft__stack_rec_t *excess = pool_excess_locked(p);
   weft__spin_unlock(&p->lock);
   slots_give_back(excess);
 }
@@ -982,7 +994,6 @@ static int stack_info(weft_stack_info_t *out) {
   if (!weft_is_running()) return WEFT_ENOTINIT;
   weft__pool_t *p = &weft__rt.pool;
   memset(out, 0, sizeof *out);
-  long cached = cached_stacks();
   out->guard_mechanism = p->guard_mech == WEFT__GUARD_MADVISE ? WEFT_STACK_GUARD_MADVISE
                                                               : WEFT_STACK_GUARD_MPROTECT;
   out->guard_size = p->guard;
@@ -990,6 +1001,7 @@ static int stack_info(weft_stack_info_t *out) {
   out->stack_size_max = p->stack_max;
   out->stacks_per_chunk = p->chunk_slots;
   weft__spin_lock(&p->lock);
+  out->stacks_cached = cached_stacks_locked();  /* in one section with carved (see there) */
   out->chunks = p->nchunks;
   out->single_mappings = p->nsingle;
   out->stacks_carved = p->carved;
@@ -997,7 +1009,6 @@ static int stack_info(weft_stack_info_t *out) {
   out->guard_budget = p->guard_mech == WEFT__GUARD_MPROTECT ? p->guard_budget : -1;
   out->bytes_reserved = p->reserved;
   weft__spin_unlock(&p->lock);
-  out->stacks_cached = cached;
   return 0;
 }
 

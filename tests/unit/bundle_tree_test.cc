@@ -246,7 +246,9 @@ TEST_P(FenceModeTest, TreeChangesRaceIdleEvents) {
     auto *p = new Probe;
     weft_bundle_t *b = nullptr;
     ASSERT_EQ(weft_bundle_create(&b, round % 2 ? work : nullptr, &Probe::kOps, p), 0);
-    if (round % 3 == 0) EXPECT_EQ(weft_bundle_set_focus(b), 0);
+    if (round % 3 == 0) {
+      EXPECT_EQ(weft_bundle_set_focus(b), 0);
+    }
     if (round % 5 == 0) {
       EXPECT_EQ(weft_bundle_stop(b), 0);
       EXPECT_EQ(weft_bundle_continue(b), 0);
