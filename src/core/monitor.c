@@ -619,14 +619,26 @@ static int look(uint64_t now, int full, int slow) {
      * a spare. */
     int served = m->stalled && m->helper >= 0;
     if (served) mon.served = 1;
-    if (((sleeping && (i < mon.nvps || h || slot)) || m->stalled) && !served) risk = 2;
+    /* a stalled spare with nothing queued needs no stand-in (below) and is no risk */
+    int needs = i < mon.nvps || h || slot;
+    if (((sleeping || m->stalled) && needs) && !served) risk = 2;
     else if ((h || slot || served) && risk < 1) risk = 1;
     if (h != m->last_head) m->head_since = now;
     if (m->stalled) {
       if (!idle_cpu) {
         unstall(i);  /* its kernel thread runs again */
       } else if (m->helper < 0) {
-        spare_start(i);
+        if (needs) spare_start(i);
+      } else if (!needs && !atomic_load_explicit(&weft__rt.vps[mon.nvps + m->helper]->q.head,
+                                                   memory_order_relaxed)) {
+        /* A stalled spare's queue gets threads only from the spare itself and from the
+         * monitor (move_queue; wake-ups and placement name regular VPs). Once its
+         * stand-in has run them all, the stand-in would wait for the call to end,
+         * holding a slot: with every slot held so, a regular VP's stall got no spare
+         * and the threads queued there never ran (a reader that created a child and
+         * then blocked in read(2) took two slots, one of them idle). It retires; the
+         * spare gets one again if threads are queued on it before its call ends. */
+        retire_helper(i);
       } else if (h && h == m->last_head && now - m->head_since >= stuck_ns() &&
                  mon.vps[mon.nvps + m->helper].quiet && front_takeable(v)) {
         /* Its spare has taken nothing for a while and hardly runs: the spare's own

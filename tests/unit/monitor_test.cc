@@ -702,4 +702,51 @@ TEST_F(MonitorTest, SpareAsleepInACallWithNothingQueuedLetsTheMonitorBackOff) {
   EXPECT_EQ(b.backed_off.load(), 1) << "the monitor kept looking every half bound";
 }
 
+// One VP (nvps + 3 = 4 spare slots). The main thread and two readers each block in a
+// plain read(2), and each reader first creates a child, queued behind it on the spare
+// that runs it: that spare, stalled with a thread queued, gets a stand-in of its own,
+// which runs the child. The stand-in must then give its slot back: three stand-ins
+// idling beside three blocked spares held every slot, and the writers queued on the
+// only VP (each sleeps first: the monitor fires its timer and queues it there) never
+// ran, so nothing ended the reads (the watchdog fired in 19 of 20 runs).
+struct Trio {
+  Pipe p[3];
+};
+
+void *Child(void *p) { return p; }
+
+void *ReaderWithChild(void *p) {
+  weft_thread_t *c = nullptr;
+  if (weft_create(&c, nullptr, Child, p) != 0) return reinterpret_cast<void *>(intptr_t{-2});
+  char ch = 0;
+  ssize_t n = read(static_cast<Pipe *>(p)->fd[0], &ch, 1);  // unannounced: blocks the spare
+  void *r = nullptr;
+  if (weft_join(c, &r) != 0 || r != p) return reinterpret_cast<void *>(intptr_t{-3});
+  return reinterpret_cast<void *>(static_cast<intptr_t>(n == 1 ? ch : -1));
+}
+
+TEST_F(MonitorTest, StandInsForSparesWithNothingQueuedGiveTheirSlotsBack) {
+  Watchdog wd(60);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  const int rounds = static_cast<int>(Scaled(5, 2));
+  for (int round = 0; round < rounds; round++) {
+    Trio t;
+    weft_thread_t *w[3], *r[2];
+    for (int k = 0; k < 3; k++) ASSERT_NE(w[k] = Spawn(SleepThenWrite, &t.p[k]), nullptr);  // 30 ms
+    for (int k = 0; k < 2; k++) ASSERT_NE(r[k] = Spawn(ReaderWithChild, &t.p[k + 1]), nullptr);
+    char ch = 0;
+    ASSERT_EQ(read(t.p[0].fd[0], &ch, 1), 1);  // the main thread blocks the only VP
+    for (int k = 0; k < 2; k++) {
+      void *res = nullptr;
+      ASSERT_EQ(weft_join(r[k], &res), 0);
+      EXPECT_EQ(reinterpret_cast<intptr_t>(res), 'x') << "round " << round << " reader " << k;
+    }
+    for (int k = 0; k < 3; k++) {
+      void *res = nullptr;
+      ASSERT_EQ(weft_join(w[k], &res), 0);
+      EXPECT_EQ(reinterpret_cast<intptr_t>(res), 1) << "round " << round << " writer " << k;
+    }
+  }
+}
+
 }  // namespace
