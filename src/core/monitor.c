@@ -100,6 +100,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,177 @@ static struct {
 
 _Atomic uint32_t weft__monitor_deep;
 
+/* ---- the stat reader: /proc reads in a descriptor table of its own ----------------
+ * The monitor reads /proc/self/task/TID/stat to tell a VP's kernel thread asleep in a
+ * call from one only kept off its CPU, and the deadlock check reads /proc/self/stat
+ * for the number of kernel threads. An open takes the lowest free number of the
+ * descriptor table, at once and for as long as the file is open (moving it higher
+ * with F_DUPFD still takes the low one for a moment), and a program that closes a
+ * number while its other threads still read it (a race POSIX allows: those reads fail
+ * with EBADF) then had its reads served by the monitor's file: weft_pread after a
+ * weft_close read a spare's stat file, and failed with ESRCH once that kernel thread
+ * had gone (1 run in about 1,000 of a test, under load). So one kernel thread, started
+ * with the monitor's state, unshares its descriptor table and closes every inherited
+ * descriptor in one call (close_range with CLOSE_RANGE_UNSHARE, Linux 5.9), blocks
+ * every signal (a handler run there would not find the program's descriptors), and
+ * makes every such read on request. Where that call fails the reads are made in
+ * place, as before (the numbers moved above fd_floor). Requests are made one at a
+ * time under rd.mu; the words: the client stores the request, then req (release);
+ * the reader loads req (acquire), answers into result, then ack (release); the
+ * client loads ack (acquire) and reads result. A client waits a bounded time: the
+ * monitor takes "not asleep" and looks again, the deadlock check reports nothing. */
+#ifndef SYS_close_range
+#define SYS_close_range 436 /* the same number on every architecture */
+#endif
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+enum { RD_SLEEPS = 1, RD_COUNT = 2 };
+static struct {
+  int on;                       /* the reader runs with a table of its own */
+  pthread_t kt;
+  pthread_mutex_t mu;           /* one request at a time */
+  _Atomic uint32_t state;       /* futex: 0 starting, 1 on, 2 failed (its start) */
+  _Atomic uint32_t req, ack;    /* futex words: requests made, requests answered */
+  _Atomic int stop;
+  _Atomic int kind, slot, tid;  /* the request (relaxed: ordered by req) */
+  _Atomic long result;          /* the answer (relaxed: ordered by ack) */
+} rd = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int stat_says_sleeps(const char *buf);
+
+/* In the reader: whether slot's kernel thread tid sleeps in the kernel. Its stat file
+ * stays open (in the reader's table) while the slot's kernel thread is the same: a
+ * pread at offset 0 renders it anew. Raw system calls: a sanitizer's descriptor
+ * bookkeeping is the program's table, not this one. */
+static long rd_sleeps(int slot, int tid) {
+  mon_vp_t *m = &mon.vps[slot];
+  if (m->stat_tid != tid) {
+    if (m->stat_tid) (void)syscall(SYS_close, m->stat_fd);
+    m->stat_tid = 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    m->stat_fd = fd;
+    m->stat_tid = tid;
+  }
+  char buf[512];
+  long n = syscall(SYS_pread64, m->stat_fd, buf, sizeof buf - 1, (off_t)0);
+  if (n <= 0) return 0;  /* ESRCH: the kernel thread has exited */
+  buf[n] = '\0';
+  return stat_says_sleeps(buf);
+}
+
+static long rd_count(void) {
+  char buf[1024];
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+  (void)syscall(SYS_close, fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  return weft__kthreads_in_stat(buf);
+}
+
+static void *stat_reader(void *unused) {
+  (void)unused;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  pthread_setname_np(pthread_self(), "weft-stat");
+  int ok = syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) == 0;
+  /* release: the starter's acquire load (rd.on is set from it) */
+  atomic_store_explicit(&rd.state, ok ? 1u : 2u, memory_order_release);
+  weft__os_futex_wake(&rd.state, 1);
+  if (!ok) return NULL;
+  uint32_t seen = 0;
+  for (;;) {
+    /* acquire: pairs with the client's release store of req (the request fields) or
+     * the stopper's increment (stop) */
+    uint32_t r = atomic_load_explicit(&rd.req, memory_order_acquire);
+    if (atomic_load_explicit(&rd.stop, memory_order_relaxed)) break;
+    if (r == seen) {
+      weft__os_futex_wait(&rd.req, seen);
+      continue;
+    }
+    seen = r;
+    int kind = atomic_load_explicit(&rd.kind, memory_order_relaxed);
+    long res = kind == RD_COUNT ? rd_count()
+                                : rd_sleeps(atomic_load_explicit(&rd.slot, memory_order_relaxed),
+                                            atomic_load_explicit(&rd.tid, memory_order_relaxed));
+    atomic_store_explicit(&rd.result, res, memory_order_relaxed);
+    /* release: the result to the client's acquire load of ack */
+    atomic_store_explicit(&rd.ack, r, memory_order_release);
+    weft__os_futex_wake(&rd.ack, 1);
+  }
+  return NULL;  /* its table, and the stat files in it, go with the thread */
+}
+
+/* Starts the reader (weft__monitor_init, before any VP starts: a VP's stat file is
+ * then opened in the reader's table); rd.on says whether it serves. */
+static void rd_start(void) {
+  atomic_store_explicit(&rd.state, 0, memory_order_relaxed);
+  atomic_store_explicit(&rd.stop, 0, memory_order_relaxed);
+  atomic_store_explicit(&rd.req, 0, memory_order_relaxed);
+  atomic_store_explicit(&rd.ack, 0, memory_order_relaxed);
+  if (pthread_create(&rd.kt, NULL, stat_reader, NULL) != 0) return;
+  uint32_t st;
+  /* acquire: pairs with the reader's release store of its state */
+  while ((st = atomic_load_explicit(&rd.state, memory_order_acquire)) == 0)
+    weft__os_futex_wait(&rd.state, 0);
+  if (st == 1) {
+    rd.on = 1;
+  } else {
+    pthread_join(rd.kt, NULL);
+  }
+}
+
+static void rd_stop(void) {
+  if (!rd.on) return;
+  atomic_store_explicit(&rd.stop, 1, memory_order_relaxed);
+  /* release: the reader's acquire load of req then sees stop */
+  atomic_fetch_add_explicit(&rd.req, 1, memory_order_release);
+  weft__os_futex_wake(&rd.req, 1);
+  pthread_join(rd.kt, NULL);
+  rd.on = 0;
+}
+
+/* One request, waiting up to wait_ns: 1 and *out, or 0 if no answer came in time. */
+static int rd_call(int kind, int slot, int tid, uint64_t wait_ns, long *out) {
+  pthread_mutex_lock(&rd.mu);
+  atomic_store_explicit(&rd.kind, kind, memory_order_relaxed);
+  atomic_store_explicit(&rd.slot, slot, memory_order_relaxed);
+  atomic_store_explicit(&rd.tid, tid, memory_order_relaxed);
+  uint32_t r = atomic_load_explicit(&rd.req, memory_order_relaxed) + 1;
+  /* release: the request fields to the reader's acquire load (only clients, under
+   * mu, store req while the reader runs) */
+  atomic_store_explicit(&rd.req, r, memory_order_release);
+  weft__os_futex_wake(&rd.req, 1);
+  uint64_t until = weft__os_now_ns() + wait_ns;
+  int got = 1;
+  uint32_t a;
+  /* acquire: pairs with the reader's release store of ack (the result) */
+  while ((a = atomic_load_explicit(&rd.ack, memory_order_acquire)) != r) {
+    if (weft__os_now_ns() >= until) {
+      got = 0;
+      break;
+    }
+    weft__os_futex_wait_until(&rd.ack, a, until);
+  }
+  if (got) *out = atomic_load_explicit(&rd.result, memory_order_relaxed);
+  pthread_mutex_unlock(&rd.mu);
+  return got;
+}
+
+int weft__monitor_count_kthreads(long *k) {
+  if (!rd.on) return 0;
+  /* a late answer reports nothing now (-1); the last VP to sleep checks again when it
+   * next sleeps */
+  if (!rd_call(RD_COUNT, 0, 0, 2000000000u, k)) *k = -1;
+  return 1;
+}
+
 /* ---- configuration ------------------------------------------------------------------ */
 
 /* The bound in microseconds for cfg and the environment (WEFT_MONITOR=off or 0: no
@@ -211,6 +383,8 @@ int weft__monitor_spares(const weft_config_t *cfg) {
 int weft__monitor_init(int nspares) {
   memset(&mon, 0, sizeof mon);
   atomic_store_explicit(&weft__monitor_deep, 0, memory_order_relaxed);
+  /* the deadlock check reads /proc/self/stat with the monitor off too */
+  rd_start();
   long us = bound_us(&weft__rt.cfg, 1);
   if (!us || !nspares) return 0;
   mon.bound_ns = (uint64_t)us * 1000u;
@@ -232,7 +406,9 @@ int weft__monitor_init(int nspares) {
 }
 
 void weft__monitor_free(void) {
-  if (mon.vps)
+  int own = !rd.on;  /* the reader's files are in its table, closed when it exits */
+  rd_stop();
+  if (mon.vps && own)
     for (int i = 0; i < mon.nvps + mon.nspares; i++)
       if (mon.vps[i].stat_tid) close(mon.vps[i].stat_fd);
   weft__sys_free(mon.vps);
@@ -257,7 +433,7 @@ void weft__monitor_vp_start(weft_vp_t *vp) {
    * file once, in a test). Its kernel thread stays the slot's until shutdown (the
    * monitor closes the file then). A spare's slot changes kernel threads: its file
    * is opened at the first close look, as before. */
-  if (vp->index < mon.nvps && !m->stat_tid) {
+  if (vp->index < mon.nvps && !m->stat_tid && !rd.on) {
     int fd = stat_open(tid);
     if (fd >= 0) {
       m->stat_fd = fd;
@@ -531,6 +707,11 @@ static int stat_open(int tid) {
  * moved above mon.fd_floor for the same reason: out of the low numbers a program
  * reuses. */
 static int kthread_sleeps(mon_vp_t *m, int tid) {
+  if (rd.on) {
+    long r = 0;
+    /* a late answer: not seen asleep at this look (the next one asks again) */
+    return rd_call(RD_SLEEPS, (int)(m - mon.vps), tid, 20000000u, &r) && r == 1;
+  }
   if (m->stat_tid != tid) {
     if (m->stat_tid) close(m->stat_fd);
     m->stat_tid = 0;
@@ -543,7 +724,12 @@ static int kthread_sleeps(mon_vp_t *m, int tid) {
   ssize_t n = pread(m->stat_fd, buf, sizeof buf - 1, 0);
   if (n <= 0) return 0;  /* ESRCH: the kernel thread has exited */
   buf[n] = '\0';
-  char *p = strrchr(buf, ')');  /* the name may hold spaces and parentheses */
+  return stat_says_sleeps(buf);
+}
+
+/* Whether a /proc/.../stat text says state S or D. */
+static int stat_says_sleeps(const char *buf) {
+  const char *p = strrchr(buf, ')');  /* the name may hold spaces and parentheses */
   return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
 }
 

@@ -33,6 +33,10 @@ void weft__monitor_vp_start(weft_vp_t *vp);
  * front of the target's queue (as the spare's own loop takes them), else NULL (also
  * when s is not a spare). */
 weft_thread_t *weft__monitor_spare_take(weft_vp_t *s);
+/* 1, with *k the process's kernel threads (-1: no answer in time), when the monitor's
+ * stat reader counted them in its own descriptor table (monitor.c); 0 when there is
+ * no reader (the caller reads /proc/self/stat itself). */
+int weft__monitor_count_kthreads(long *k);
 /* 1 while a spare VP's kernel thread exists (running threads or about to exit). */
 int weft__monitor_busy(void);
 /* The index a VP shows to programs and schedulers (weft_vp_self,

@@ -9,6 +9,7 @@
 
 #include <weft/io.h>
 
+#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -747,6 +748,51 @@ TEST_F(MonitorTest, StandInsForSparesWithNothingQueuedGiveTheirSlotsBack) {
       EXPECT_EQ(reinterpret_cast<intptr_t>(res), 1) << "round " << round << " writer " << k;
     }
   }
+}
+
+// The descriptors of the program's table that name a /proc stat file.
+int StatFilesOpen() {
+  int n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  while (struct dirent *e = readdir(d)) {
+    char path[300], target[512];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t k = readlink(path, target, sizeof target - 1);
+    if (k <= 0) continue;
+    target[k] = '\0';
+    if (strncmp(target, "/proc/", 6) == 0 && strstr(target, "/stat")) n++;
+  }
+  closedir(d);
+  return n;
+}
+
+// The monitor's reads of /proc stat files (a VP's kernel thread asleep in a call or
+// only kept off its CPU; the deadlock check's count of kernel threads) take no number
+// of the program's descriptor table. An open there took the lowest free number for a
+// moment, one the program had just closed while its other threads still read it: a
+// weft_pread after a weft_close then read a spare's stat file, and failed with ESRCH
+// once that kernel thread had gone. Checked here on what lasts: the stat files kept
+// open for the VPs and a spare, while the spare runs and after.
+TEST_F(MonitorTest, StatFilesTakeNoDescriptorOfTheProgram) {
+  Watchdog wd(60);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  Pipe p;
+  weft_thread_t *r = Spawn(Reader, &p);
+  ASSERT_NE(r, nullptr);
+  weft_yield();  // the reader blocks the VP; a spare runs us
+  usleep(20000);  // unannounced too: the monitor looks closely at both kernel threads
+  weft_monitor_info_t mi;
+  ASSERT_EQ(weft_monitor_info(&mi), 0);
+  EXPECT_GE(mi.spares_started, 1u);
+  EXPECT_EQ(StatFilesOpen(), 0) << "while a spare runs";
+  weft_thread_t *w = Spawn(Writer, &p);
+  ASSERT_NE(w, nullptr);
+  void *res = nullptr;
+  ASSERT_EQ(weft_join(w, &res), 0);
+  ASSERT_EQ(weft_join(r, &res), 0);
+  EXPECT_EQ(reinterpret_cast<intptr_t>(res), 'x');
+  EXPECT_EQ(StatFilesOpen(), 0) << "after the stall";
 }
 
 }  // namespace
