@@ -218,7 +218,10 @@ static inline __attribute__((always_inline)) int lock_slow(weft__mutex_t *m, uin
                                                           int hybrid) {
   weft_vp_t *vp = weft__vp();  /* this thread's VP until the wait in lock_queue */
   weft__sync_count_on(vp, WEFT__ST_MISSED);
-  WEFT__ASSERT(!OWNER_IS_ME(m), "weft_mutex_lock of a mutex the caller holds");
+  WEFT__ASSERT(!OWNER_IS_ME(m), hybrid ? "weft_hybrid_lock of a mutex the caller holds"
+                                 : deadline == WEFT_FOREVER
+                                     ? "weft_mutex_lock of a mutex the caller holds"
+                                     : "weft_mutex_timedlock of a mutex the caller holds");
   if (spin_phase(m, vp, hybrid)) {
     weft__sync_count_on(vp, WEFT__ST_SPIN);
     return 0;

@@ -310,4 +310,31 @@ TEST_P(LockSetTest, Einval) {
   EXPECT_EQ(weft_rwlock_destroy(&rw), 0);
 }
 
+// Relocking a mutex the caller holds is caught by checked builds, and the message
+// names the call that did it (every lock call said "weft_mutex_lock").
+void RelockMutex() {
+  static weft_mutex_t m;
+  weft_mutex_init(&m);
+  weft_mutex_lock(&m);
+  weft_mutex_lock(&m);
+}
+void RelockMutexTimed() {
+  static weft_mutex_t m;
+  weft_mutex_init(&m);
+  weft_mutex_lock(&m);
+  weft_mutex_timedlock(&m, weft_time_now() + 1000000000u);
+}
+void RelockHybrid() {
+  static weft_hybrid_t h;
+  weft_hybrid_init(&h);
+  weft_hybrid_lock(&h);
+  weft_hybrid_lock(&h);
+}
+
+TEST(MutexDeathTest, RelockNamesTheCall) {
+  WEFT_EXPECT_MISUSE_DEATH("weft_mutex_lock of a mutex the caller holds", RelockMutex());
+  WEFT_EXPECT_MISUSE_DEATH("weft_mutex_timedlock of a mutex the caller holds", RelockMutexTimed());
+  WEFT_EXPECT_MISUSE_DEATH("weft_hybrid_lock of a mutex the caller holds", RelockHybrid());
+}
+
 }  // namespace
