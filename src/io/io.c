@@ -200,25 +200,36 @@ typedef struct vring {
 /* user_data of requests whose completion wakes nobody (cancellations) */
 #define URING_UD_IGNORE ((uint64_t)-2)
 
-/* ring_allowed: whether the caller may use a ring (without making one).
- * vp_ring: the caller's VP's ring, made on first use; NULL when the caller may not send an
- * operation (a file read or write, an open, an fsync, a close) to a ring, or the
- * ring cannot be made: the caller then makes the call directly, as the epoll engine
- * does. Only a VP of its own has a ring, not a monitor's spare: io_uring ties the
- * kernel workers of a request to the kernel thread that submitted it, and cancels
- * them when that thread exits, as a spare's does when its stall ends (a file read
- * cancelled that way returned EFAULT or ESRCH to its caller, and a cancelled close
- * would leave the descriptor open); a spare only stands in for a while. */
+/* ring_allowed: whether the caller may use a ring.
+ * vp_ring: the caller's VP's ring; NULL when the caller may not send an operation (a
+ * file read or write, an open, an fsync, a close) to a ring, or its VP has none (it
+ * could not be made at weft_init): the caller then makes the call directly, as the
+ * epoll engine does. Only a VP of its own has a ring, not a monitor's spare: io_uring
+ * ties the kernel workers of a request to the kernel thread that submitted it, and
+ * cancels them when that thread exits, as a spare's does when its stall ends (a file
+ * read cancelled that way returned EFAULT or ESRCH to its caller, and a cancelled
+ * close would leave the descriptor open); a spare only stands in for a while. */
 static inline int ring_allowed(void) {
   weft_vp_t *vp = weft__vp();
   return io.uring && vp != NULL && vp->index < io.nrings;
 }
 static vring_t *vp_ring(void) {
   if (!ring_allowed()) return NULL;
-  weft_vp_t *vp = weft__vp();
-  vring_t *r = io.rings[vp->index];
-  if (WEFT__LIKELY(r != NULL)) return r;
-  r = weft__sys_calloc(1, sizeof *r);
+  return io.rings[weft__vp()->index];
+}
+
+/* Makes a VP's ring and registers it in the epoll set (weft__io_init, before any VP
+ * runs); NULL if it cannot be made. Every ring is made at weft_init, none later: a
+ * ring made on a VP's first file call took the lowest free number, which could be
+ * that of a file another thread had just closed with weft_close while a thread of
+ * this VP was between its RWF_NOWAIT try of that file and its request; the request
+ * (a read of the number) then read the ring itself, waited for the ring to be
+ * readable, which only its own completion would make it, and its thread never woke
+ * (io_test CloseWhileFileReadsInFlightGivesOnlyEbadf hung to its alarm about once
+ * in 400 runs). Made at weft_init, a ring's number is never one the program had a
+ * moment earlier. */
+static vring_t *ring_make(void) {
+  vring_t *r = weft__sys_calloc(1, sizeof *r);
   if (!r) return NULL;
   if (io_uring_queue_init(256, &r->ring, 0) < 0) {
     weft__sys_free(r);
@@ -234,7 +245,6 @@ static vring_t *vp_ring(void) {
     weft__sys_free(r);
     return NULL;
   }
-  io.rings[vp->index] = r;
   return r;
 }
 
@@ -668,7 +678,7 @@ static uint32_t map_events(uint32_t e) {
 static int uring_reap(vring_t *r) {
   int woke = 0;
   struct io_uring_cqe *cqe;
-  RING_ACQUIRE(r);  /* the ring as its maker left it (vp_ring) */
+  RING_ACQUIRE(r);  /* the ring as its maker left it (ring_make) */
   while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
     RING_ACQUIRE(r);  /* each request as its submitter left it */
     uint64_t ud = io_uring_cqe_get_data64(cqe);
@@ -865,7 +875,7 @@ int weft__io_need_poller(void) {
  * (ENOSYS, or EPERM under seccomp or kernel.io_uring_disabled), or it lacks what the
  * engine uses (completions never dropped: NODROP, 5.5; cancellation by user_data,
  * 5.5), found by trying them on a ring made for the purpose. The VPs' own rings are
- * made when first needed (vp_ring). */
+ * made at the end of weft__io_init (ring_make). */
 static int uring_probe(void) {
   vring_t r;
   memset(&r, 0, sizeof r);
@@ -928,6 +938,7 @@ int weft__io_init(void) {
     if (io.rings) {
       io.uring = 1;
       io.name = "uring";
+      for (int i = 0; i < io.nrings; i++) io.rings[i] = ring_make();  /* NULL: direct calls */
     } else if (want_uring) {
       close(io.evfd);
       close(io.epfd);
