@@ -341,10 +341,30 @@ static int uring_call(vring_t *r, struct io_uring_sqe *tmpl, uint64_t deadline) 
      * codes (ERESTARTSYS 512 .. ERESTART_RESTARTBLOCK 516), never meant for a program */
     if (u.res == -ECANCELED || u.res == -EINTR || (u.res <= -512 && u.res >= -516))
       u.res = -ETIMEDOUT;
+  } else if (u.res == -ECANCELED || (u.res <= -512 && u.res >= -516)) {
+    /* Not cancelled by us, yet dropped by the kernel without being done: under a
+     * storm of signals (setitimer every 20 us) io_uring cancelled requests it could
+     * not hand to a kernel worker, and weft_pwrite failed with ECANCELED, which no
+     * POSIX call gives. The caller makes it again (uring_do). */
+    u.res = -ECANCELED;
   }
   /* relaxed: after the wait; the count stays above zero for as long as we wait */
   atomic_fetch_sub_explicit(&io.nwait, 1, memory_order_relaxed);
   return u.res;
+}
+
+/* uring_call in the caller's VP's ring, made again while the kernel drops the request
+ * undone (-ECANCELED above); -ECANCELED after a few tries, or when the caller is on no
+ * VP with a ring now: the caller then makes the call directly, as the epoll engine
+ * does. */
+static int uring_do(struct io_uring_sqe *t, uint64_t deadline) {
+  for (int tries = 0; tries < 4; tries++) {
+    vring_t *vr = vp_ring();
+    if (!vr) break;
+    int r = uring_call(vr, t, deadline);
+    if (r != -ECANCELED) return r;
+  }
+  return -ECANCELED;
 }
 
 /* The poller's half: stores the completion and wakes the waiter (if its timer has
@@ -1136,8 +1156,8 @@ static ssize_t uring_file_op(const op_t *o, uint64_t deadline) {
                                                                            most per call */
   if (o->kind == OP_PREAD) io_uring_prep_read(&t, o->fd, o->buf, len, (uint64_t)o->off);
   else io_uring_prep_write(&t, o->fd, o->buf, len, (uint64_t)o->off);
-  int r = uring_call(vr, &t, deadline);
-  if (r == -EAGAIN) return op_plain(o, 0);
+  int r = uring_do(&t, deadline);
+  if (r == -EAGAIN || r == -ECANCELED) return op_plain(o, 0);
   return r >= 0 ? r : fail(-r);
 }
 #endif
@@ -1782,8 +1802,9 @@ int weft_openat_deadline(int dirfd, const char *path, int flags, mode_t mode, ui
         struct io_uring_sqe t;
         io_uring_prep_openat(&t, dirfd, path, flags, mode);
         t.flags |= IOSQE_ASYNC;
-        int r = uring_call(vr, &t, deadline);
-        fd = r >= 0 ? r : (int)fail(-r);
+        int r = uring_do(&t, deadline);
+        if (r == -ECANCELED) fd = openat(dirfd, path, flags, mode);  /* dropped: directly */
+        else fd = r >= 0 ? r : (int)fail(-r);
       } else {
         fd = openat(dirfd, path, flags, mode);  /* no ring to be had, as epoll */
       }
@@ -1816,7 +1837,8 @@ int weft_fsync_deadline(int fd, uint64_t deadline) {
   if (vr) {
     struct io_uring_sqe t;
     io_uring_prep_fsync(&t, fd, 0);
-    int r = uring_call(vr, &t, deadline);
+    int r = uring_do(&t, deadline);
+    if (r == -ECANCELED) return fsync(fd);  /* dropped by the kernel: directly */
     return r >= 0 ? r : (int)fail(-r);
   }
 #else
@@ -1874,7 +1896,11 @@ int weft_close(int fd) {
   if (vr) {  /* the close (a flush, on some file systems) parks */
     struct io_uring_sqe t;
     io_uring_prep_close(&t, fd);
-    int r = uring_call(vr, &t, WEFT_FOREVER);
+    int r = uring_do(&t, WEFT_FOREVER);
+    if (r == -ECANCELED) {  /* dropped by the kernel: still open, closed directly */
+      r = close(fd);
+      if (r < 0) r = -err_now();
+    }
     weft__wakeset_run(&s);
     return r >= 0 ? r : (int)fail(-r);
   }
