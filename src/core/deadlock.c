@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/internal.h"
@@ -48,8 +50,23 @@ static void fatal_printf(const char *fmt, ...) {
   fatal_write(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
-/* The thread count (field 20) of a /proc/self/stat text, or -1. */
-long weft__kthreads_in_stat(const char *buf) {
+/* Kernel threads of the process that may run the program's code: every task in
+ * /proc/self/task but io_uring's own workers (named iou-wrk-PID and iou-sqp-PID). A
+ * file request makes such a worker and it lingers; it wakes no weft thread but
+ * through a completion, and the deadlock check runs only while no thread waits on
+ * I/O. Counted with them (field 20 of /proc/self/stat), one weft_openat in the ring
+ * turned the deadlock report off for the rest of the run: a real deadlock hung. Raw
+ * system calls: the monitor's stat reader runs this in its own descriptor table, and
+ * a sanitizer's descriptor bookkeeping is the program's. -1 if unreadable; a task that
+ * exits meanwhile may still be counted (the check then reports nothing this time). */
+static long stat_threads_raw(void) {
+  char buf[1024];
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+  (void)syscall(SYS_close, fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
   const char *p = strrchr(buf, ')');  /* the command name may hold spaces and parentheses */
   if (!p) return -1;
   int field = 2;
@@ -58,21 +75,53 @@ long weft__kthreads_in_stat(const char *buf) {
   return -1;
 }
 
-/* Kernel threads in this process (field 20 of /proc/self/stat), or -1. Once the
- * monitor's stat reader runs, it opens the file in a descriptor table of its own
- * (monitor.c): an open here takes the lowest free number of the program's table for a
- * moment, and the deadlock check runs at any time. */
+long weft__count_kthreads_raw(void) {
+  /* A user-mode emulator (qemu-user) writes a /proc/self/stat of its own with no thread
+   * count (0): returned as is, weft_init then keeps the reports off (the task list
+   * would show the emulator's own threads) */
+  long st = stat_threads_raw();
+  if (st < 1) return st;
+  int dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return -1;
+  struct dent {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+  };
+  char buf[4096] __attribute__((aligned(8)));
+  long n, count = 0;
+  while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+    for (long off = 0; off < n;) {
+      struct dent *e = (struct dent *)(void *)(buf + off);
+      off += e->reclen;
+      if (e->name[0] < '0' || e->name[0] > '9') continue;
+      char path[64], comm[32];
+      snprintf(path, sizeof path, "%s/comm", e->name);
+      int cfd = (int)syscall(SYS_openat, dfd, path, O_RDONLY | O_CLOEXEC);
+      if (cfd >= 0) {
+        long k = syscall(SYS_read, cfd, comm, sizeof comm - 1);
+        (void)syscall(SYS_close, cfd);
+        if (k > 0) {
+          comm[k] = '\0';
+          if (strncmp(comm, "iou-wrk-", 8) == 0 || strncmp(comm, "iou-sqp-", 8) == 0) continue;
+        }
+      }
+      count++;
+    }
+  }
+  (void)syscall(SYS_close, dfd);
+  return n < 0 ? -1 : count;
+}
+
+/* The same, through the monitor's stat reader once it runs (monitor.c): an open here
+ * takes the lowest free number of the program's table for a moment, and the deadlock
+ * check runs at any time. */
 long weft__count_kthreads(void) {
   long k;
   if (weft__monitor_count_kthreads(&k)) return k;
-  char buf[1024];
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  return weft__kthreads_in_stat(buf);
+  return weft__count_kthreads_raw();
 }
 
 /* Every VP asleep (vp, the caller, among them and not woken since), no thread in a

@@ -57,7 +57,7 @@ weft_thread_t *weft__idle_bundles(weft_vp_t *vp);
 /* ---- when nothing can move any more (deadlock.c) ------------------------------------ */
 /* Kernel threads in this process (field 20 of /proc/self/stat), or -1. */
 long weft__count_kthreads(void);
-long weft__kthreads_in_stat(const char *buf);
+long weft__count_kthreads_raw(void);
 /* 1 if no weft thread can ever be made ready again: every VP (vp among them) asleep,
  * nothing queued, no timer, wired thread, idle function, bundle or plain OS thread
  * inside weft, and no kernel thread but weft's own. */

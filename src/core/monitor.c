@@ -243,16 +243,7 @@ static long rd_sleeps(int slot, int tid) {
   return stat_says_sleeps(buf);
 }
 
-static long rd_count(void) {
-  char buf[1024];
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
-  (void)syscall(SYS_close, fd);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  return weft__kthreads_in_stat(buf);
-}
+static long rd_count(void) { return weft__count_kthreads_raw(); }
 
 static void *stat_reader(void *unused) {
   (void)unused;

@@ -4,6 +4,7 @@
 //
 // Every test that could hang arms a watchdog (alarm: the default action kills the
 // process, which fails the test) so that a regression fails instead of hanging.
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -786,6 +787,48 @@ TEST_P(DeadlockDeathTest, ReportedWhileAnIdlePoolThreadLingers) {
 #endif
   SetDeathTestStyle();
   EXPECT_DEATH(MainWaitsAloneAfterBlocking(GetParam()),
+      "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
+      "synchronization object");
+}
+
+// The same after file calls in the io_uring engine's ring: the request made a kernel
+// worker of io_uring's (iou-wrk-*), which lingers in the process and wakes no weft
+// thread; counted as a kernel thread that might, it kept the report off for the rest
+// of the run, and the deadlock hung.
+void MainWaitsAloneAfterRingFileCalls(int nvps) {
+  alarm(20);
+  setenv("WEFT_IO", "uring", 1);
+  if (InitWithVps(nvps) != 0) std::_Exit(3);
+  char path[] = "/tmp/weft_lifecycle_XXXXXX";
+  int tfd = mkstemp(path);
+  if (tfd < 0) std::_Exit(4);
+  close(tfd);
+  int fd = weft_openat(AT_FDCWD, path, O_RDWR);
+  static char b[1 << 16];
+  if (fd < 0 || weft_pwrite(fd, b, sizeof b, 0) != static_cast<ssize_t>(sizeof b) ||
+      weft_fsync(fd) != 0 || weft_close(fd) != 0)
+    std::_Exit(6);
+  unlink(path);
+  static weft_sem_t s;
+  weft_sem_init(&s, 0);
+  weft_sem_wait(&s);
+  std::_Exit(5);
+}
+
+TEST_P(DeadlockDeathTest, ReportedAfterRingFileCalls) {
+#ifdef WEFT_TEST_EMULATED
+  GTEST_SKIP() << "no kernel-thread count under a user-mode emulator";
+#endif
+  setenv("WEFT_IO", "uring", 1);
+  int rc = InitWithVps(1);
+  unsetenv("WEFT_IO");
+  if (rc == 0) {
+    ASSERT_EQ(weft_shutdown(), 0);
+  }
+  if (rc == WEFT_EINVAL || rc == WEFT_ESYS) GTEST_SKIP() << "no io_uring engine here";
+  ASSERT_EQ(rc, 0) << weft_err_name(rc);
+  SetDeathTestStyle();
+  EXPECT_DEATH(MainWaitsAloneAfterRingFileCalls(GetParam()),
       "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
       "synchronization object");
 }
