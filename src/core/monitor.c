@@ -140,6 +140,7 @@ typedef struct mon_vp {
   uint64_t head_since;          /* when last_head became the front of its queue */
   int stat_tid;                 /* the kernel thread stat_fd reads; 0: none open */
   int stat_fd;                  /* /proc/self/task/stat_tid/stat, kept open */
+  uint64_t nospare_since;       /* stalled, and no spare could be had since then; 0: not */
 } mon_vp_t;
 
 /* A spare slot. state: the monitor sets RUNNING before it starts the kernel thread,
@@ -177,6 +178,7 @@ static struct {
                                    the bound (monitor thread only) */
   _Atomic uint64_t period_ns;   /* the period in force, for weft_monitor_info (relaxed:
                                    a snapshot) */
+  int said_full;                /* the no-spare message was printed (once per weft_init) */
 } mon;
 
 _Atomic uint32_t weft__monitor_deep;
@@ -552,6 +554,33 @@ static void *spare_main(void *p) {
   return NULL;
 }
 
+static int spare_start(int i);
+
+/* A spare for the stalled VP i, as spare_start. When none could be had for 100 ms
+ * (every slot stands in for a VP or spare whose thread sleeps in a call, or no kernel
+ * thread could be started), the threads queued on i wait until one of those calls
+ * returns, which may be never: say so once, on stderr, rather than hang unexplained
+ * (six threads on one VP that each loop on usleep() hold the VP and its four slots). */
+static void spare_needed(int i, uint64_t now) {
+  mon_vp_t *m = &mon.vps[i];
+  if (spare_start(i)) {
+    m->nospare_since = 0;
+    return;
+  }
+  if (!m->nospare_since) {
+    m->nospare_since = now;
+  } else if (!mon.said_full && now - m->nospare_since >= 100000000u) {
+    mon.said_full = 1;
+    fprintf(stderr,
+            "weft: the system monitor has had no spare VP for VP %d for 100 ms (all %d "
+            "slots stand in for VPs whose threads sleep in calls weft was not told of, or "
+            "no kernel thread could be started): the threads queued there wait until one "
+            "of those calls returns. Make such calls through weft/io.h, weft_blocking() "
+            "or weft_wire() (docs/limits.md).\n",
+            weft__vp_public_index(weft__rt.vps[i]), mon.nspares);
+  }
+}
+
 /* Starts a spare for the stalled VP i; 0 if none is free or it cannot start (the
  * next look tries again). */
 static int spare_start(int i) {
@@ -606,6 +635,42 @@ static void move_queue(weft_vp_t *s, weft_vp_t *v) {
   weft__enqueue_wake(idle);
 }
 
+/* The threads at the front of stalled VP v's queue that a spare may run (not a custom
+ * scheduler's, which keep to their VPs), moved to the back of spare s's queue, holding
+ * both queue locks (s's, then v's, as move_queue). For a spare that runs but never
+ * takes from v: it takes only when its own queue is empty, and threads that yield to
+ * each other on it keep that queue full (two yielders on a spare kept the main thread
+ * queued behind a VP stalled in a loop of usleep calls for good). On the spare's queue
+ * they take turns with its threads. Nothing moves to a spare that has closed. */
+static void give_front_to_spare(weft_vp_t *v, weft_vp_t *s) {
+  weft__spin_lock(&s->q.lock);
+  int k = s->index - mon.nvps;
+  if (atomic_load_explicit(&mon.spares[k].closed, memory_order_relaxed)) {
+    weft__spin_unlock(&s->q.lock);
+    return;
+  }
+  weft__spin_lock(&v->q.lock);
+  weft_thread_t *first = NULL, *last = NULL;
+  /* relaxed: ordered by v's queue lock */
+  weft_thread_t *t = atomic_load_explicit(&v->q.head, memory_order_relaxed);
+  while (t && !(weft__tflags(t) & WEFT__TF_CUSTOM)) {
+    weft_thread_t *n = t->next;
+    atomic_store_explicit(&v->q.head, n, memory_order_relaxed);
+    if (!n) v->q.tail = NULL;
+    else n->prev = NULL;
+    t->prev = last;
+    t->next = NULL;
+    if (last) last->next = t;
+    else first = t;
+    last = t;
+    t = n;
+  }
+  weft__spin_unlock(&v->q.lock);
+  uint32_t idle = first ? weft__append_locked(s, first, last) : 0;
+  weft__spin_unlock(&s->q.lock);
+  if (first) weft__enqueue_wake(idle);
+}
+
 /* VP i's spare takes no more from it, and gives back what it holds (move_queue gives
  * to the VP a closed spare stood in for). */
 static void retire_helper(int i) {
@@ -623,6 +688,7 @@ static void retire_helper(int i) {
 /* The stall of VP i is over. */
 static void unstall(int i) {
   mon.vps[i].stalled = 0;
+  mon.vps[i].nospare_since = 0;
   retire_helper(i);
 }
 
@@ -805,7 +871,7 @@ static int look(uint64_t now, int full, int slow) {
       if (!idle_cpu) {
         unstall(i);  /* its kernel thread runs again */
       } else if (m->helper < 0) {
-        if (needs) spare_start(i);
+        if (needs) spare_needed(i, now);
       } else if (!needs && !atomic_load_explicit(&weft__rt.vps[mon.nvps + m->helper]->q.head,
                                                    memory_order_relaxed)) {
         /* A stalled spare's queue gets threads only from the spare itself and from the
@@ -817,15 +883,21 @@ static int look(uint64_t now, int full, int slow) {
          * spare gets one again if threads are queued on it before its call ends. */
         retire_helper(i);
       } else if (h && h == m->last_head && now - m->head_since >= stuck_ns() &&
-                 mon.vps[mon.nvps + m->helper].quiet && front_takeable(v)) {
-        /* Its spare has taken nothing for a while and hardly runs: the spare's own
-         * thread sleeps in a call too (its stand-in serves the spare's queue, not
-         * this one). A thread made ready here meanwhile (a timer or I/O the monitor
-         * fired, an OS thread's wake-up: placement names regular VPs) would wait for
-         * the first call to end. So the spare stops taking from this VP and another
-         * one stands in for it. */
-        retire_helper(i);
-        spare_start(i);
+                 front_takeable(v)) {
+        if (mon.vps[mon.nvps + m->helper].quiet) {
+          /* Its spare has taken nothing for a while and hardly runs: the spare's own
+           * thread sleeps in a call too (its stand-in serves the spare's queue, not
+           * this one). A thread made ready here meanwhile (a timer or I/O the monitor
+           * fired, an OS thread's wake-up: placement names regular VPs) would wait for
+           * the first call to end. So the spare stops taking from this VP and another
+           * one stands in for it. */
+          retire_helper(i);
+          spare_needed(i, now);
+        } else {
+          /* its spare runs, but its own queue never empties: hand it the front */
+          give_front_to_spare(v, weft__rt.vps[mon.nvps + m->helper]);
+          h = atomic_load_explicit(&v->q.head, memory_order_relaxed);
+        }
       }
     } else if (h && h == m->last_head && sleeping) {
       atomic_fetch_add_explicit(&mon.n_stalls, 1, memory_order_relaxed);
@@ -838,7 +910,7 @@ static int look(uint64_t now, int full, int slow) {
         h = NULL;
       } else {
         m->stalled = 1;
-        spare_start(i);
+        spare_needed(i, now);
       }
     }
     m->last_head = h;

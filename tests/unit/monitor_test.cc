@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <vector>
 
 using namespace weft_test;
 
@@ -793,6 +794,78 @@ TEST_F(MonitorTest, StatFilesTakeNoDescriptorOfTheProgram) {
   ASSERT_EQ(weft_join(r, &res), 0);
   EXPECT_EQ(reinterpret_cast<intptr_t>(res), 'x');
   EXPECT_EQ(StatFilesOpen(), 0) << "after the stall";
+}
+
+// One VP. A thread loops on usleep() (each call a stall) and two threads compute and
+// yield to each other: on the spare standing in for the VP they keep its queue full,
+// and a spare took from the stalled VP only with its own queue empty, so the main
+// thread, made ready on the VP when its sleep ended, never ran again (10 of 10 runs
+// hung). The monitor now hands a spare that runs but takes nothing the VP's front.
+std::atomic<int> g_loop_stop{0};
+
+void *UsleepLoop(void *) {
+  while (!g_loop_stop.load()) usleep(1000);
+  return nullptr;
+}
+
+void *ComputeAndYield(void *) {
+  volatile long x = 0;
+  while (!g_loop_stop.load()) {
+    for (int i = 0; i < 10000; i++) x = x + i;
+    weft_yield();
+  }
+  return nullptr;
+}
+
+TEST_F(MonitorTest, ThreadsYieldingOnASpareDoNotStarveTheStalledVpsQueue) {
+  Watchdog wd(60);
+  ASSERT_EQ(InitMonitor(1, 0), 0);
+  g_loop_stop = 0;
+  weft_thread_t *b = Spawn(UsleepLoop, nullptr);
+  weft_thread_t *y1 = Spawn(ComputeAndYield, nullptr);
+  weft_thread_t *y2 = Spawn(ComputeAndYield, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(y1, nullptr);
+  ASSERT_NE(y2, nullptr);
+  EXPECT_EQ(weft_sleep_ns(100000000), 0);  // ends on the stalled VP's queue
+  g_loop_stop = 1;
+  Join(b);
+  Join(y1);
+  Join(y2);
+}
+
+// More threads looping on unannounced calls than the VP and its spare slots: the
+// threads queued on the VP wait until one of those calls returns. weft says so once on
+// stderr (it hung silently); here a plain OS thread ends the loops after 0.5 s.
+void *StopLoopsLater(void *) {
+  usleep(500000);
+  g_loop_stop = 1;
+  return nullptr;
+}
+
+void SlotsAllTaken() {
+  alarm(30);
+  if (InitMonitor(1, 0) != 0) std::_Exit(3);
+  weft_monitor_info_t mi;
+  if (weft_monitor_info(&mi) != 0) std::_Exit(4);
+  g_loop_stop = 0;
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < mi.spare_slots + 1; i++) ts.push_back(Spawn(UsleepLoop, nullptr));
+  pthread_t os;
+  if (pthread_create(&os, nullptr, StopLoopsLater, nullptr) != 0) std::_Exit(5);
+  if (weft_sleep_ns(1000000) != 0) std::_Exit(6);
+  for (auto *t : ts) Join(t);
+  pthread_join(os, nullptr);
+  std::_Exit(weft_shutdown() == 0 ? 0 : 7);
+}
+
+TEST_F(MonitorTest, NoSpareLeftIsSaidOnce) {
+#ifdef WEFT_TEST_TSAN
+  GTEST_SKIP() << "death tests fork; TSan's runtime thread makes that unreliable";
+#endif
+  SetDeathTestStyle();
+  EXPECT_EXIT(SlotsAllTaken(), ::testing::ExitedWithCode(0),
+              "weft: the system monitor has had no spare VP for VP 0 for 100 ms");
 }
 
 }  // namespace
