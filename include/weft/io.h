@@ -64,6 +64,7 @@
 #ifndef WEFT_IO_H
 #define WEFT_IO_H
 
+#include <poll.h> /* POLLIN, POLLOUT: the events of weft_fd_wait and weft_fd_spawn */
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
