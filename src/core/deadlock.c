@@ -1,5 +1,6 @@
 /* src/core/deadlock.c - when nothing can move any more: the deadlock and
  * out-of-stacks reports, checked by the last VP to go to sleep (idle.c). */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -100,6 +101,10 @@ long weft__count_kthreads_raw(void) {
       char path[64], comm[32];
       snprintf(path, sizeof path, "%s/comm", e->name);
       int cfd = (int)syscall(SYS_openat, dfd, path, O_RDONLY | O_CLOEXEC);
+      if (cfd < 0 && (errno == EMFILE || errno == ENFILE)) {  /* no number: not counted */
+        (void)syscall(SYS_close, dfd);
+        return -1;
+      }
       if (cfd >= 0) {
         long k = syscall(SYS_read, cfd, comm, sizeof comm - 1);
         (void)syscall(SYS_close, cfd);
@@ -148,7 +153,8 @@ int weft__nothing_can_wake(weft_vp_t *vp) {
    * in between got it from a weft thread that ran, which the second quiet() sees. */
   long spare = weft__pool_idle_spare();
   long k = weft__count_kthreads();
-  return k >= 0 && k <= weft__rt.kthreads_expected + spare && quiet(vp);
+  if (k < 0) return quiet(vp) ? -1 : 0;  /* unreadable now: the caller looks again later */
+  return k <= weft__rt.kthreads_expected + spare && quiet(vp);
 }
 
 /* The deadlock report: blocked threads are the control blocks whose thread has run

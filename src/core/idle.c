@@ -227,24 +227,28 @@ static weft_thread_t *find_work(weft_vp_t *vp) {
 /* Called by a VP that is about to sleep: reports and aborts if no weft thread can
  * ever run again, or hands back a thread that waited for a stack and now has one
  * (queued on vp: the enqueue wakes a VP). */
-static void check_stuck(weft_vp_t *vp) {
+static int check_stuck(weft_vp_t *vp) {
   weft__rt_t *rt = &weft__rt;
   uint32_t idle = atomic_load_explicit(&rt->idle, memory_order_relaxed);
-  if ((idle & 0xffff) != 0 || (int)(idle >> 16) != rt->nvps) return;  /* not the last */
+  if ((idle & 0xffff) != 0 || (int)(idle >> 16) != rt->nvps) return 0;  /* not the last */
   int nostack = atomic_load_explicit(&rt->nnostack, memory_order_relaxed) != 0;
-  if (!nostack && !rt->deadlock_report) return;
-  if (!weft__nothing_can_wake(vp)) return;
+  if (!nostack && !rt->deadlock_report) return 0;
+  int stuck = weft__nothing_can_wake(vp);
+  /* -1: quiet, but the kernel threads could not be counted (every descriptor number
+   * taken): look again after a while rather than sleep for good (the reports were
+   * lost, and a deadlock hung, under a low RLIMIT_NOFILE) */
+  if (stuck <= 0) return stuck < 0;
   if (nostack) {
     weft_thread_t *t = weft__nostack_retry(vp);
     if (t) {
       weft__enqueue(vp, t);
-      return;
+      return 0;
     }
     weft__spin_lock(&rt->nostack_lock);
     t = rt->nostack_head;
     weft__spin_unlock(&rt->nostack_lock);
     if (t) weft__out_of_stacks(t);
-    return;
+    return 0;
   }
   weft__deadlock_report();
 }
@@ -299,10 +303,14 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
   }
   weft__stat_inc(&vp->n_sleeps);
   weft__create_grant_release(vp);  /* what it may still create is the others' now */
-  check_stuck(vp);  /* the last VP to sleep: can anything still run? */
+  int recheck = check_stuck(vp);  /* the last VP to sleep: can anything still run? */
   /* Sleep no longer than the earliest timer of any VP (read after the last look:
    * a timer armed later belongs to a VP that is awake, and bounds its own sleep). */
   uint64_t until = weft__timers_earliest();
+  if (recheck) {  /* the check could not decide: again in 100 ms */
+    uint64_t later = weft__os_now_ns() + 100000000u;
+    if (later < until) until = later;
+  }
   /* with do-when-idle functions registered, or threads waiting for a stack, wake
    * every millisecond to call them or retry */
   if (atomic_load_explicit(&rt->nidlef, memory_order_relaxed) ||

@@ -55,12 +55,16 @@ weft_thread_t *weft__nostack_retry(weft_vp_t *vp);
 weft_thread_t *weft__idle_bundles(weft_vp_t *vp);
 
 /* ---- when nothing can move any more (deadlock.c) ------------------------------------ */
-/* Kernel threads in this process (field 20 of /proc/self/stat), or -1. */
+/* Kernel threads in this process that may run its code (io_uring's workers left out:
+ * deadlock.c), or -1 when they cannot be read now (no descriptor to be had); _raw
+ * reads them in the caller's descriptor table, the other through the monitor's stat
+ * reader when it runs. */
 long weft__count_kthreads(void);
 long weft__count_kthreads_raw(void);
 /* 1 if no weft thread can ever be made ready again: every VP (vp among them) asleep,
  * nothing queued, no timer, wired thread, idle function, bundle or plain OS thread
- * inside weft, and no kernel thread but weft's own. */
+ * inside weft, and no kernel thread but weft's own; -1 if all that holds but the
+ * kernel threads could not be counted now (the caller looks again later); else 0. */
 int weft__nothing_can_wake(weft_vp_t *vp);
 /* The deadlock report (every thread blocked, named with what it waits for); aborts. */
 _Noreturn void weft__deadlock_report(void);

@@ -226,6 +226,17 @@ static int stat_says_sleeps(const char *buf);
  * stays open (in the reader's table) while the slot's kernel thread is the same: a
  * pread at offset 0 renders it anew. Raw system calls: a sanitizer's descriptor
  * bookkeeping is the program's table, not this one. */
+/* Closes every stat file the reader keeps open: its table is bound by RLIMIT_NOFILE
+ * too, and with a low limit and many VPs the kept files took every number (the
+ * deadlock check's count then failed for good). Opened again when next needed. */
+static void rd_drop_cached(void) {
+  for (int i = 0; i < mon.nvps + mon.nspares; i++)
+    if (mon.vps[i].stat_tid) {
+      (void)syscall(SYS_close, mon.vps[i].stat_fd);
+      mon.vps[i].stat_tid = 0;
+    }
+}
+
 static long rd_sleeps(int slot, int tid) {
   mon_vp_t *m = &mon.vps[slot];
   if (m->stat_tid != tid) {
@@ -234,6 +245,10 @@ static long rd_sleeps(int slot, int tid) {
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {  /* no number left: make room */
+      rd_drop_cached();
+      fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    }
     if (fd < 0) return 0;
     m->stat_fd = fd;
     m->stat_tid = tid;
@@ -245,7 +260,14 @@ static long rd_sleeps(int slot, int tid) {
   return stat_says_sleeps(buf);
 }
 
-static long rd_count(void) { return weft__count_kthreads_raw(); }
+static long rd_count(void) {
+  long k = weft__count_kthreads_raw();
+  if (k < 0) {  /* perhaps no number left for the files it reads: make room */
+    rd_drop_cached();
+    k = weft__count_kthreads_raw();
+  }
+  return k;
+}
 
 static void *stat_reader(void *unused) {
   (void)unused;

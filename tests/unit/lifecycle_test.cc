@@ -819,6 +819,11 @@ TEST_P(DeadlockDeathTest, ReportedAfterRingFileCalls) {
 #ifdef WEFT_TEST_EMULATED
   GTEST_SKIP() << "no kernel-thread count under a user-mode emulator";
 #endif
+#ifdef WEFT_TEST_TSAN
+  // the probe below starts TSan's own kernel thread, which then exists before the
+  // child's weft_init and keeps the report off (design.md)
+  GTEST_SKIP() << "TSan's kernel thread keeps the report off";
+#endif
   setenv("WEFT_IO", "uring", 1);
   int rc = InitWithVps(1);
   unsetenv("WEFT_IO");
@@ -829,6 +834,56 @@ TEST_P(DeadlockDeathTest, ReportedAfterRingFileCalls) {
   ASSERT_EQ(rc, 0) << weft_err_name(rc);
   SetDeathTestStyle();
   EXPECT_DEATH(MainWaitsAloneAfterRingFileCalls(GetParam()),
+      "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
+      "synchronization object");
+}
+
+// The same with a low descriptor limit, after every VP stalled once in a plain
+// usleep(): the system monitor's stat reader kept a stat file open per VP and spare it
+// had looked at, its own table (bound by RLIMIT_NOFILE too) filled, the count of
+// kernel threads failed, and the last VP slept for good: the deadlock hung. Now the
+// reader closes its files to make room, and a check that cannot count looks again.
+weft_sem_t g_never;
+
+void *StallOnce(void *) {
+  usleep(20000);
+  return nullptr;
+}
+
+void DeadlockUnderALowDescriptorLimit() {
+  alarm(30);
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) std::_Exit(2);
+  rl.rlim_cur = 16;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0) std::_Exit(2);
+  const int nvps = 8;
+  if (InitWithVps(nvps) != 0) std::_Exit(3);
+  for (int round = 0; round < 2; round++) {
+    std::vector<weft_thread_t *> ts;
+    for (int i = 0; i < nvps; i++) {
+      weft_attr_t a;
+      weft_attr_init(&a);
+      a.vproc = WEFT_VPROC(i);
+      weft_thread_t *t = nullptr;
+      if (weft_create(&t, &a, +[](void *p) -> void * { return p; }, nullptr) != 0) std::_Exit(4);
+      ts.push_back(t);
+      if (weft_create(&t, &a, StallOnce, nullptr) != 0) std::_Exit(4);
+      ts.push_back(t);
+    }
+    for (auto *t : ts)
+      if (weft_join(t, nullptr) != 0) std::_Exit(5);
+  }
+  weft_sem_init(&g_never, 0);
+  weft_sem_wait(&g_never);
+  std::_Exit(6);
+}
+
+TEST(DeadlockLimitDeathTest, ReportedUnderALowDescriptorLimit) {
+#ifdef WEFT_TEST_EMULATED
+  GTEST_SKIP() << "no kernel-thread count under a user-mode emulator";
+#endif
+  SetDeathTestStyle();
+  EXPECT_DEATH(DeadlockUnderALowDescriptorLimit(),
       "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
       "synchronization object");
 }
