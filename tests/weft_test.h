@@ -16,6 +16,7 @@
 #include <weft/debug.h>
 #include <weft/weft.h>
 
+#include <dirent.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -24,7 +25,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -217,6 +220,26 @@ class Event {
 };
 
 // weft_init() with `nvps` VPs and every other field at its default.
+// The descriptors of this process's table whose /proc/self/fd link satisfies match
+// (the link's target: a path, or "anon_inode:[io_uring]" and the like); -1 if the
+// table cannot be listed.
+template <typename Match>
+inline int FdsWhoseTarget(Match match) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  while (struct dirent *e = readdir(d)) {
+    char path[300], target[512];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t k = readlink(path, target, sizeof target - 1);
+    if (k <= 0) continue;
+    target[k] = '\0';
+    if (match(static_cast<const char *>(target))) n++;
+  }
+  closedir(d);
+  return n;
+}
+
 inline int InitWithVps(int nvps) {
   weft_config_t cfg;
   weft_config_init(&cfg);

@@ -802,19 +802,7 @@ TEST_P(IoTest, CloseWhileFileReadsInFlightGivesOnlyEbadf) {
 
 // The io_uring descriptors in the process's table.
 int RingsOpen() {
-  int n = 0;
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) return -1;
-  while (struct dirent *e = readdir(d)) {
-    char path[300], target[512];
-    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
-    ssize_t k = readlink(path, target, sizeof target - 1);
-    if (k <= 0) continue;
-    target[k] = '\0';
-    if (strcmp(target, "anon_inode:[io_uring]") == 0) n++;
-  }
-  closedir(d);
-  return n;
+  return FdsWhoseTarget([](const char *t) { return strcmp(t, "anon_inode:[io_uring]") == 0; });
 }
 
 // Every VP's ring is made at weft_init, none later. A ring made on its VP's first file

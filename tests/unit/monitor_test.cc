@@ -753,19 +753,8 @@ TEST_F(MonitorTest, StandInsForSparesWithNothingQueuedGiveTheirSlotsBack) {
 
 // The descriptors of the program's table that name a /proc stat file.
 int StatFilesOpen() {
-  int n = 0;
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) return -1;
-  while (struct dirent *e = readdir(d)) {
-    char path[300], target[512];
-    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
-    ssize_t k = readlink(path, target, sizeof target - 1);
-    if (k <= 0) continue;
-    target[k] = '\0';
-    if (strncmp(target, "/proc/", 6) == 0 && strstr(target, "/stat")) n++;
-  }
-  closedir(d);
-  return n;
+  return FdsWhoseTarget(
+      [](const char *t) { return strncmp(t, "/proc/", 6) == 0 && strstr(t, "/stat") != nullptr; });
 }
 
 // The monitor's reads of /proc stat files (a VP's kernel thread asleep in a call or
