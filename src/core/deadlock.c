@@ -192,7 +192,17 @@ static void scan_joins(weft_thread_t *j, void *arg) {
     if (s->t[i] == WEFT__JW_PTR(w)) s->joins[i] = j;
 }
 
+/* One fatal report per process: two VPs may find themselves the last asleep at once
+ * and both pass the check (the out-of-stacks report was printed twice in 3 of 14
+ * runs); the second waits for the first's abort. */
+static _Atomic int reporting;
+static void report_once(void) {
+  if (atomic_exchange_explicit(&reporting, 1, memory_order_relaxed))
+    for (;;) pause();
+}
+
 _Noreturn void weft__deadlock_report(void) {
+  report_once();
   weft__rt_t *rt = &weft__rt;
   static struct blocked_scan s;  /* the process ends here: one report at most */
   s.n = 0;
@@ -240,6 +250,7 @@ static unsigned long read_ulong_file(const char *path) {
 /* No thread can finish and give a stack back, and the oldest thread waiting for one
  * still cannot get it: name the limit and stop. */
 _Noreturn void weft__out_of_stacks(weft_thread_t *t) {
+  report_once();
   weft__rt_t *rt = &weft__rt;
   size_t size = t->stack_size ? t->stack_size : rt->cfg.stack_size;
   fatal_printf("weft: fatal error: out of stacks: thread %llu needs a stack of %zu bytes and "
