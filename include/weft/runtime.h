@@ -188,7 +188,8 @@ WEFT_API long weft_max_threads(void);
  *   - weft_create() returns WEFT_EAGAIN beyond max_threads, WEFT_ENOMEM when a
  *     control block cannot be allocated, and WEFT_EINVAL for a weft_attr_t.stack_size
  *     that can never be mapped (with its guard region, larger than RLIMIT_AS allows:
- *     weft_stack_info().stack_size_max).
+ *     weft_stack_info().stack_size_max). A smaller size that does not fit in the
+ *     address space the process has left fails when the thread first runs (below).
  *   - A stack is bound when a thread first runs. If that fails (mmap refused: the
  *     address space, vm.max_map_count, or memory is exhausted; or the stack_alloc
  *     policy returned NULL), the thread waits on a list of its own while the VPs go
