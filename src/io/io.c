@@ -341,7 +341,12 @@ static int uring_call(vring_t *r, struct io_uring_sqe *tmpl, uint64_t deadline) 
      * codes (ERESTARTSYS 512 .. ERESTART_RESTARTBLOCK 516), never meant for a program */
     if (u.res == -ECANCELED || u.res == -EINTR || (u.res <= -512 && u.res >= -516))
       u.res = -ETIMEDOUT;
-  } else if (u.res == -ECANCELED || (u.res <= -512 && u.res >= -516)) {
+  } else if (u.res <= -512 && u.res >= -516) {
+    /* the kernel's internal restart codes, never meant for a program: EINTR, as the
+     * system call would give (not made again: a close interrupted in its flush has
+     * already freed the number, which another thread may have taken since) */
+    u.res = -EINTR;
+  } else if (u.res == -ECANCELED) {
     /* Not cancelled by us, yet dropped by the kernel without being done: under a
      * storm of signals (setitimer every 20 us) io_uring cancelled requests it could
      * not hand to a kernel worker, and weft_pwrite failed with ECANCELED, which no

@@ -137,7 +137,12 @@ TEST_P(CppFutureTest, ValueThatThrowsLeavesThePromiseUnsatisfied) {
     EXPECT_EQ(f.wait_for(std::chrono::seconds(5)), std::future_status::ready);
     EXPECT_EQ(ErrcOf([&] { f.get(); }), std::future_errc::broken_promise);
   }
-  auto a = weft::async(std::launch::async, [] { return ThrowsOnCopy{}; });
+  // Shared, so that this thread holds the state (and the stored exception) until after
+  // it has read the message: with get() it let go first, the async thread's release
+  // of the state could destroy the exception, and TSan, which does not see the C++
+  // runtime's own reference count on exception objects, reported that destruction as
+  // a race with the read (once, in a local CI run).
+  auto a = weft::async(std::launch::async, [] { return ThrowsOnCopy{}; }).share();
   EXPECT_EQ(a.wait_for(std::chrono::seconds(5)), std::future_status::ready);
   try {
     a.get();

@@ -17,6 +17,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <string>
+#include <chrono>
 #include <vector>
 
 using namespace weft_test;
@@ -825,15 +827,36 @@ TEST_F(MonitorTest, ThreadsYieldingOnASpareDoNotStarveTheStalledVpsQueue) {
 
 // More threads looping on unannounced calls than the VP and its spare slots: the
 // threads queued on the VP wait until one of those calls returns. weft says so once on
-// stderr (it hung silently); here a plain OS thread ends the loops after 0.5 s.
-void *StopLoopsLater(void *) {
-  usleep(500000);
+// stderr (it hung silently). The child's stderr goes through a pipe that a plain OS
+// thread reads: once the message has come it is passed on and the loops end (after
+// 20 s without it they end anyway, and the test fails on the missing message).
+int g_stderr_saved = -1;
+int g_stderr_pipe = -1;
+
+void *EndLoopsOnTheMessage(void *) {
+  std::string got;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (got.find("no spare VP") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    struct pollfd p = {g_stderr_pipe, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buf[512];
+    ssize_t n = read(g_stderr_pipe, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  if (write(g_stderr_saved, got.data(), got.size()) < 0) std::_Exit(8);
   g_loop_stop = 1;
   return nullptr;
 }
 
 void SlotsAllTaken() {
-  alarm(30);
+  alarm(60);
+  int p[2];
+  if (pipe(p) != 0) std::_Exit(2);
+  g_stderr_saved = dup(2);
+  g_stderr_pipe = p[0];
+  if (g_stderr_saved < 0 || dup2(p[1], 2) < 0) std::_Exit(2);
+  close(p[1]);
   if (InitMonitor(1, 0) != 0) std::_Exit(3);
   weft_monitor_info_t mi;
   if (weft_monitor_info(&mi) != 0) std::_Exit(4);
@@ -841,7 +864,7 @@ void SlotsAllTaken() {
   std::vector<weft_thread_t *> ts;
   for (int i = 0; i < mi.spare_slots + 1; i++) ts.push_back(Spawn(UsleepLoop, nullptr));
   pthread_t os;
-  if (pthread_create(&os, nullptr, StopLoopsLater, nullptr) != 0) std::_Exit(5);
+  if (pthread_create(&os, nullptr, EndLoopsOnTheMessage, nullptr) != 0) std::_Exit(5);
   if (weft_sleep_ns(1000000) != 0) std::_Exit(6);
   for (auto *t : ts) Join(t);
   pthread_join(os, nullptr);
