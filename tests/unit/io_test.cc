@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -2444,64 +2445,4 @@ TEST(BlockingOs, RunsOnTheCaller) {
   EXPECT_EQ(I(r), Tid());
 }
 
-// File calls in the ring under a storm of signals: a request io_uring drops undone
-// (it could not start a kernel worker while a signal was pending: -ECANCELED, no
-// cancel of ours) is made again or directly, never reported. weft_pwrite failed with
-// ECANCELED, which no POSIX call gives, at the first file call of about one weft_init
-// in ten with SIGALRM every 20 us. Each cycle starts weft (new rings, no kernel worker
-// yet) and makes one write, fsync and read while another kernel thread signals the
-// process without pause (SA_RESTART).
-void NoteSignal(int) {}
-
-TEST(IoSignalStorm, RingFileCallsAreNeverDroppedUndone) {
-#if defined(WEFT_TEST_TSAN)
-  GTEST_SKIP() << "a signal storm under TSan's signal interception is too slow";
-#endif
-  if (getenv("WEFT_TEST_EMULATED")) GTEST_SKIP() << "signals to a user-mode emulator";
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = NoteSignal;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
-  char path[] = "/tmp/weft_io_test_XXXXXX";
-  int tfd = mkstemp(path);
-  ASSERT_GE(tfd, 0);
-  close(tfd);
-  std::atomic<int> stop{0};
-  std::thread storm([&] {
-    while (!stop.load(std::memory_order_relaxed)) kill(getpid(), SIGUSR2);
-  });
-  std::map<int, int> errs;
-  const int cycles = static_cast<int>(Scaled(60, 10));
-  static char buf[65536];
-  bool engine_uring = true;
-  setenv("WEFT_IO", "uring", 1);
-  for (int c = 0; c < cycles && engine_uring; c++) {
-    int rc = weft_test::InitWithVps(1);
-    if (rc == WEFT_EINVAL || rc == WEFT_ESYS) {
-      engine_uring = false;
-      break;
-    }
-    ASSERT_EQ(rc, 0) << weft_err_name(rc);
-    int fd = weft_openat(AT_FDCWD, path, O_RDWR);
-    if (fd < 0) errs[errno]++;
-    else {
-      if (weft_pwrite(fd, buf, sizeof buf, 0) != static_cast<ssize_t>(sizeof buf)) errs[errno]++;
-      if (weft_fsync(fd) != 0) errs[errno]++;
-      if (weft_pread(fd, buf, sizeof buf, 0) != static_cast<ssize_t>(sizeof buf)) errs[errno]++;
-      if (weft_close(fd) != 0) errs[errno]++;
-    }
-    ASSERT_EQ(weft_shutdown(), 0);
-  }
-  unsetenv("WEFT_IO");
-  stop = 1;
-  storm.join();
-  sigaction(SIGUSR2, &old, nullptr);
-  unlink(path);
-  if (!engine_uring) GTEST_SKIP() << "no io_uring engine here";
-  for (auto &e : errs) EXPECT_EQ(e.second, 0) << e.second << " calls failed with " << strerror(e.first);
-}
-
 }  // namespace
-
