@@ -151,10 +151,15 @@ int weft__nothing_can_wake(weft_vp_t *vp) {
    * a weft thread gives them: not wakers. Read before the count, so that a pool
    * thread that leaves in between only makes the count smaller; one that gets work
    * in between got it from a weft thread that ran, which the second quiet() sees. */
-  long spare = weft__pool_idle_spare();
+  int settling;
+  long spare = weft__pool_idle_spare(&settling);
   long k = weft__count_kthreads();
   if (k < 0) return quiet(vp) ? -1 : 0;  /* unreadable now: the caller looks again later */
-  return k <= weft__rt.kthreads_expected + spare && quiet(vp);
+  if (k <= weft__rt.kthreads_expected + spare) return quiet(vp);
+  /* a pool thread on its way back from a job (which might still wake its caller) or
+   * just gone: no report now, and the caller looks again later (without this, a check
+   * in that window kept the report off for good, and a deadlock hung) */
+  return settling && quiet(vp) ? -1 : 0;
 }
 
 /* The deadlock report: blocked threads are the control blocks whose thread has run

@@ -71,6 +71,7 @@ static struct {
   int nsoon;              /* threads on their way to the loop that needs no signal: started
                            * and not yet in it, or back from a hold (weft__pool_hold_done): mu */
   int nrunning;           /* threads running a job: at most max (mu) */
+  uint64_t left_ns;       /* when a thread last left the pool (mu): weft__pool_idle_spare */
   int max;
   uint64_t idle_ns;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .max = 64, .idle_ns = 10000000000ull};
@@ -97,6 +98,7 @@ static void fork_child(void) {
   pool.head = pool.tail = NULL;
   pool.holds = pool.holds_tail = NULL;
   pool.nqueued = pool.nthreads = pool.nidle = pool.nheld = pool.nsoon = pool.nrunning = 0;
+  pool.left_ns = 0;
   pool.nhq = 0;
   cond_init();
   pthread_mutex_unlock(&pool.mu);
@@ -154,13 +156,21 @@ static void *worker(void *unused) {
     pool.nrunning++;
     pthread_mutex_unlock(&pool.mu);
     j->result = j->fn(j->arg);
+    /* back in the loop soon: counted in nsoon before the caller runs again, so that a
+     * wire or a job the caller asks for next takes this thread rather than starting
+     * one (as after an unwire, weft__pool_hold_done) */
+    pthread_mutex_lock(&pool.mu);
+    pool.nrunning--;
+    pool.nsoon++;
+    pthread_mutex_unlock(&pool.mu);
     weft_thread_t *t = j->w.t;  /* before the claim: j dies once its caller runs */
     if (weft__waiter_claim(&j->w)) weft__wake(t, &j->w);
     pthread_mutex_lock(&pool.mu);
-    pool.nrunning--;  /* this thread takes the next queued job itself, if any */
+    pool.nsoon--;  /* this thread takes the next queued job itself, if any */
   }
 leave:
   pool.nthreads--;
+  pool.left_ns = weft__os_now_ns();
   pthread_mutex_unlock(&pool.mu);
   return NULL;
 }
@@ -273,12 +283,16 @@ int weft_blocking_limits(int max_threads, uint64_t idle_ns) {
   return 0;
 }
 
-int weft__pool_idle_spare(void) {
+int weft__pool_idle_spare(int *settling) {
   pthread_mutex_lock(&pool.mu);
   /* nqueued covers reservations and queued jobs and holds, nsoon threads on their way
    * back to the loop, nheld wired threads: with none of those, the idle threads
    * wait for work that only a weft thread can bring */
   int n = pool.nqueued == 0 && pool.nsoon == 0 && pool.nheld == 0 ? pool.nidle : 0;
+  /* a thread on its way back (it may still wake its caller), or one that left within
+   * the last second (its task may still be listed in /proc/self/task) */
+  *settling = pool.nsoon > 0 ||
+              (pool.left_ns != 0 && weft__os_now_ns() - pool.left_ns < 1000000000u);
   pthread_mutex_unlock(&pool.mu);
   return n;
 }

@@ -78,8 +78,10 @@ void weft__pool_hold_done(void);
 /* The pool threads that wait, idle, for a job or a hold while none is queued or
  * reserved and none is held or on its way back (0 otherwise): kernel threads that
  * cannot wake a weft thread until a weft thread gives them work. The deadlock check
- * (src/core/deadlock.c) does not count them as possible wakers. */
-int weft__pool_idle_spare(void);
+ * (src/core/deadlock.c) does not count them as possible wakers. *settling is set to 1
+ * while the pool's thread count is about to change by itself (a thread on its way back
+ * from a job or a hold, or one that has just left): the check looks again later. */
+int weft__pool_idle_spare(int *settling);
 /* weft_blocking() jobs queued or running now (a snapshot): each will wake the weft
  * thread parked for it when its function returns. weft_shutdown waits while there
  * are any, as it waits for a sleeping thread. */
