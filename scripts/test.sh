@@ -52,14 +52,14 @@ failure_summary() {
     dir=build-test-$name
     [ -f "$dir/ctest.log" ] || continue
     echo "=== [$name] output of the failed tests"
-    awk '/^[[:space:]]*[0-9]+\/[0-9]+ Test +#[0-9]+: /{ keep = ($0 ~ /\*\*\*|Failed|Timeout|Exception/ && $0 !~ /\*\*\*Skipped/) }
+    awk '/^[[:space:]]*[0-9]+\/[0-9]+ Test +#[0-9]+: /{ keep = ($0 ~ /\*\*\*/ && $0 !~ /\*\*\*Skipped/) }
          keep' "$dir/ctest.log" | tail -n 80
   done
   for name in "$@"; do
     dir=build-test-$name
     [ -f "$dir/ctest.log" ] || continue
     echo "=== [$name] failed:"
-    grep -E '^[[:space:]]*[0-9]+/[0-9]+ Test +#[0-9]+: .*(\*\*\*|Failed|Timeout|Exception)' "$dir/ctest.log" | grep -v '\*\*\*Skipped' | head -n 6 || true
+    grep -E '^[[:space:]]*[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*' "$dir/ctest.log" | grep -v '\*\*\*Skipped' | head -n 6 || true
     grep -E 'WARNING: [A-Za-z]+Sanitizer|ERROR: [A-Za-z]+Sanitizer|Failure$|FAILED  \]|weft: .*(abort|assert)|Assertion|Timeout' \
       "$dir/ctest.log" | head -n 6 || true
   done
