@@ -33,6 +33,7 @@
 enum {
   RW_W = 1u, RW_Q = 2u, RW_C = 4u, RW_R = 8u,
   MODE_READ = 1, MODE_WRITE = 2, MODE_COMPETE = 4,  /* waiter.mode */
+  MODE_EAGAIN = 8,  /* a reader served while the readers' count was full: it fails */
   RW_PASS_MAX = 8  /* competitions an OS waiter may lose before it is handed the lock */
 };
 #define RW_RMAX (UINT32_MAX & ~7u)
@@ -97,6 +98,16 @@ static void grant(weft__rwlock_t *x, weft__wakeset_t *ws, weft__waiter_t *self) 
     if (mode == MODE_WRITE) {
       v = RW_Q;
       if (!cas(x, &v, RW_Q | RW_W)) break;     /* a reader came in meanwhile */
+    } else if (v >= RW_RMAX) {
+      /* the readers' count is full: this reader fails with WEFT_EAGAIN, as take() and
+       * the fast paths do (added, the count wrapped to 0 and the lock looked free to a
+       * writer while every reader still held it). The mode is published by the claim's
+       * release; the word is untouched. */
+      weft__wq_pop(&x->q);
+      w->mode = mode | MODE_EAGAIN;
+      if (w == self) (void)weft__waiter_claim(w);
+      else (void)weft__wakeset_claim(ws, w);
+      continue;
     } else {
       atomic_fetch_add_explicit(&x->word, RW_R, memory_order_acq_rel);
     }
@@ -169,13 +180,14 @@ static int lock_slow(weft__rwlock_t *x, int mode, uint64_t deadline) {
     if (atomic_load_explicit(&w.state, memory_order_relaxed) == WEFT__W_SIGNALED) {
       weft__spin_unlock(&x->qlock);
       weft__wakeset_run(&ws);
-      return 0;
+      return w.mode & MODE_EAGAIN ? WEFT_EAGAIN : 0;
     }
     /* grant may have served waiters ahead of ours (those behind a writer that has
      * since gone): wake them now, under qlock (rare), since the wait below drops it
      * only once this thread is blocked */
     weft__wakeset_run(&ws);
     if (weft__wait_q(&w, WEFT__WAITING(x, WEFT__WK_RWLOCK), &x->qlock) != WEFT__W_SIGNALED) break;
+    if (w.mode & MODE_EAGAIN) return WEFT_EAGAIN;  /* the readers' count was full */
     if (!(w.mode & MODE_COMPETE)) return 0;   /* handed the lock */
     /* woken to compete: it goes before every waiter, but bargers may hold it */
     w.mode &= ~(uint32_t)MODE_COMPETE;

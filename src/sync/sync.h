@@ -37,7 +37,8 @@ typedef struct weft__waiter {
   weft_thread_t *t;                 /* the weft thread; NULL: a plain OS thread */
   _Atomic uint32_t state;           /* above; OS waiters futex-wait on it */
   uint32_t linked;                  /* queue lock */
-  uint32_t mode;                    /* rwlock: 1 reader, 2 writer, | 4 woken to compete */
+  uint32_t mode;                    /* rwlock: 1 reader, 2 writer, | 4 woken to compete,
+                                     * | 8 failed (WEFT_EAGAIN: readers full) */
   uint32_t passes;                  /* rwlock: competitions this waiter has lost */
   uint32_t morphed;                 /* cond: WEFT__MORPH_QUEUED: moved onto the mutex
                                        queue (wait morphing); WEFT__MORPH_HANDED: given

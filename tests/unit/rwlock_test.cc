@@ -397,6 +397,44 @@ TEST_P(RwLockTest, TimedOutWriterAtHeadLetsReadersIn) {
   }
 }
 
+// The readers' limit holds for a reader queued behind a writer too: with 2^29 - 1
+// readers inside, a weft reader that queued behind a (timed) writer fails with
+// WEFT_EAGAIN when the writer gives up, as tryrdlock does. It was let in: the count
+// wrapped to 0, and a writer then took the lock while every reader still held it.
+// (2^29 read locks take seconds: one VP count only, and not where every atomic
+// operation is slowed down many times, under TSan or an emulator.)
+TEST_P(RwLockTest, QueuedReaderPastTheReadersLimitGetsEagain) {
+#if defined(WEFT_TEST_TSAN) || defined(WEFT_TEST_EMULATED)
+  GTEST_SKIP() << "2^29 read locks: too slow here";
+#endif
+  if (nvps() != 1) GTEST_SKIP() << "once is enough";
+  weft_rwlock_t l = WEFT_RWLOCK_INIT;
+  long n = 0;
+  int rc;
+  while ((rc = weft_rwlock_tryrdlock(&l)) == 0) n++;
+  ASSERT_EQ(rc, WEFT_EAGAIN);
+  ASSERT_EQ(n, (1L << 29) - 1);
+  std::atomic<int> wrc{1}, rrc{1};
+  auto writer = [&]() -> void * {
+    wrc = weft_rwlock_timedwrlock(&l, weft_deadline_after(100 * kMs));
+    return nullptr;
+  };
+  weft_thread_t *wt = SpawnCall(&writer);
+  ASSERT_TRUE(YieldUntil([&] { return Waiters(&l) == 1 || wrc.load() != 1; }));
+  auto reader = [&]() -> void * {
+    rrc = weft_rwlock_rdlock(&l);
+    return nullptr;
+  };
+  weft_thread_t *rt = SpawnCall(&reader);
+  Join(wt);
+  Join(rt);
+  EXPECT_EQ(wrc.load(), WEFT_ETIMEDOUT);
+  EXPECT_EQ(rrc.load(), WEFT_EAGAIN) << "a queued reader entered past the readers' limit";
+  EXPECT_EQ(weft_rwlock_trywrlock(&l), WEFT_EBUSY) << "a writer entered while readers held the lock";
+  EXPECT_EQ(weft_rwlock_tryrdlock(&l), WEFT_EAGAIN);
+  EXPECT_EQ(weft_rwlock_destroy(&l), WEFT_EBUSY);  // l is left held: nothing else uses it
+}
+
 // A timed-out writer in the middle of a queue of writers: the writers queued
 // behind it still get the lock when the holder leaves.
 TEST_P(RwLockTest, TimedOutWriterDoesNotStrandQueue) {
