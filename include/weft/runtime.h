@@ -130,7 +130,9 @@ WEFT_API void weft_config_init(weft_config_t *cfg);
 /* weft_init() starts the runtime with `cfg` (NULL means all defaults) and turns the
  * calling OS thread into the main weft thread. Call it from a plain OS thread.
  * Errors: WEFT_EALREADY if already running; WEFT_EINVAL for a negative or
- * too-large size, count or choice (pin is a flag: any value is valid); WEFT_ENOMEM; WEFT_ESYS if a kernel thread cannot be started.
+ * too-large size, count or choice, or a stack_size from 1 to WEFT_MIN_STACK_SIZE - 1
+ * (pin is a flag: any value is valid); WEFT_ENOMEM; WEFT_ESYS if a kernel thread
+ * cannot be started.
  * On error nothing is left allocated and weft_init() may be called again. */
 WEFT_API int weft_init(const weft_config_t *cfg);
 
