@@ -576,6 +576,20 @@ static int mpi_sendrecv_body(const void *sendbuf, int sendcount, MPI_Datatype se
   }
   MPI_Status st[2];
   rc = mpi_waitall_body(2, r, st);
+  if (rc == MPI_ERR_IN_STATUS) {
+    /* One request failed. A wait-all may return with the other still active (its
+     * status says MPI_ERR_PENDING), but MPI_Sendrecv returns only once both are done:
+     * the send may still read sendbuf, which the caller may free after the return (a
+     * truncated receive returned at once while a rendezvous send was unmatched). And
+     * MPI_Sendrecv gives the failed operation's own error, never MPI_ERR_IN_STATUS. */
+    for (int k = 0; k < 2; k++)
+      if (st[k].MPI_ERROR == MPI_ERR_PENDING) st[k].MPI_ERROR = mpi_wait_body(&r[k], &st[k]);
+    for (int k = 0; k < 2; k++)
+      if (st[k].MPI_ERROR != MPI_SUCCESS) {
+        rc = st[k].MPI_ERROR;
+        break;
+      }
+  }
   if (status != MPI_STATUS_IGNORE) *status = st[0];
   return rc;
 }
