@@ -383,8 +383,11 @@ int weft_init(const weft_config_t *cfg) {
   /* from here weft_is_running() says 1: plain OS threads' reads and wake-ups may come
    * in (what they touch exists); creations wait for the end (gate_set(2) below). With
    * the gate still closed here, a weft_hook_push in this window marked no control
-   * block, and the main thread's callbacks never ran for the whole run. */
+   * block, and the main thread's callbacks never ran for the whole run: the gate opens
+   * at once, and weft__hook_mark_main gives the main thread what such a push could not
+   * (a push until the gate is open is still refused at its gate: hook.c). */
   gate_set(1);
+  weft__hook_mark_main(rt->main);  /* a weft_hook_push that raced the two steps above */
   int started = 1;
   for (int i = 1; i < c.nvps; i++) {
     /* failure injection covers kernel-thread creation too */

@@ -102,11 +102,16 @@ TEST(HookApi, PushedWhileInitStartsReachesTheMainThread) {
     }
     pushed = 0;
     g_main_blocked = 0;
+    // The child finishes only once the main thread waits in weft_join for it, so that
+    // the join blocks: a BLOCKED event for the main thread in every round. (A 1 ms
+    // sleep here was not enough on a loaded machine: the main thread, preempted
+    // between the spawn and the join, found the child finished and never blocked.)
+    // The main thread raises BLOCKED before it is published as the joiner (join_cont).
     weft_thread_t *t = weft_test::Spawn(+[](void *) -> void * {
-      weft_sleep_ns(1000000);
+      while (weft_test::Waiters(weft_self()) == 0) weft_yield();
       return nullptr;
     });
-    weft_test::Join(t);  // the main thread blocks in the join: a BLOCKED event for it
+    weft_test::Join(t);
     if (g_main_blocked.load() == 0) missed++;
     ASSERT_EQ(weft_shutdown(), 0);
     ASSERT_EQ(weft_hook_pop(WEFT_HOOK_BLOCKED), 0);
