@@ -149,6 +149,28 @@ struct Default {
   static void Unlock(lock_t *l, node_t *) { weft_spin_unlock(l); }
 };
 
+// ---- how many acquisitions a contention run makes -----------------------------------------
+//
+// The FIFO kinds (ticket, array, mcs in both forms) hand every release to one particular
+// waiter. The contention runs below spin 3 or 4 kernel threads at once, more than a 2-CPU
+// machine has, and on a loaded machine even fewer CPUs are free: the waiter next in line
+// is then often off its CPU, and every hand-off waits until the kernel runs it, a whole
+// scheduling round (weft/spinlock.h: the FIFO kinds "collapse when waiters are
+// preempted"). At a load average of about 25 on 2 CPUs, 4 pthreads on a ticket lock made
+// about 450 hand-offs a second, and 4 x 50000 acquisitions ran into ctest's 300 s
+// timeout (so did 4 weft threads x 30000 on 4 VPs, mcs mixed). The FIFO kinds therefore
+// make the number of acquisitions RunFair makes (2000 per contender, which it runs with
+// 4 pthreads too): a few thousand hand-offs, each of which may cost a scheduling round.
+// The unfair kinds keep their counts: a running waiter takes the lock whoever is preempted.
+// Exclusion is checked by the exact counts either way.
+template <class K>
+constexpr bool kFifoKind = K::kFair || std::is_same_v<K, McsMixed>;
+
+template <class K>
+long ContentionRounds(long n) {
+  return kFifoKind<K> ? Scaled(2000, 50) : Scaled(n, n / 100);
+}
+
 // ---- the shared state of a contention run ------------------------------------------------
 
 template <class K>
@@ -324,7 +346,7 @@ TYPED_TEST(SpinlockTest, TrylockUnderContentionIsExclusive) {
     std::atomic<long> successes{0};
     long tries = 0;
   } ctx;
-  ctx.tries = Scaled(20000, 200);
+  ctx.tries = ContentionRounds<TypeParam>(20000);
   auto body = +[](void *a) -> void * {
     auto *c = static_cast<Ctx *>(a);
     typename TypeParam::node_t n{};
@@ -352,7 +374,7 @@ TYPED_TEST(SpinlockTest, MutualExclusionPlainOsThreadsWithoutWeft) {
   ASSERT_FALSE(weft_is_running());
   Shared<TypeParam> s;
   s.lock = TypeParam::Initialized();
-  s.per_thread = Scaled(50000, 500);
+  s.per_thread = ContentionRounds<TypeParam>(50000);
   this->RunContention(&s, 4, 0, "4 pthreads, weft not running");
 }
 
@@ -361,7 +383,7 @@ TYPED_TEST(SpinlockTest, MutualExclusionWeftThreads) {
     this->StartWeft(nvps);
     Shared<TypeParam> s;
     s.lock = TypeParam::Initialized();
-    s.per_thread = Scaled(30000, 300);
+    s.per_thread = ContentionRounds<TypeParam>(30000);
     std::string what = std::to_string(nvps) + " VPs, 4 weft threads";
     // The test body is the main weft thread: it only creates and joins.
     this->RunContention(&s, 0, 4, what.c_str());
@@ -373,7 +395,7 @@ TYPED_TEST(SpinlockTest, MutualExclusionWeftAndOsThreadsTogether) {
   this->StartWeft(2);
   Shared<TypeParam> s;
   s.lock = TypeParam::Initialized();
-  s.per_thread = Scaled(30000, 300);
+  s.per_thread = ContentionRounds<TypeParam>(30000);
   this->RunContention(&s, 2, 2, "2 VPs: 2 weft threads + 2 pthreads");
 }
 
