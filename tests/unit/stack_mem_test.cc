@@ -182,10 +182,18 @@ TEST_P(StackMemTest, LiveThreadsShareMappings) {
     EXPECT_LT(added, n / 10 + slack) << "mappings grow with the number of threads";
   }
   EndBurst(b);
-  // the caches keep at most nvps * 2T + G stacks; the rest went back to their chunks
+  // the caches keep at most nvps * 2T + G stacks; the rest went back to their chunks.
+  // A spare VP of the system monitor runs threads with a cache of its own (up to 2T),
+  // which goes to the pool when it stops: under load the monitor may take a VP busy
+  // in the kernel (mapping stacks) for a stalled one and start a spare, and the count
+  // read while that spare still runs was one over (1153). Spares started since
+  // weft_init (read after the count) cover every spare that could have been running.
   weft_stack_info_t after;
   ASSERT_EQ(weft_stack_info(&after), 0);
-  EXPECT_LE(after.stacks_carved, 2 * 2 * 32 + 1024);
+  weft_monitor_info_t mi;
+  ASSERT_EQ(weft_monitor_info(&mi), 0);
+  EXPECT_LE(after.stacks_carved, (2 + static_cast<long>(mi.spares_started)) * 2 * 32 + 1024)
+      << mi.spares_started << " spares started";
   EXPECT_EQ(after.stacks_cached, after.stacks_carved);
   EXPECT_LT(after.chunks, info.chunks + 1);
 }
