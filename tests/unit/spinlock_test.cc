@@ -159,8 +159,8 @@ struct Default {
 // preempted"). At a load average of about 25 on 2 CPUs, 4 pthreads on a ticket lock made
 // about 450 hand-offs a second, and 4 x 50000 acquisitions ran into ctest's 300 s
 // timeout (so did 4 weft threads x 30000 on 4 VPs, mcs mixed). The FIFO kinds therefore
-// make the number of acquisitions RunFair makes (2000 per contender, which it runs with
-// 4 pthreads too): a few thousand hand-offs, each of which may cost a scheduling round.
+// make 2000 acquisitions per contender: a few thousand hand-offs, each of which may cost
+// a scheduling round.
 // The unfair kinds keep their counts: a running waiter takes the lock whoever is preempted.
 // Exclusion is checked by the exact counts either way.
 template <class K>
@@ -464,7 +464,9 @@ template <class K>
 void RunFair(int nc, bool weft, const char *what) {
   FairCtx<K> c;
   c.nc = nc;
-  c.rounds = Scaled(2000, 50);
+  // 500 rounds: every hand-off waits for a particular contender, perhaps off its CPU
+  // (2000 took up to 84 s at a load average of 25 on 2 CPUs)
+  c.rounds = Scaled(500, 50);
   if (weft) {
     std::vector<weft_thread_t *> ts;
     for (int i = 0; i < nc; i++) {
