@@ -51,16 +51,16 @@ static void mark_all(int on) {
   weft__os_read_leave(g);
 }
 
-/* A push that races weft_init can mark nothing: before weft_is_running() says 1 it
- * skips the marking, and between that store and weft_init's opening of the OS-thread
- * gate its weft__os_read_enter is refused. The main thread's control block, made by
- * weft_init before either, then never carried WEFT__TF_HOOK: none of its callbacks ran
- * for the whole run (HookApi.PushedWhileInitStartsReachesTheMainThread, on a loaded
- * machine; every second round with a 2 ms delay after the state store). So weft_init
- * calls this once the runtime is running and the gate open, under the lock: a push
- * that took the lock before it is counted in total here; one that takes it after sees
- * the runtime running (the state store happens-before this unlock, that push's lock)
- * and the gate open, and marks every block itself. */
+/* A push that races weft_init can mark nothing: before weft_init opens the OS-thread
+ * gate its weft__os_read_enter is refused, and before weft_is_running() says 1 it skips
+ * the marking. The main thread's control block, made by weft_init before either, then
+ * never carried WEFT__TF_HOOK: none of its callbacks ran for the whole run
+ * (HookApi.PushedWhileInitStartsReachesTheMainThread, on a loaded machine; every second
+ * round with a 2 ms delay between the two steps, when the state came first). So
+ * weft_init calls this once the gate is open and the runtime running, under the lock:
+ * a push that took the lock before it is counted in total here; one that takes it after
+ * finds the gate open and the runtime running (the state store happens-before this
+ * unlock, that push's lock), and marks every block itself. */
 void weft__hook_mark_main(weft_thread_t *main) {
   weft__spin_lock(&hooks.lock);
   /* set or cleared: a pop in the window could not clear a flag main_new gave it */

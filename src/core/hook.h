@@ -16,7 +16,7 @@ void weft__hook_raise(int ev, weft_thread_t *t, void *obj);
 /* A continuation's share of a switch: SAVE of self, BLOCKED (if blocked) with obj,
  * then RESTORE of the VP's new current thread if there is one. */
 void weft__hook_switched(weft_thread_t *self, int blocked, void *obj);
-/* weft_init, once weft_is_running() says 1 and the OS-thread gate is open to reads:
+/* weft_init, once the OS-thread gate is open to reads and weft_is_running() says 1:
  * gives the main thread (made earlier in weft_init) the flag that a concurrent push
  * could not give it (hook.c). */
 void weft__hook_mark_main(weft_thread_t *main);

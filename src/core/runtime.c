@@ -379,15 +379,17 @@ int weft_init(const weft_config_t *cfg) {
   vp0->idle_ctx.tsan_fiber = NULL;
 #endif
   weft__overflow_install(vp0);  /* the caller's signal stack is restored at shutdown */
-  atomic_store_explicit(&rt->state, 1, memory_order_release);
-  /* from here weft_is_running() says 1: plain OS threads' reads and wake-ups may come
-   * in (what they touch exists); creations wait for the end (gate_set(2) below). With
-   * the gate still closed here, a weft_hook_push in this window marked no control
-   * block, and the main thread's callbacks never ran for the whole run: the gate opens
-   * at once, and weft__hook_mark_main gives the main thread what such a push could not
-   * (a push until the gate is open is still refused at its gate: hook.c). */
+  /* from here plain OS threads' reads and wake-ups may come in (what they touch
+   * exists); creations wait for the end (gate_set(2) below). The gate opens before
+   * weft_is_running() says 1, so that no call from a plain OS thread gets
+   * WEFT_ENOTINIT once it does (with the state stored first, such a read in between
+   * was refused). */
   gate_set(1);
-  weft__hook_mark_main(rt->main);  /* a weft_hook_push that raced the two steps above */
+  atomic_store_explicit(&rt->state, 1, memory_order_release);
+  /* A weft_hook_push before the store passed the gate but saw weft not running, and
+   * marked no control block: the main thread's callbacks never ran for the whole run.
+   * weft__hook_mark_main gives the main thread what such a push could not (hook.c). */
+  weft__hook_mark_main(rt->main);
   int started = 1;
   for (int i = 1; i < c.nvps; i++) {
     /* failure injection covers kernel-thread creation too */
