@@ -19,9 +19,19 @@
 _Atomic uint32_t weft__tf_default;
 _Atomic uint32_t weft__hooks_on;
 
-/* Slots are atomics (relaxed): a raiser that loaded an old count may read a slot
- * that a pop-then-push is rewriting; it then calls either callback, never a torn one. */
-typedef struct slot { _Atomic(weft_hook_fn) fn; _Atomic(void *) arg; } slot_t;
+/* A raiser that loaded an old count may read a slot that a pop-then-push is
+ * rewriting. Each slot is a sequence lock: push makes seq odd, writes fn and arg, and
+ * makes it even again (under hooks.lock); a raiser reads seq, fn, arg and seq again,
+ * and skips the slot if seq was odd or changed. Such a slot was popped after the
+ * raiser loaded the count (a late call may be skipped) and pushed after the raise
+ * began. With fn and arg read as two relaxed loads and no check, a raiser called one
+ * callback with the other's arg (a probe pushing and popping two callbacks while four
+ * threads yielded on another VP: 1 to 123 mismatches per run, in 8 runs of 8). */
+typedef struct slot {
+  _Atomic uint32_t seq;
+  _Atomic(weft_hook_fn) fn;
+  _Atomic(void *) arg;
+} slot_t;
 
 static struct {
   weft__spin_t lock;                       /* push/pop */
@@ -80,8 +90,17 @@ int weft_hook_push(weft_hook_event_t ev, weft_hook_fn fn, void *arg) {
     weft__spin_unlock(&hooks.lock);
     return WEFT_EAGAIN;
   }
-  atomic_store_explicit(&hooks.s[ev][n].fn, fn, memory_order_relaxed);
-  atomic_store_explicit(&hooks.s[ev][n].arg, arg, memory_order_relaxed);
+  slot_t *sl = &hooks.s[ev][n];
+  uint32_t seq = atomic_load_explicit(&sl->seq, memory_order_relaxed);
+  atomic_store_explicit(&sl->seq, seq + 1, memory_order_relaxed);
+  /* release fence: the odd seq is visible before the new fn or arg (a raiser that
+   * reads either reads the odd seq, or a later one, in its second load; its acquire
+   * fence pairs with this) */
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&sl->fn, fn, memory_order_relaxed);
+  atomic_store_explicit(&sl->arg, arg, memory_order_relaxed);
+  /* release: fn and arg before the even seq (a raiser's acquire load of it) */
+  atomic_store_explicit(&sl->seq, seq + 2, memory_order_release);
   /* release: the slot is written before a raiser can see the count (its acquire) */
   atomic_store_explicit(&hooks.n[ev], n + 1, memory_order_release);
   if (hooks.total++ == 0) mark_all(1);
@@ -156,8 +175,15 @@ void weft__hook_raise(int ev, weft_thread_t *t, void *obj) {
   weft_vp_t *vp = weft__vp();
   int vpi = vp ? vp->index : -1;
   for (int i = n - 1; i >= 0; i--) {
-    weft_hook_fn fn = atomic_load_explicit(&hooks.s[ev][i].fn, memory_order_relaxed);
-    void *arg = atomic_load_explicit(&hooks.s[ev][i].arg, memory_order_relaxed);
+    slot_t *sl = &hooks.s[ev][i];
+    /* acquire: pairs with push's release store of the even seq (fn and arg written) */
+    uint32_t seq = atomic_load_explicit(&sl->seq, memory_order_acquire);
+    weft_hook_fn fn = atomic_load_explicit(&sl->fn, memory_order_relaxed);
+    void *arg = atomic_load_explicit(&sl->arg, memory_order_relaxed);
+    /* acquire fence: pairs with push's release fence, so that a rewrite whose fn or
+     * arg we read shows its odd (or a later) seq below */
+    atomic_thread_fence(memory_order_acquire);
+    if ((seq & 1) || atomic_load_explicit(&sl->seq, memory_order_relaxed) != seq) continue;
     fn((weft_hook_event_t)ev, t, vpi, obj, arg);
   }
 }

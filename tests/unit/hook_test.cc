@@ -335,6 +335,57 @@ TEST_P(HookTest, NothingAfterLastPop) {
   EXPECT_EQ(c.ev[WEFT_HOOK_EXIT].load(), exit_);
 }
 
+// A raiser that loaded an event's count before a pop may read that slot while a push
+// rewrites it: it must call each callback with its own arg, never one's function with
+// the other's arg. Threads on VP 1 yield without pause (raising SAVE and RESTORE at
+// every switch) while this thread pushes and pops two callbacks in turn; each checks
+// the arg it gets. (Without the slots' sequence numbers: 1 to 123 mismatches in every
+// 2-5 s run of a probe of the same shape.)
+int g_arg_a, g_arg_b;
+std::atomic<long> g_pair_calls{0}, g_pair_bad{0};
+void PairA(weft_hook_event_t, weft_thread_t *, int, void *, void *arg) {
+  g_pair_calls.fetch_add(1, std::memory_order_relaxed);
+  if (arg != &g_arg_a) g_pair_bad.fetch_add(1, std::memory_order_relaxed);
+}
+void PairB(weft_hook_event_t, weft_thread_t *, int, void *, void *arg) {
+  g_pair_calls.fetch_add(1, std::memory_order_relaxed);
+  if (arg != &g_arg_b) g_pair_bad.fetch_add(1, std::memory_order_relaxed);
+}
+std::atomic<bool> g_pair_stop{false};
+
+TEST_P(HookTest, SlotRewrittenUnderARaiserIsNeverTorn) {
+  if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
+  if (GetParam() < 2) GTEST_SKIP() << "needs a raiser on another VP";
+  g_pair_calls = 0;
+  g_pair_bad = 0;
+  g_pair_stop = false;
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < 4; i++) {
+    weft_attr_t a;
+    weft_attr_init(&a);
+    a.vproc = WEFT_VPROC(1);
+    weft_thread_t *t;
+    ASSERT_EQ(weft_create(&t, &a, [](void *) -> void * {
+      while (!g_pair_stop.load(std::memory_order_relaxed)) weft_yield();
+      return nullptr;
+    }, nullptr), 0);
+    ts.push_back(t);
+  }
+  const long rounds = weft_test::Scaled(100000, 2000);
+  for (long r = 0; r < rounds; r++) {
+    for (weft_hook_event_t ev : {WEFT_HOOK_SAVE, WEFT_HOOK_RESTORE}) {
+      ASSERT_EQ(weft_hook_push(ev, PairA, &g_arg_a), 0);
+      ASSERT_EQ(weft_hook_pop(ev), 0);
+      ASSERT_EQ(weft_hook_push(ev, PairB, &g_arg_b), 0);
+      ASSERT_EQ(weft_hook_pop(ev), 0);
+    }
+    if (r % 1000 == 0) weft_yield();
+  }
+  g_pair_stop = true;
+  for (auto *t : ts) ASSERT_EQ(weft_join(t, nullptr), 0);
+  EXPECT_EQ(g_pair_bad.load(), 0) << "of " << g_pair_calls.load() << " calls";
+}
+
 // An idle VP raises IDLE_BEGIN, IDLE_SPIN and IDLE_END.
 TEST_P(HookTest, IdleEventsAreDelivered) {
   if (!HooksBuilt()) GTEST_SKIP() << "built with WEFT_HOOKS=OFF";
