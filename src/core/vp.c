@@ -16,7 +16,9 @@ static void migrate_cont(void *p) {
 int weft_set_affinity(int vproc) {
   if (vproc < -1) return WEFT_EINVAL;
   weft_vp_t *vp = weft__vp();
-  if (!vp) return WEFT_EPERM;
+  /* a VP's idle loop (do-when-idle functions, idle hooks) runs no thread: not a weft
+   * thread either (it dereferenced a NULL current) */
+  if (!vp || !vp->current) return WEFT_EPERM;
   weft_thread_t *self = vp->current;
   self->affinity = vproc;  /* the thread's own field: only it writes it */
   if (vproc < 0 || (weft__tflags(self) & WEFT__TF_BUNDLE)) return 0; /* a hint for its scheduler */

@@ -132,6 +132,7 @@ void IdleProbe(void *) {
   if (weft_switch_mode_get() != WEFT_SWITCH_INTEGER) bad |= 8;
   if (weft_switch_mode_set(WEFT_SWITCH_ALL) != WEFT_EPERM) bad |= 16;
   if (weft_get_affinity() != -1) bad |= 32;
+  if (weft_set_affinity(-1) != WEFT_EPERM) bad |= 128;  // it dereferenced no thread
   weft_attr_t a;
   weft_attr_init(&a);
   a.detached = 1;
