@@ -158,14 +158,17 @@ static void *worker(void *unused) {
     j->result = j->fn(j->arg);
     /* back in the loop soon: counted in nsoon before the caller runs again, so that a
      * wire or a job the caller asks for next takes this thread rather than starting
-     * one (as after an unwire, weft__pool_hold_done) */
+     * one (as after an unwire, weft__pool_hold_done). Still counted in nrunning until
+     * the caller is ready: weft_shutdown waits while weft__pool_jobs() counts a job
+     * (counted out before the wake, the job's parked caller looked blocked for good,
+     * and shutdown returned WEFT_EBUSY: once in a CI run, under the emulator) */
     pthread_mutex_lock(&pool.mu);
-    pool.nrunning--;
     pool.nsoon++;
     pthread_mutex_unlock(&pool.mu);
     weft_thread_t *t = j->w.t;  /* before the claim: j dies once its caller runs */
     if (weft__waiter_claim(&j->w)) weft__wake(t, &j->w);
     pthread_mutex_lock(&pool.mu);
+    pool.nrunning--;
     pool.nsoon--;  /* this thread takes the next queued job itself, if any */
   }
 leave:
