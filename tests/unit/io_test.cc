@@ -1680,6 +1680,29 @@ TEST_P(IoTest, WaitallOnMessageSocketsIsOneMessage) {
   }
 }
 
+// writev of nothing sends nothing on a message socket, as writev(2) does (the kernel
+// returns 0 before it reaches the socket); weft_writev sent an empty datagram or record,
+// which a SOCK_SEQPACKET reader takes for end of file. write of nothing does send one,
+// as write(2) does.
+TEST_P(IoTest, WritevOfNothingSendsNoMessage) {
+  for (int type : {SOCK_DGRAM, SOCK_SEQPACKET}) {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv), 0);
+    char x = 0;
+    iovec none[2] = {{&x, 0}, {&x, 0}};
+    EXPECT_EQ(weft_writev(sv[1], none, 2), 0) << "type " << type;
+    EXPECT_EQ(weft_writev(sv[1], nullptr, 0), 0) << "type " << type;
+    char b[8];
+    errno = 0;
+    EXPECT_EQ(recv(sv[0], b, sizeof b, MSG_DONTWAIT), -1) << "type " << type << ": a message came";
+    EXPECT_EQ(errno, EAGAIN);
+    EXPECT_EQ(weft_write(sv[1], b, 0), 0);
+    EXPECT_EQ(recv(sv[0], b, sizeof b, MSG_DONTWAIT), 0) << "type " << type << ": write(2) sends one";
+    weft_close(sv[0]);
+    weft_close(sv[1]);
+  }
+}
+
 // MSG_PEEK | MSG_WAITALL on TCP waits, as recv(2) does there, until len bytes are queued
 // (and leaves them queued), or the peer's end of stream, or the deadline (the bytes seen
 // so far). It returned what was queued at once.
