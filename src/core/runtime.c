@@ -362,6 +362,7 @@ int weft_init(const weft_config_t *cfg) {
   rt->main = main_new();
   if (!rt->main) goto fail;
   rt->main_os = (uintptr_t)pthread_self();
+  weft__pool_runtime_mask();  /* the weft_blocking pool: this run's signal mask */
   rc = weft__io_init();  /* the I/O engine (WEFT_IO), src/io */
   if (rc) goto fail;
   rc = WEFT_ENOMEM;

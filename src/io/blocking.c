@@ -42,6 +42,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <time.h>
 
 #include "core/alloc.h"
@@ -72,6 +73,10 @@ static struct {
                            * and not yet in it, or back from a hold (weft__pool_hold_done): mu */
   int nrunning;           /* threads running a job: at most max (mu) */
   uint64_t left_ns;       /* when a thread last left the pool (mu): weft__pool_idle_spare */
+  sigset_t mask;          /* the signal mask of the runtime now running (mu) */
+  unsigned mask_gen;      /* bumped by weft__pool_runtime_mask (mu) */
+  int nstale;             /* threads that have not taken the mask of mask_gen yet (mu) */
+  pthread_cond_t mask_cv; /* weft__pool_runtime_mask waits on it for nstale 0 */
   int max;
   uint64_t idle_ns;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .max = 64, .idle_ns = 10000000000ull};
@@ -81,6 +86,7 @@ static void cond_init(void) {
   pthread_condattr_init(&a);
   pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
   pthread_cond_init(&pool.cv, &a);
+  pthread_cond_init(&pool.mask_cv, &a);
   pthread_condattr_destroy(&a);
 }
 
@@ -99,6 +105,7 @@ static void fork_child(void) {
   pool.holds = pool.holds_tail = NULL;
   pool.nqueued = pool.nthreads = pool.nidle = pool.nheld = pool.nsoon = pool.nrunning = 0;
   pool.left_ns = 0;
+  pool.nstale = 0;
   pool.nhq = 0;
   cond_init();
   pthread_mutex_unlock(&pool.mu);
@@ -111,15 +118,27 @@ static void pool_init(void) {
   (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-static void *worker(void *unused) {
-  (void)unused;
+/* A pool thread outlives the run that started it; it takes the mask of the run now
+ * going on (mu held). It was started with the mask of its creator, a VP of the run then
+ * going on. A program that blocks a signal in its main thread before weft_init, for
+ * sigwait or signalfd (docs/limits.md), was killed by it: an idle pool thread of an
+ * earlier run, which did not block it, took the signal. */
+static void take_runtime_mask(unsigned *gen) {
+  if (*gen == pool.mask_gen) return;
+  *gen = pool.mask_gen;
+  pthread_sigmask(SIG_SETMASK, &pool.mask, NULL);
+  if (--pool.nstale == 0) pthread_cond_signal(&pool.mask_cv);
+}
+
+static void *worker(void *arg) {
+  unsigned gen = (unsigned)(uintptr_t)arg;  /* the run of its creator (start_worker) */
   pthread_mutex_lock(&pool.mu);
   pool.nsoon--;  /* counted by start_worker */
   for (;;) {
     int timed_out = 0;
     /* a job only while fewer than max run: a lowered limit holds at once, not only
      * once the threads above it have left (which they do only when idle) */
-    while (!pool.holds && !(pool.head && pool.nrunning < pool.max)) {
+    while (take_runtime_mask(&gen), !pool.holds && !(pool.head && pool.nrunning < pool.max)) {
       /* idle for the idle time, or above the limit, and no reservation counts on this
        * thread (the other idle threads cover them all): leave. A reservation needs an
        * idle thread if it is a hold, or a job that could start now (fewer than max
@@ -172,6 +191,7 @@ static void *worker(void *unused) {
     pool.nsoon--;  /* this thread takes the next queued job itself, if any */
   }
 leave:
+  if (gen != pool.mask_gen && --pool.nstale == 0) pthread_cond_signal(&pool.mask_cv);
   pool.nthreads--;
   pool.left_ns = weft__os_now_ns();
   pthread_mutex_unlock(&pool.mu);
@@ -186,7 +206,7 @@ static int start_worker(int injectable) {
   int err = pthread_attr_init(&a);
   if (err != 0) return err;
   pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  err = injectable && weft__sys_fail_injected() ? EAGAIN : pthread_create(&th, &a, worker, NULL);
+  err = injectable && weft__sys_fail_injected() ? EAGAIN : pthread_create(&th, &a, worker, (void *)(uintptr_t)pool.mask_gen);
   pthread_attr_destroy(&a);
   if (err == 0) {
     pool.nthreads++;
@@ -265,6 +285,23 @@ void weft__pool_hold_done(void) {
   pthread_mutex_lock(&pool.mu);
   pool.nheld--;
   pool.nsoon++;
+  pthread_mutex_unlock(&pool.mu);
+}
+
+void weft__pool_runtime_mask(void) {
+  pthread_once(&pool_once, pool_init);
+  pthread_mutex_lock(&pool.mu);
+  pthread_sigmask(SIG_SETMASK, NULL, &pool.mask);  /* the caller's: weft_init's thread */
+  pool.mask_gen++;
+  pool.nstale = pool.nthreads;  /* every thread there is has an earlier run's mask */
+  pthread_cond_broadcast(&pool.cv);  /* idle threads take it now, then wait again */
+  /* Wait (bounded) until they have: a signal the program sends right after weft_init
+   * must find it blocked everywhere. After a weft_shutdown every pool thread is idle
+   * or on its way back to its loop; 100 ms bounds a thread the kernel does not run. */
+  uint64_t until = weft__os_now_ns() + 100000000u;
+  struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
+  while (pool.nstale > 0 && pthread_cond_timedwait(&pool.mask_cv, &pool.mu, &ts) != ETIMEDOUT) {
+  }
   pthread_mutex_unlock(&pool.mu);
 }
 

@@ -82,6 +82,10 @@ void weft__pool_hold_done(void);
  * while the pool's thread count is about to change by itself (a thread on its way back
  * from a job or a hold, or one that has just left): the check looks again later. */
 int weft__pool_idle_spare(int *settling);
+/* weft_init, from its calling thread: the pool's threads, idle ones of an earlier run
+ * included, take this thread's signal mask (at once if idle, else before their next
+ * job or hold), as every kernel thread weft starts for this run does. */
+void weft__pool_runtime_mask(void);
 /* weft_blocking() jobs queued or running now (a snapshot): each will wake the weft
  * thread parked for it when its function returns. weft_shutdown waits while there
  * are any, as it waits for a sleeping thread. */

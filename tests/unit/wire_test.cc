@@ -8,6 +8,9 @@
 // weft_shutdown, and a wire while the pool is at its limit (it starts a thread past
 // the limit: weft/wire.h).
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <thread>
@@ -368,6 +371,39 @@ TEST_F(WireTest, UnwiredKernelThreadStaysInThePoolAndIsReused) {
   EXPECT_EQ(weft_blocking_limits(0, 1000000), 0);
   EXPECT_TRUE(YieldUntil([] { return weft_blocking_threads() == 0; }));
   RestorePoolDefaults();
+}
+
+// A pool thread outlives the run that started it. A program that blocks a signal in
+// its main thread before weft_init, to take it with signalfd (docs/limits.md), must
+// find it blocked in every kernel thread weft runs, an idle pool thread of an earlier
+// run too: that thread, which did not block it, took the signal, and the process died
+// of it. (Not under TSan, whose one process runs every test of this file beside its own
+// threads, nor under the emulator, which has threads of its own.)
+TEST(PoolSignalMask, IdleThreadsOfAnEarlierRunTakeTheNewRunsMask) {
+#if defined(WEFT_TEST_TSAN) || defined(WEFT_TEST_EMULATED)
+  GTEST_SKIP() << "signals to the process reach threads that are not weft's here";
+#endif
+  ASSERT_EQ(InitWithVps(2), 0);
+  void *r = nullptr;
+  ASSERT_EQ(weft_blocking(+[](void *) -> void * { return P(1); }, nullptr, &r), 0);
+  ASSERT_EQ(weft_shutdown(), 0);
+  ASSERT_GE(weft_blocking_threads(), 1) << "a pool thread idles across the runs";
+  sigset_t usr1, old;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &usr1, &old), 0);
+  ASSERT_EQ(InitWithVps(2), 0);
+  int sfd = signalfd(-1, &usr1, SFD_CLOEXEC);
+  ASSERT_GE(sfd, 0);
+  ASSERT_EQ(kill(getpid(), SIGUSR1), 0);  // without the fix: the process dies here
+  pollfd p = {sfd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 30000), 1);
+  signalfd_siginfo si;
+  ASSERT_EQ(read(sfd, &si, sizeof si), static_cast<ssize_t>(sizeof si));
+  EXPECT_EQ(si.ssi_signo, static_cast<uint32_t>(SIGUSR1));
+  close(sfd);
+  EXPECT_EQ(weft_shutdown(), 0);
+  ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &old, nullptr), 0);
 }
 
 // Many weft threads wire and unwire many times each, at 1 and 2 VPs: each sees itself
