@@ -20,10 +20,10 @@
  * the wired thread has unwired, and the thread is an idle pool thread again. From
  * weft__pool_hold_done (the unwire, before the wired thread is made ready) until it is
  * back in the worker loop it counts in nsoon, as does a thread from its start until it
- * is in the loop, and one that has run a job, from before it wakes the job's caller; reservations count nsoon like idle threads (such a thread checks the
- * queues before it waits): a thread that unwires and wires again at once finds its
- * kernel thread, and a started thread whose hold another thread took is not started
- * twice. The pool
+ * is in the loop, and one that has run a job, from before it wakes the job's caller;
+ * reservations count nsoon like idle threads (such a thread checks the queues before
+ * it waits): a thread that unwires and wires again at once finds its kernel thread,
+ * and a started thread whose hold another thread took is not started twice. The pool
  * lock orders everything the hold's submitter wrote (the saved context of the wired
  * thread) before the pool thread that takes it: unlock in submit, lock in the worker.
  *
