@@ -171,8 +171,17 @@ static iod_t *iod_get(int fd) {
  * the number while weft_close reset it drops its answer), K_STALE kept. */
 static void kind_cas(iod_t *d, int expect, int k) {
   /* relaxed: a cache; K_STALE is set and cleared under the lock by CAS too */
-  (void)atomic_compare_exchange_strong_explicit(&d->kind, &expect, k | (expect & K_STALE),
-                                                memory_order_relaxed, memory_order_relaxed);
+  int old = atomic_load_explicit(&d->kind, memory_order_relaxed);
+  while ((old & ~K_STALE) == expect &&
+         !atomic_compare_exchange_weak_explicit(&d->kind, &old, k | (old & K_STALE),
+                                                memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+/* The kind without the stale bit: for the general paths, which have made their
+ * stale_hit check (the fast paths test the whole word, so that the bit sends them
+ * to the general ones). */
+static inline int kind_of(const iod_t *d) {
+  return atomic_load_explicit(&d->kind, memory_order_relaxed) & ~K_STALE;
 }
 /* The same whatever the kind was. */
 static void kind_set(iod_t *d, int k) {
@@ -1072,7 +1081,7 @@ static ssize_t op_plain(const op_t *o, int extra_flags) {
  * and send, readv and writev as recvmsg and sendmsg), others through O_NONBLOCK.
  * d NULL (a plain OS thread after poll said ready): non-sockets are the plain call. */
 static ssize_t op_try(iod_t *d, const op_t *o) {
-  int k = d ? atomic_load_explicit(&d->kind, memory_order_relaxed) : K_UNKNOWN;
+  int k = d ? kind_of(d) : K_UNKNOWN;
   if (o->kind == OP_PREAD || o->kind == OP_PWRITE) return op_plain(o, 0);
   if (o->kind >= OP_RECV) return op_plain(o, MSG_DONTWAIT);
   if (k != K_OTHER) {
@@ -1105,7 +1114,7 @@ static uint32_t op_mode(const op_t *o) { return is_write(o->kind) ? EPOLLOUT : E
  * reads and writes to the ring instead of making them on the VP. Classified by
  * fstat on first use (relaxed: a cache, as kind always is). */
 static int is_file(iod_t *d) {
-  int k = atomic_load_explicit(&d->kind, memory_order_relaxed);
+  int k = kind_of(d);
   if (k != K_UNKNOWN) return k == K_FILE;
   struct stat st;
   if (fstat(d->fd, &st) != 0) return 0;  /* the operation reports it */
@@ -1306,7 +1315,7 @@ static ssize_t op_run(op_t *o, uint64_t deadline) {
    * cached kind and the plain call would block past the deadline, for ever if nothing
    * comes. One fcntl per timed call on such descriptors; untimed calls keep the
    * documented limit (at worst they block their VP). */
-  if (deadline != WEFT_FOREVER && atomic_load_explicit(&d->kind, memory_order_relaxed) == K_OTHER &&
+  if (deadline != WEFT_FOREVER && kind_of(d) == K_OTHER &&
       o->kind <= OP_WRITEV) {
     int fl = fcntl(o->fd, F_GETFL);
     if (fl < 0) return -1;  /* EBADF: closed */

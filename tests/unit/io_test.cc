@@ -2003,6 +2003,48 @@ TEST_P(IoTest, FdSpawnAfterCloseFailsItsFirstCallOnAReusedNumber) {
   }
 }
 
+// The io_uring engine reads a regular file through the ring, and never makes it
+// non-blocking. A file that took the number of a descriptor whose weft_fd_spawn thread
+// was woken by weft_close, and has not yet made its first call on the number, was taken
+// for a pipe: the record's kind carried the stale mark, the file test did not mask it,
+// and weft_read set O_NONBLOCK on the file and read it on the VP (8 of 8 runs of a probe).
+TEST_P(IoTest, FileOnTheNumberOfAStaleSpawnKeepsItsKind) {
+  if (std::get<0>(GetParam()) != "uring") GTEST_SKIP() << "epoll makes every non-socket non-blocking";
+  char path[] = "/tmp/weft-stale-kind-XXXXXX";
+  int f = mkstemp(path);
+  ASSERT_GE(f, 0);
+  ASSERT_EQ(write(f, "FILEDATA", 8), 8);
+  close(f);
+  static std::atomic<int> release, done;
+  release = 0;
+  done = 0;
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_EQ(weft_fd_spawn(sv[0], POLLIN, +[](void *) -> void * {
+    while (!release.load()) weft_sleep_ns(1000000);  // no call on the number meanwhile
+    done = 1;
+    return nullptr;
+  }, nullptr), 0);
+  ASSERT_TRUE(YieldUntil([] { return weft_io_parked() == 1; }));
+  int num = sv[0];
+  ASSERT_EQ(weft_close(sv[0]), 0);  // the spawned thread starts, stale on num
+  weft_sleep_ns(5000000);
+  f = open(path, O_RDONLY | O_CLOEXEC);
+  unlink(path);
+  ASSERT_EQ(f, num) << "the file did not take the number";
+  char b[8] = {};
+  EXPECT_EQ(weft_read(f, b, 4), 4);
+  EXPECT_EQ(std::string(b, 4), "FILE");
+  EXPECT_EQ(fcntl(f, F_GETFL) & O_NONBLOCK, 0) << "a regular file was made non-blocking";
+  release = 1;
+  ASSERT_TRUE(SleepUntil([] { return done.load() == 1; }));
+  EXPECT_EQ(weft_read(f, b, 4), 4);
+  EXPECT_EQ(std::string(b, 4), "DATA");
+  EXPECT_EQ(fcntl(f, F_GETFL) & O_NONBLOCK, 0);
+  EXPECT_EQ(weft_close(f), 0);
+  EXPECT_EQ(weft_close(sv[1]), 0);
+}
+
 // A descriptor is registered in epoll once, edge-triggered: an edge that came while
 // no thread waited on it is reported once. The engine keeps it, and a weft_fd_spawn
 // (or a park) after it must not wait for an edge that has passed: the thread starts
