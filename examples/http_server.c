@@ -7,7 +7,7 @@
  * Requests are read up to their blank line (bodies are not expected: GET/HEAD);
  * pipelined requests are answered in order. A connection ends when the client
  * closes it, sends "Connection: close", or sends a request head over 16 KiB (heads
- * over 2 KiB are read into a heap buffer).
+ * over 1 KiB are read into a heap buffer).
  *
  * --stackless: a connection with nothing left to read waits for its next request
  * without a stack. Its thread hands the wait to weft_fd_spawn (a new thread starts
@@ -37,9 +37,12 @@ static const char response[] =
 
 /* A request head may be up to HEAD_MAX bytes. The connection's thread reads into a
  * small buffer on its stack and moves to the heap only for a head that does not
- * fit: a thread parked in weft_read between requests then touches one page of its
- * stack, which is most of what an idle connection costs. */
-#define HEAD_SMALL 2048
+ * fit: a thread parked in weft_read between requests touches one page of its stack,
+ * and once it has waited longer than weft_config_t.io_idle_stack_ms weft keeps only
+ * the live part of that page (this buffer and a few frames, under 2 KiB) and gives
+ * the page back. So the buffer's size is most of what an idle connection costs; 1 KiB
+ * holds the heads of common clients (wrk's are under 100 bytes). */
+#define HEAD_SMALL 1024
 #define HEAD_MAX 16384
 
 static void *serve(void *arg) {

@@ -92,6 +92,12 @@ WEFT_API const char *weft_io_engine(void);
  * Never switches; callable from any thread; 0 when weft is not running. */
 WEFT_API long weft_io_parked(void);
 
+/* weft_io_idle_stacks() returns how many of those threads have given their stack's
+ * memory back now, after waiting longer than weft_config_t.io_idle_stack_ms (a
+ * snapshot; docs/io.md "Stacks of idle threads"). For diagnostics and tests. Never
+ * switches; callable from any thread; 0 when weft is not running. */
+WEFT_API long weft_io_idle_stacks(void);
+
 /* read(2), write(2). weft_write (and weft_writev, weft_send, weft_sendmsg) on a
  * stream writes the whole buffer, parking as often as needed, as a blocking write
  * does; it returns less only when an error or the deadline comes after some bytes
@@ -177,7 +183,9 @@ WEFT_API int weft_fd_wait_deadline(int fd, short events, uint64_t deadline);
  * a new descriptor by then: that one is not touched; a plain close(2) of it would be).
  * Until then the thread holds
  * no stack: its control block and a record of a few dozen bytes are all it costs,
- * against a page or more for a thread parked in weft_read. The wait of a connection
+ * against a page or more for a thread parked in weft_read (the live part of its stack,
+ * once it has waited longer than weft_config_t.io_idle_stack_ms: weft_io_idle_stacks).
+ * The wait of a connection
  * between requests written as a continuation (C-Threads with continuations): a
  * server thread that finds nothing more to read calls weft_fd_spawn(fd, POLLIN,
  * serve, arg) and returns, and its stack goes back to the free list

@@ -103,9 +103,26 @@ typedef struct weft_config {
    * microseconds sets the bound. Calls announced to weft (weft/io.h,
    * weft_blocking, weft_wire) never need it. */
   int monitor_us;
+  /* Stacks of idle threads, in milliseconds (docs/io.md "Stacks of idle threads"): a
+   * weft thread parked in a call of weft/io.h that has no deadline (weft_read,
+   * weft_recv, weft_accept, weft_fd_wait, ... on a descriptor that is not ready) for
+   * about this long gives back its stack's memory. weft keeps the live part of the
+   * stack (from the saved stack pointer to the top: a few hundred bytes to a few KiB)
+   * in a heap block, returns the stack's pages to the kernel, and copies the part
+   * back, at the same addresses, when the thread is woken: pointers into the stack
+   * stay valid, and the thread notices nothing but the copy's cost (a few
+   * microseconds). An idle connection of a server then costs its control block and
+   * that block instead of a stack page. 0: the default, 1000; WEFT_IO_IDLE_STACK_KEEP:
+   * never; at most 3600000; other values: WEFT_EINVAL. The environment variable
+   * WEFT_IO_IDLE_STACK overrides it at weft_init: "keep" (or "off") never, a number
+   * of milliseconds (at least 1) the age. Only stacks weft maps itself are given back
+   * (not a weft_attr_t stack_addr or a stack_alloc policy's), and not in builds
+   * with the portable ucontext switch. */
+  int io_idle_stack_ms;
 } weft_config_t;
 
 #define WEFT_MONITOR_OFF (-1)
+#define WEFT_IO_IDLE_STACK_KEEP (-1)
 
 #define WEFT_DEADLOCK_REPORT 0
 #define WEFT_DEADLOCK_IGNORE 1

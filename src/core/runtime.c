@@ -157,6 +157,7 @@ void weft_config_init(weft_config_t *cfg) {
   cfg->deadlock_report = WEFT_DEADLOCK_REPORT;
   cfg->dump_signal = 0;
   cfg->monitor_us = 0;  /* the default bound (monitor.c) */
+  cfg->io_idle_stack_ms = 0;  /* the default age (io.c) */
 }
 
 /* Bytes of address space the process has mapped now (/proc/self/statm's first field,
@@ -229,6 +230,9 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
   if (in->dump_signal && !weft__dump_signal_ok(in->dump_signal)) return WEFT_EINVAL;
   if (in->monitor_us != WEFT_MONITOR_OFF && (in->monitor_us < 0 || in->monitor_us > 1000000))
     return WEFT_EINVAL;
+  if (in->io_idle_stack_ms != WEFT_IO_IDLE_STACK_KEEP &&
+      (in->io_idle_stack_ms < 0 || in->io_idle_stack_ms > 3600000))
+    return WEFT_EINVAL;
   if (in->nvps) out->nvps = in->nvps;
   out->pin = in->pin;
   if (in->stack_size) out->stack_size = in->stack_size;
@@ -244,6 +248,7 @@ static int config_resolve(const weft_config_t *in, weft_config_t *out) {
   out->deadlock_report = in->deadlock_report;
   out->dump_signal = in->dump_signal;
   out->monitor_us = in->monitor_us;
+  out->io_idle_stack_ms = in->io_idle_stack_ms;
   size_t page = weft__os_page_size();
   out->stack_size = (out->stack_size + page - 1) & ~(page - 1);
   out->stack_guard = (out->stack_guard + page - 1) & ~(page - 1);

@@ -59,6 +59,10 @@ enum { WEFT__WK_MUTEX = 1, WEFT__WK_COND = 2, WEFT__WK_SEM = 3, WEFT__WK_RWLOCK 
  * fit in 56 bits; a tagged pointer loses its tag, and the dump then names no symbol). */
 enum { WEFT__WX_FD_READ = 1, WEFT__WX_FD_WRITE = 2, WEFT__WX_FD_RW = 3, WEFT__WX_RING = 4,
        WEFT__WX_BLOCKING = 5 };
+/* Or'ed into an fd wait's extended kind while the thread's stack memory is given
+ * back (src/io/io.c, "Stacks of idle threads"): its saved context is not on its stack
+ * then, so weft_dump and the gdb extension show no backtrace. */
+#define WEFT__WX_IDLE_STACK 16
 #define WEFT__WAITING_X(xkind, value) (((uintptr_t)(value) << 8) | ((uintptr_t)(xkind) << 3))
 
 enum {

@@ -499,15 +499,25 @@ static void put_thread_head(sink_t *o, const weft_thread_t *t) {
 
 /* The waits outside weft's sync objects (WEFT__WAITING_X words): I/O and
  * weft_blocking. */
+/* 1 if w is an fd wait whose thread's stack memory is given back (no backtrace). */
+static int idle_stack(uintptr_t w) {
+  unsigned xk = (unsigned)((w >> 3) & 31);
+  return (w & 7) == 0 && (xk & WEFT__WX_IDLE_STACK) &&
+         (xk & ~WEFT__WX_IDLE_STACK) >= WEFT__WX_FD_READ && (xk & ~WEFT__WX_IDLE_STACK) <= WEFT__WX_FD_RW;
+}
+
 static void put_waiting_x(sink_t *o, uintptr_t w, int symbols) {
   unsigned xk = (unsigned)((w >> 3) & 31);
   uint64_t v = (uint64_t)(w >> 8);
+  int idle = idle_stack(w);
+  if (idle) xk &= ~(unsigned)WEFT__WX_IDLE_STACK;
   if (xk == WEFT__WX_FD_READ || xk == WEFT__WX_FD_WRITE || xk == WEFT__WX_FD_RW) {
     puts_(o, "waiting in weft I/O for fd ");
     putu(o, (unsigned long long)(uint32_t)v);
     puts_(o, xk == WEFT__WX_FD_READ    ? " to be readable"
              : xk == WEFT__WX_FD_WRITE ? " to be writable"
                                        : " to be readable or writable");
+    if (idle) puts_(o, " (idle: its stack's memory is given back until it wakes)");
   } else if (xk == WEFT__WX_RING) {
     const char *op = weft__io_op_names[v & 63];
     int fd = (int)(uint32_t)(v >> 8);
@@ -620,7 +630,10 @@ static void dump_thread(weft_thread_t *t, void *arg) {
   }
   if (jw == WEFT__JW_DETACHED && !(weft__tflags(t) & WEFT__TF_MAIN)) puts_(o, ", detached");
   puts_(o, "\n");
-  if (parked) backtrace_of(o, t, c->symbols);
+  /* a stack given back reads as zeros: nothing to walk (the word is read again: the
+   * thread may have been woken since, and its stack copied back) */
+  if (parked && !idle_stack(atomic_load_explicit(&t->waiting, memory_order_relaxed)))
+    backtrace_of(o, t, c->symbols);
 }
 
 /* One dump at a time: two (a dump signal delivered twice, to two VPs' kernel

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -144,6 +145,12 @@ static struct {
    * period after it. Read and written by the holder of the poller role only (the
    * role's release/acquire hands them over). */
   uint64_t check_at, check_period;
+  /* Stacks of idle threads (see there): the age in ns (0: never; set at init, then
+   * read-only), the next sweep's time (the poller role's, as check_at), and how many
+   * parked threads have their stack given back now (relaxed: a count for
+   * weft_io_idle_stacks; changed under the records' locks). */
+  uint64_t idle_ns, sweep_at;
+  _Atomic long nidle;
   /* pages: CAS from NULL (acq_rel) once; acquire loads pair with it */
   _Atomic(iod_t *) pages[IOD_PAGES];
 } io;
@@ -396,6 +403,136 @@ static int uop_complete(uop_t *u, int res) {
 
 #endif
 
+/* ---- stacks of idle threads -------------------------------------------------------
+ * (docs/io.md "Stacks of idle threads"; weft_config_t.io_idle_stack_ms.) A thread
+ * parked on a descriptor with no deadline, seen parked by two sweeps at least
+ * io.idle_ns apart, gives back its stack's memory: the sweep (the holder of the poller
+ * role, in check_registrations) copies the live part of the stack, from a little
+ * below the saved stack pointer to the top, into a heap block, puts a stand-in for the
+ * thread's waiter (which may lie on that stack) on the record's queue in its place,
+ * and returns the stack's pages to the kernel (MADV_DONTNEED: they read as zeros
+ * until written). Whoever claims the stand-in copies the part back, at the same
+ * addresses, and the waiter with it, before it makes the thread ready; the thread
+ * resumes on a stack that holds exactly what it held when it parked.
+ *
+ * Why this is safe: the whole exchange is made under the record's lock, and so is
+ * every claim of such a waiter. A waiter with a deadline (a timer claims it with no
+ * lock of ours) is never given back (IO_IDLE_NEVER), nor one of weft_fd_spawn (its
+ * thread has no stack) or iod_nap. While the lock is held and the waiter is linked,
+ * its thread is parked with its context saved (its continuation released the lock
+ * after the switch), and nothing but a claim under this lock can make it ready:
+ * iod_events and weft_close, which both call idle_restore on what they unlink. The
+ * copies are made word by word, unseen by the sanitizers: the stack holds ASan's
+ * poisoned red zones and the parked thread's own accesses, which TSan would report
+ * as a race with the copying thread. The lock orders them (the thread released it
+ * after its last write; the claimer makes the thread ready after its copy). */
+#define IO_IDLE_NEVER 0xfffffffeu
+#define IO_IDLE_STANDIN 0xffffffffu
+/* bytes below the saved stack pointer that are copied too: the x86-64 red zone, and
+ * the C++ exception words both ports keep just below it (src/arch/context.h) */
+#define IO_IDLE_BELOW 128
+
+typedef struct idle_stack {
+  weft__waiter_t w;        /* the stand-in, linked where the thread's waiter was */
+  weft__waiter_t *orig;    /* the thread's waiter (on its stack, or ASan's fake stack) */
+  char *lo;                /* the saved part is [lo, lo + len) */
+  size_t len;
+  uintptr_t data[];
+} idle_stack_t;
+
+__attribute__((no_sanitize("address", "thread"))) static void idle_copy(uintptr_t *dst,
+                                                                       const uintptr_t *src,
+                                                                       size_t words) {
+  for (size_t i = 0; i < words; i++) {
+    uintptr_t v = src[i];
+    __asm__ volatile("" : "+r"(v));  /* not turned into a memcpy the sanitizers see */
+    dst[i] = v;
+  }
+}
+
+/* Gives back the stack of w's thread (lock held, w linked, eligible, WAITING). 1 if
+ * it did, 0 if it cannot (a stack weft did not map, no memory for the copy). */
+static int idle_give_back(iod_t *d, weft__waiter_t *w) {
+#ifdef WEFT_CONTEXT_UCONTEXT
+  (void)d;
+  (void)w;
+  return 0;  /* the saved ucontext_t does not say where the stack's live part begins */
+#else
+  weft_thread_t *t = w->t;
+  if (!t || !t->stack || !t->ctx.sp || (t->stack_size && t->stack_kind != WEFT__STK_RUNTIME))
+    return 0;
+  WEFT__ASSERT(atomic_load_explicit(&w->state, memory_order_relaxed) == WEFT__W_WAITING,
+               "a linked I/O waiter with no deadline was claimed without being unlinked");
+  char *base = t->stack, *hi = base + (t->stack_size ? t->stack_size : weft__rt.cfg.stack_size);
+  char *sp = t->ctx.sp;
+  if (sp < base + IO_IDLE_BELOW || sp > hi) return 0;
+  char *lo = (char *)((uintptr_t)(sp - IO_IDLE_BELOW) & ~(uintptr_t)15);
+  size_t len = (size_t)(hi - lo) & ~(sizeof(uintptr_t) - 1);
+  idle_stack_t *s = malloc(sizeof *s + len);
+  if (!s) return 0;
+  idle_copy(s->data, (const uintptr_t *)(void *)lo, len / sizeof(uintptr_t));
+  memcpy(&s->w, w, sizeof *w);
+  s->w.idle = IO_IDLE_STANDIN;
+  s->orig = w;
+  s->lo = lo;
+  s->len = len;
+  if (w->prev) w->prev->next = &s->w;
+  else d->q.head = &s->w;
+  if (w->next) w->next->prev = &s->w;
+  else d->q.tail = &s->w;
+  /* relaxed: a diagnostic (weft_dump); the thread clears the word when it resumes */
+  atomic_fetch_or_explicit(&t->waiting, (uintptr_t)WEFT__WX_IDLE_STACK << 3, memory_order_relaxed);
+  atomic_fetch_add_explicit(&io.nidle, 1, memory_order_relaxed);
+  /* the whole stack: also the pages deeper calls touched before this wait. Under the
+   * lock: once it is released a claim may copy the part back, which a later
+   * MADV_DONTNEED would wipe. A failure leaves the pages, and the copy is still right. */
+  (void)madvise(base, (size_t)(hi - base), MADV_DONTNEED);
+  return 1;
+#endif
+}
+
+/* What a claimer of w (lock held, w unlinked) must claim: w, or if w is a stand-in,
+ * the thread's own waiter, once the stack is back in place. */
+static weft__waiter_t *idle_restore(weft__waiter_t *w) {
+  if (WEFT__LIKELY(w->idle != IO_IDLE_STANDIN)) return w;
+  idle_stack_t *s = (idle_stack_t *)(void *)w;
+  idle_copy((uintptr_t *)(void *)s->lo, s->data, s->len / sizeof(uintptr_t));
+  weft__waiter_t *o = s->orig;
+  memcpy(o, &s->w, sizeof *o);  /* after the stack: o may lie in it */
+  o->idle = IO_IDLE_NEVER;
+  atomic_fetch_and_explicit(&o->t->waiting, ~((uintptr_t)WEFT__WX_IDLE_STACK << 3),
+                            memory_order_relaxed);
+  atomic_fetch_sub_explicit(&io.nidle, 1, memory_order_relaxed);
+  free(s);
+  return o;
+}
+
+/* The sweep's look at d's waiters (lock held), at `stamp` (now in units of 2^20 ns,
+ * never 0 or the two marks above), giving back the stacks of those first seen at
+ * least `age` units ago. Returns 1 if a waiter is left that a later sweep may give
+ * back (seen now, or not yet old enough). */
+static int idle_sweep(iod_t *d, uint32_t stamp, uint32_t age) {
+  int pending = 0;
+  for (weft__waiter_t *w = d->q.head, *nx; w; w = nx) {
+    nx = w->next;
+    if (w->idle == IO_IDLE_STANDIN || w->idle == IO_IDLE_NEVER) continue;
+    if (w->idle == 0) {
+      w->idle = stamp;
+      pending = 1;
+    } else if ((uint32_t)(stamp - w->idle) < age) {
+      pending = 1;
+    } else if (!idle_give_back(d, w)) {
+      w->idle = IO_IDLE_NEVER;  /* not to be tried again */
+    }
+  }
+  return pending;
+}
+
+long weft_io_idle_stacks(void) {
+  /* relaxed: a snapshot, as weft_io_parked */
+  return weft_is_running() ? atomic_load_explicit(&io.nidle, memory_order_relaxed) : 0;
+}
+
 /* EPOLL_CTL_ADD of d's descriptor (lock held): 0 (it was not registered, and now
  * is), or -errno (-EEXIST: it was). Registered once, edge-triggered, for everything
  * (as Go's netpoller): a park makes no system call. An edge that comes while no
@@ -440,6 +577,9 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
     if (weft__timer_reserve(weft__vp())) return -ENOMEM;
   }
   w.mode = mode;
+  /* only a wait with no deadline may give its stack back: no timer can claim it, so
+   * every claim is made under the record's lock (stacks of idle threads) */
+  w.idle = deadline == WEFT_FOREVER ? 0 : IO_IDLE_NEVER;
   weft__qlock_lock(&d->lock);
   if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
     weft__spin_unlock(&d->lock);
@@ -487,6 +627,7 @@ static int iod_nap(iod_t *d, uint32_t gen, uint64_t until) {
   weft__waiter_t w;
   weft__waiter_init(&w, until);
   w.mode = 0;  /* no event matches it; weft_close wakes every waiter */
+  w.idle = IO_IDLE_NEVER;
   weft__qlock_lock(&d->lock);
   if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
     weft__spin_unlock(&d->lock);
@@ -625,6 +766,7 @@ int weft_fd_spawn(int fd, short events, weft_thread_fn fn, void *arg) {
   weft__waiter_init(&r->w, WEFT_FOREVER);
   r->w.t = t;
   r->w.mode = mode;
+  r->w.idle = IO_IDLE_NEVER;  /* its thread has no stack yet */
   weft__qlock_lock(&d->lock);
   r->gen = atomic_load_explicit(&d->gen, memory_order_relaxed);  /* relaxed: lock */
   int arc = arm(d);
@@ -688,6 +830,7 @@ static int iod_events(iod_t *d, uint32_t m) {
     nx = w->next;  /* before the claim: the wake set reuses next */
     if (w->mode & m) {
       weft__wq_remove(&d->q, w);
+      w = idle_restore(w);
       /* only a waiter this event wakes takes the edge: one whose deadline has passed
        * (claimed TIMEDOUT by its timer, still linked until it runs) does not, or the
        * edge was lost for a thread that tried the call before the data came and parks
@@ -800,14 +943,22 @@ static int epoll_for(uint64_t until, struct epoll_event *ev) {
  * last check is registered again: EEXIST, the registration is alive; success, it
  * was lost, and the new one reports the descriptor's state at once. The period
  * starts at CHECK_MIN and doubles to CHECK_MAX while nothing is found; a lost
- * registration brings it back to CHECK_MIN. Returns the next check's time. */
+ * registration brings it back to CHECK_MIN.
+ *
+ * The same walk over the records is the sweep of the stacks of idle threads (see
+ * there), on its own clock: every half age while a waiter it saw is not yet old
+ * enough, else every age (at least CHECK_MIN apart). Returns the time of the next
+ * check or sweep. */
 #define CHECK_MIN 1000000ull       /* 1 ms */
 #define CHECK_MAX 1000000000ull    /* 1 s */
 static uint64_t check_registrations(void) {
   if (!atomic_load_explicit(&io.nwait, memory_order_relaxed)) return WEFT_FOREVER;
   uint64_t now = weft__os_now_ns();
-  if (now < io.check_at) return io.check_at;
-  int lost = 0;
+  int check = now >= io.check_at, sweep = io.idle_ns && now >= io.sweep_at;
+  if (!check && !sweep) return io.idle_ns && io.sweep_at < io.check_at ? io.sweep_at : io.check_at;
+  uint32_t stamp = (uint32_t)(now >> 20), age = (uint32_t)(io.idle_ns >> 20);
+  if (stamp == 0 || stamp >= IO_IDLE_NEVER) stamp = 1;
+  int lost = 0, pending = 0;
   for (int i = 0; i < IOD_PAGES; i++) {
     /* acquire: pairs with iod_get's release publication of the page */
     iod_t *p = atomic_load_explicit(&io.pages[i], memory_order_acquire);
@@ -815,15 +966,27 @@ static uint64_t check_registrations(void) {
     for (int j = 0; j < IOD_PAGE; j++) {
       iod_t *d = &p[j];
       weft__qlock_lock(&d->lock);
-      if (d->registered && d->q.head && !d->seen && epoll_add(d) == 0) lost = 1;
-      d->seen = 0;
+      if (check) {
+        if (d->registered && d->q.head && !d->seen && epoll_add(d) == 0) lost = 1;
+        d->seen = 0;
+      }
+      if (sweep && d->q.head && idle_sweep(d, stamp, age)) pending = 1;
       weft__spin_unlock(&d->lock);
     }
   }
-  if (lost || !io.check_period) io.check_period = CHECK_MIN;
-  else if (io.check_period < CHECK_MAX) io.check_period *= 2;
-  io.check_at = now + io.check_period;
-  return io.check_at;
+  if (check) {
+    if (lost || !io.check_period) io.check_period = CHECK_MIN;
+    else if (io.check_period < CHECK_MAX) io.check_period *= 2;
+    io.check_at = now + io.check_period;
+  }
+  if (sweep) {
+    /* waiters seen and not yet old: look again in half an age; else in an age, for
+     * the threads that park meanwhile (a thread is then given back between one and
+     * two and a half ages after it parked) */
+    uint64_t next = pending ? io.idle_ns / 2 : io.idle_ns;
+    io.sweep_at = now + (next > CHECK_MIN ? next : CHECK_MIN);
+  }
+  return io.idle_ns && io.sweep_at < io.check_at ? io.sweep_at : io.check_at;
 }
 
 int weft__io_park(weft_vp_t *vp, uint64_t until) {
@@ -955,6 +1118,17 @@ int weft__io_init(void) {
 #endif
   }
   memset(&io, 0, sizeof io);
+  int idle_ms = weft__rt.cfg.io_idle_stack_ms;
+  const char *ie = getenv("WEFT_IO_IDLE_STACK");
+  if (ie && *ie) {
+    char *endp;
+    long v = strtol(ie, &endp, 10);
+    if (strcmp(ie, "keep") == 0 || strcmp(ie, "off") == 0) idle_ms = WEFT_IO_IDLE_STACK_KEEP;
+    else if (*endp == '\0' && v >= 1 && v <= 3600000) idle_ms = (int)v;
+    else return WEFT_EINVAL;
+  }
+  io.idle_ns = idle_ms == WEFT_IO_IDLE_STACK_KEEP ? 0
+               : (uint64_t)(idle_ms ? idle_ms : 1000) * 1000000u;
   io.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (io.evfd < 0) return WEFT_ESYS;
   io.epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1905,7 +2079,7 @@ int weft_close(int fd) {
     kind_set(d, K_UNKNOWN);
     atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
     weft__waiter_t *w;
-    while ((w = weft__wq_pop(&d->q)) != NULL) weft__wakeset_claim(&s, w);
+    while ((w = weft__wq_pop(&d->q)) != NULL) weft__wakeset_claim(&s, idle_restore(w));
     weft__spin_unlock(&d->lock);
   }
   /* The claimed waiters are made ready after the close: one that calls into fd again

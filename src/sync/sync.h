@@ -44,6 +44,12 @@ typedef struct weft__waiter {
                                        queue (wait morphing); WEFT__MORPH_HANDED: given
                                        the mutex held by the continuation of a thread
                                        that blocked in cond_wait on it (wait.c) */
+  uint32_t idle;                    /* weft I/O (io.c, "Stacks of idle threads"): 0, a
+                                       parked weft_read-style wait the sweep has not
+                                       seen; a stamp, when it first saw it; IO_IDLE_NEVER,
+                                       never given back; IO_IDLE_STANDIN, a stand-in for
+                                       a waiter whose thread's stack was given back:
+                                       the record's lock */
   weft_mutex_t *mutex;              /* cond: the waiter's mutex */
   weft__spin_t *qlock;              /* weft__wait_q/_cond: the queue lock its
                                        continuation releases */

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <atomic>
 #include <chrono>
@@ -2215,6 +2217,237 @@ TEST_P(IoTest, UnixConnectWaitsForBacklogRoom) {
 INSTANTIATE_TEST_SUITE_P(Engines, IoTest,
                          ::testing::Combine(::testing::ValuesIn(Engines()), ::testing::Values(1, 2)),
                          Name);
+
+// ---- stacks of idle threads (docs/io.md "Stacks of idle threads") -------------------
+// The age is 1 ms here (WEFT_IO_IDLE_STACK), so that parked threads give their stacks
+// back within a few sweeps.
+class IdleStackTest : public IoTest {
+ protected:
+  void SetUp() override {
+#ifdef WEFT_CONTEXT_UCONTEXT
+    GTEST_SKIP() << "the ucontext switch gives no stack back";
+#endif
+    setenv("WEFT_IO_IDLE_STACK", "1", 1);
+    IoTest::SetUp();
+  }
+  void TearDown() override {
+    IoTest::TearDown();
+    unsetenv("WEFT_IO_IDLE_STACK");
+  }
+};
+
+// A reader that fills 3,000 bytes of its stack with a pattern, parks in weft_read (or
+// its deadline form) and, once woken, checks the pattern and recurses through fresh
+// stack pages.
+struct IdleReader {
+  int fd = -1;
+  uint64_t deadline = WEFT_FOREVER;
+  unsigned seed = 0;
+  std::atomic<uintptr_t> where{0};  // an address inside the pattern
+  ssize_t n = -2;
+  int err = 0;
+  char got = 0;
+  int intact = -1;
+  long deep = 0;
+};
+
+static __attribute__((noinline)) long Recurse(int depth) {
+  volatile char pad[256];
+  pad[0] = static_cast<char>(depth);
+  return depth == 0 ? pad[0] : pad[0] + Recurse(depth - 1);
+}
+
+static void *IdleRead(void *a) {
+  auto *c = static_cast<IdleReader *>(a);
+  volatile unsigned char pat[3000];
+  for (size_t i = 0; i < sizeof pat; i++) pat[i] = static_cast<unsigned char>(c->seed * 31 + i * 7);
+  c->where.store(reinterpret_cast<uintptr_t>(&pat[1500]));
+  c->n = weft_read_deadline(c->fd, &c->got, 1, c->deadline);
+  c->err = c->n < 0 ? Err() : 0;
+  int ok = 1;
+  for (size_t i = 0; i < sizeof pat; i++)
+    if (pat[i] != static_cast<unsigned char>(c->seed * 31 + i * 7)) ok = 0;
+  c->intact = ok;
+  c->deep = Recurse(64);  // 64 frames of 256 bytes: pages given back come back as zeros
+  return nullptr;
+}
+
+// Threads parked with no deadline give their stacks back (the pages are no longer
+// resident) and resume with the stack exactly as they left it, whether data or a
+// weft_close wakes them; a wait with a deadline keeps its stack; weft_dump says which
+// threads have given theirs back and shows no backtrace for them.
+TEST_P(IdleStackTest, ParkedReadersGiveTheirStacksBackAndWakeIntact) {
+  const int k = 8;
+  std::vector<std::array<int, 2>> p(k + 1);
+  std::vector<IdleReader> c(k + 1);
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i <= k; i++) {
+    ASSERT_EQ(pipe2(p[i].data(), O_CLOEXEC), 0);
+    c[i].fd = p[i][0];
+    c[i].seed = static_cast<unsigned>(i + 1);
+    if (i == k) c[i].deadline = weft_deadline_after(600ull * 1000000000ull);
+  }
+  for (int i = 0; i <= k; i++) ts.push_back(Spawn(IdleRead, &c[i]));
+  ASSERT_TRUE(SleepUntil([&] { return weft_io_parked() == k + 1; }));
+  ASSERT_TRUE(SleepUntil([&] { return weft_io_idle_stacks() == k; }))
+      << weft_io_idle_stacks() << " of " << k << " stacks given back";
+  SleepUntil([] { return false; }, 0.02);  // a few more sweeps: the timed wait keeps its stack
+  EXPECT_EQ(weft_io_idle_stacks(), k);
+#if !defined(WEFT_TEST_EMULATED) && !defined(WEFT_TEST_ASAN)
+  // (ASan may keep the pattern on its fake stack, which is heap memory)
+  long page = sysconf(_SC_PAGESIZE);
+  for (int i = 0; i <= k; i++) {
+    unsigned char v = 0;
+    void *at = reinterpret_cast<void *>(c[i].where.load() & ~static_cast<uintptr_t>(page - 1));
+    ASSERT_EQ(mincore(at, static_cast<size_t>(page), &v), 0) << strerror(errno);
+    if (i < k) EXPECT_EQ(v & 1, 0) << "reader " << i << ": its stack page is still resident";
+    else EXPECT_EQ(v & 1, 1) << "the timed reader's stack page was given back";
+  }
+#endif
+  char path[] = "/tmp/weft-idle-dump-XXXXXX";
+  int df = mkstemp(path);
+  ASSERT_GE(df, 0);
+  unlink(path);
+  ASSERT_EQ(weft_dump_fd(df), 0);
+  std::string dump(1 << 16, '\0');
+  ssize_t dn = pread(df, &dump[0], dump.size(), 0);
+  close(df);
+  ASSERT_GT(dn, 0);
+  dump.resize(static_cast<size_t>(dn));
+  size_t nidle = 0;
+  for (size_t at = 0; (at = dump.find("stack's memory is given back", at)) != std::string::npos; at++) nidle++;
+  EXPECT_EQ(nidle, static_cast<size_t>(k)) << dump;
+  // half are woken by data, half by weft_close (EBADF), and the timed one by data
+  for (int i = 0; i <= k; i++) {
+    if (i % 2 == 0 || i == k) {
+      ASSERT_EQ(weft_write(p[i][1], "x", 1), 1);
+    } else {
+      ASSERT_EQ(weft_close(p[i][0]), 0);
+      p[i][0] = -1;
+    }
+  }
+  for (auto *t : ts) Join(t);
+  for (int i = 0; i <= k; i++) {
+    EXPECT_EQ(c[i].intact, 1) << "reader " << i << ": its stack came back changed";
+    EXPECT_EQ(c[i].deep, Recurse(64)) << "reader " << i;
+    if (i % 2 == 0 || i == k) {
+      EXPECT_EQ(c[i].n, 1) << "reader " << i << ": " << strerror(c[i].err);
+      EXPECT_EQ(c[i].got, 'x');
+    } else {
+      EXPECT_EQ(c[i].n, -1) << "reader " << i;
+      EXPECT_EQ(c[i].err, EBADF) << "reader " << i;
+    }
+  }
+  EXPECT_EQ(weft_io_idle_stacks(), 0);
+  for (auto &pp : p)
+    for (int fd : pp)
+      if (fd >= 0) weft_close(fd);
+}
+
+// Wake-ups racing the sweep: readers on socket pairs take a byte at a time while the
+// main thread writes with short random pauses, around the 1 ms age; now and then it
+// waits until every reader has given its stack back. Every byte arrives once, in
+// order, and every stack comes back intact.
+TEST_P(IdleStackTest, WakesRacingTheSweepLoseNothing) {
+  const int m = 6;
+  const int rounds = static_cast<int>(Scaled(300, 40));
+  struct R {
+    int fd = -1;
+    int rounds = 0;
+    int bad = 0;      // a byte out of order, a failed read, or a changed stack
+    int done = 0;
+  };
+  std::vector<std::array<int, 2>> sv(m);
+  std::vector<R> rs(m);
+  std::vector<weft_thread_t *> ts;
+  for (int i = 0; i < m; i++) {
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[i].data()), 0);
+    rs[i].fd = sv[i][0];
+    rs[i].rounds = rounds;
+    ts.push_back(Spawn(+[](void *a) -> void * {
+      auto *r = static_cast<R *>(a);
+      volatile unsigned char pat[1500];
+      for (int k = 0; k < r->rounds; k++) {
+        for (size_t j = 0; j < sizeof pat; j++) pat[j] = static_cast<unsigned char>(k + j * 3);
+        unsigned char b = 0;
+        ssize_t n = weft_read(r->fd, &b, 1);
+        if (n != 1 || b != static_cast<unsigned char>(k)) r->bad++;
+        for (size_t j = 0; j < sizeof pat; j++)
+          if (pat[j] != static_cast<unsigned char>(k + j * 3)) {
+            r->bad++;
+            break;
+          }
+        r->done++;
+      }
+      return nullptr;
+    }, &rs[i]));
+  }
+  unsigned rng = 12345;
+  int full = 0;
+  for (int k = 0; k < rounds; k++) {
+    if (k % 25 == 10) {  // every reader parked and its stack given back
+      bool all = SleepUntil([&] { return weft_io_idle_stacks() == m; });
+      EXPECT_TRUE(all) << "round " << k << ": " << weft_io_idle_stacks() << " of " << m;
+      full += all;
+    }
+    for (int i = 0; i < m; i++) {
+      unsigned char b = static_cast<unsigned char>(k);
+      ASSERT_EQ(weft_write(sv[i][1], &b, 1), 1);
+      rng = rng * 1103515245u + 12345u;
+      if ((rng >> 16) % 4 == 0) weft_sleep_ns(((rng >> 8) % 3000) * 1000);
+    }
+  }
+  for (auto *t : ts) Join(t);
+  for (int i = 0; i < m; i++) {
+    EXPECT_EQ(rs[i].done, rounds) << "reader " << i;
+    EXPECT_EQ(rs[i].bad, 0) << "reader " << i;
+  }
+  EXPECT_GT(full, 0);
+  EXPECT_EQ(weft_io_idle_stacks(), 0);
+  for (auto &s : sv) {
+    weft_close(s[0]);
+    weft_close(s[1]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, IdleStackTest,
+                         ::testing::Combine(::testing::ValuesIn(Engines()), ::testing::Values(1, 2)),
+                         Name);
+
+// A bad WEFT_IO_IDLE_STACK is refused, as a bad io_idle_stack_ms is; "keep" keeps
+// every stack.
+TEST(IoEngine, IdleStackSettingsAreChecked) {
+  Watchdog wd(30);
+  weft_config_t cfg;
+  weft_config_init(&cfg);
+  EXPECT_EQ(cfg.io_idle_stack_ms, 0);
+  for (int bad : {-2, 3600001, INT_MIN}) {
+    cfg.io_idle_stack_ms = bad;
+    EXPECT_EQ(weft_init(&cfg), WEFT_EINVAL) << bad;
+  }
+  for (const char *bad : {"0", "-1", "soon", "3600001", "12ms"}) {
+    setenv("WEFT_IO_IDLE_STACK", bad, 1);
+    EXPECT_EQ(InitWithVps(1), WEFT_EINVAL) << bad;
+    EXPECT_FALSE(weft_is_running());
+  }
+  setenv("WEFT_IO_IDLE_STACK", "keep", 1);
+  ASSERT_EQ(InitWithVps(1), 0);
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  IdleReader c;
+  c.fd = p[0];
+  weft_thread_t *t = Spawn(IdleRead, &c);
+  ASSERT_TRUE(SleepUntil([] { return weft_io_parked() == 1; }));
+  SleepUntil([] { return false; }, 0.05);
+  EXPECT_EQ(weft_io_idle_stacks(), 0);
+  ASSERT_EQ(weft_write(p[1], "y", 1), 1);
+  Join(t);
+  EXPECT_EQ(c.intact, 1);
+  weft_close(p[0]);
+  weft_close(p[1]);
+  EXPECT_EQ(weft_shutdown(), 0);
+  unsetenv("WEFT_IO_IDLE_STACK");
+}
 
 // ---- engine choice ---------------------------------------------------------------
 

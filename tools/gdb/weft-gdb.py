@@ -160,10 +160,22 @@ def _symbol_at(addr):
     return None
 
 
+# Or'ed into an fd wait's kind while the thread's stack memory is given back
+# (core/tcb.h WEFT__WX_IDLE_STACK): its saved context is not on its stack then.
+IDLE_STACK = 16
+IDLE_STACK_TEXT = " (idle: its stack's memory is given back until it wakes)"
+
+
+def _idle_stack(w):
+    return w & 7 == 0 and ((w >> 3) & 31) & IDLE_STACK and ((w >> 3) & 15) in (1, 2, 3)
+
+
 def _waiting_x_text(w):
     """The waits outside weft's sync objects (core/tcb.h, WEFT__WAITING_X)."""
     xk = (w >> 3) & 31
     v = w >> 8
+    if xk & IDLE_STACK and (xk & ~IDLE_STACK) in (1, 2, 3):
+        return _waiting_x_text(w & ~(IDLE_STACK << 3)) + IDLE_STACK_TEXT
     if xk in (1, 2, 3):
         how = {1: "readable", 2: "writable", 3: "readable or writable"}[xk]
         return "waiting in weft I/O for fd %d to be %s" % (v & 0xffffffff, how)
@@ -431,6 +443,11 @@ and on become that thread's, for `frame N` and `info locals`; weft-thread none: 
         if argv[1] not in ("bt", "select"):
             raise gdb.GdbError("weft-thread: unknown subcommand %s" % argv[1])
         st, parked = _state(rt, t, by_addr)
+        if parked and _idle_stack(_u(t["waiting"])):
+            raise gdb.GdbError("weft: thread %d has no backtrace while its stack's memory is "
+                               "given back (it waits in weft I/O, idle; docs/io.md \"Stacks of "
+                               "idle threads\"): weft copies the stack back when it wakes"
+                               % int(t["id"]))
         if not parked:
             if st.startswith("running"):
                 raise gdb.GdbError("weft: thread %d is running: use gdb's own `thread N` "
