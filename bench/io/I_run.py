@@ -29,7 +29,10 @@ threads, counted while wrk runs; null elsewhere). The runner raises its RLIMIT_N
 (the servers and wrk inherit it); a C the limit cannot hold is recorded as "not run"
 with the reason. Idle memory: --idle connections are opened to a fresh server and left
 silent; once the server holds them all (its /proc/PID/fd count), (VmRSS after - VmRSS
-before) / N. Socket buffers are kernel memory and not in VmRSS.
+before) / N, read 0.5 s later ("fresh") and again after --idle-settle seconds (default
+3: past weft's default io_idle_stack_ms of 1 s, after which a parked thread gives back
+its stack's pages; every server is measured the same way). Socket buffers are kernel
+memory and not in VmRSS.
 
 Exit status: 0 when every point ran (or was "not run" for a stated reason); 1 when one
 failed (the JSON says which).
@@ -236,8 +239,9 @@ class Runner:
             what = "%.0f req/s [%.0f .. %.0f], p99 %.2f ms, socket errors %s" % (
                 r["rps"], r["rps_min"], r["rps_max"], r["p99_ms"], r["socket_errors"])
         else:
-            what = "%.2f KiB per idle connection (%d KiB -> %d KiB, %d threads)" % (
-                r["kib_per_conn"], r["rss_before_kib"], r["rss_after_kib"], r["threads_after"] or 0)
+            what = "%.2f KiB per idle connection after %.1f s (%.2f KiB after 0.5 s; %d KiB -> %d KiB, %d threads)" % (
+                r["kib_per_conn"], r["settle_s"], r["kib_per_conn_fresh"], r["rss_before_kib"],
+                r["rss_after_kib"], r["threads_after"] or 0)
         extra = " C=%d" % r["conns"] if "conns" in r else ""
         return "%-7s %-11s%s %s" % (r["row"], r["lib"], extra, what)
 
@@ -431,6 +435,8 @@ class Runner:
                     if held < n:
                         raise RuntimeError("the server holds %d of %d connections after %d s" % (held, n, self.a.timeout))
                     time.sleep(0.5)
+                    fresh = status_kib(s.p.pid, "VmRSS")
+                    time.sleep(max(0.0, self.a.idle_settle - 0.5))
                     after = status_kib(s.p.pid, "VmRSS")
                     # every connection still answers: one request on the last one opened
                     socks[-1].sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -438,7 +444,9 @@ class Runner:
                     if not answer.startswith(b"HTTP/1.1 200"):
                         raise RuntimeError("no 200 response on an idle connection")
                     rec.update(status="ok", rss_before_kib=before, rss_after_kib=after,
-                               kib_per_conn=(after - before) / n, threads_before=threads_before,
+                               kib_per_conn=(after - before) / n, rss_fresh_kib=fresh,
+                               kib_per_conn_fresh=(fresh - before) / n, settle_s=self.a.idle_settle,
+                               threads_before=threads_before,
                                threads_after=status_kib(s.p.pid, "Threads"))
                 except (OSError, RuntimeError) as e:
                     self.bad = True
@@ -474,12 +482,16 @@ def main():
     ap.add_argument("--i2-reps", type=int, default=1)
     ap.add_argument("--i2-threads", type=int, default=2, help="wrk threads (at most C)")
     ap.add_argument("--idle", type=int, default=10000, help="idle connections for the memory figure")
+    ap.add_argument("--idle-settle", type=float, default=3.0,
+                    help="seconds the idle connections sit before the memory figure (at least 0.5)")
     ap.add_argument("--timeout", type=int, default=120, help="seconds per client / beyond wrk's duration")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     a.rows, a.libs, a.i2_conns = a.rows.split(","), a.libs.split(","), parse_ints(a.i2_conns)
     if a.i1_reps < 1 or a.i2_reps < 1 or a.i2_duration < 1 or a.idle < 1 or a.size < 1:
         ap.error("--i1-reps, --i2-reps, --i2-duration, --idle and --size must be at least 1")
+    if a.idle_settle < 0.5:
+        ap.error("--idle-settle must be at least 0.5")
     load_start = loadavg()
     r = Runner(a)
     for note in r.notes:
@@ -489,7 +501,7 @@ def main():
     doc = {"id": "I", "machine": machine(),
            "config": {"rows": a.rows, "size": a.size, "i1_rounds": a.i1_rounds, "i1_warmup": a.i1_warmup,
                       "i1_reps": a.i1_reps, "i2_conns": a.i2_conns, "i2_duration_s": a.i2_duration,
-                      "i2_reps": a.i2_reps, "i2_threads": a.i2_threads, "idle": a.idle,
+                      "i2_reps": a.i2_reps, "i2_threads": a.i2_threads, "idle": a.idle, "idle_settle": a.idle_settle,
                       "nofile_limit": r.nofile, "loadavg_start": load_start, "loadavg_end": loadavg(),
                       "weft_nvps": "runtime default", "go_maxprocs": "runtime default"},
            "notes": r.notes, "results": r.records}

@@ -428,9 +428,10 @@ static int uop_complete(uop_t *u, int res) {
  * after its last write; the claimer makes the thread ready after its copy). */
 #define IO_IDLE_NEVER 0xfffffffeu
 #define IO_IDLE_STANDIN 0xffffffffu
-/* bytes below the saved stack pointer that are copied too: the x86-64 red zone, and
- * the C++ exception words both ports keep just below it (src/arch/context.h) */
-#define IO_IDLE_BELOW 128
+/* bytes below the saved stack pointer that are copied too: the C++ exception words
+ * both ports keep just below it (16 bytes, src/arch/context.h), with room to spare.
+ * Nothing else of a suspended context lies below its stack pointer. */
+#define IO_IDLE_BELOW 32
 
 typedef struct idle_stack {
   weft__waiter_t w;        /* the stand-in, linked where the thread's waiter was */

@@ -32,6 +32,8 @@
 #include <cstddef>
 #include <atomic>
 #include <chrono>
+#include <exception>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -2408,6 +2410,65 @@ TEST_P(IdleStackTest, WakesRacingTheSweepLoseNothing) {
     weft_close(s[0]);
     weft_close(s[1]);
   }
+}
+
+// The C++ exception state that travels with a thread lies just below its saved stack
+// pointer (src/arch/context.h): a thread that parks inside a catch block, or in a
+// destructor run by unwinding, finds the exception it was handling, and the count of
+// uncaught ones, after its stack was given back and copied back.
+TEST_P(IdleStackTest, ExceptionStateSurvivesTheStackGivenBack) {
+  struct X {
+    int fd[2] = {-1, -1};
+    int caught_ok = 0, uncaught_seen = -1, rethrown_ok = 0;
+  };
+  static X x[2];
+  for (auto &xx : x) {
+    xx = X();
+    ASSERT_EQ(pipe2(xx.fd, O_CLOEXEC), 0);
+  }
+  struct Parker {  // parks while the exception passes through its frame
+    int fd;
+    int *seen;
+    ~Parker() {
+      char b;
+      weft_read(fd, &b, 1);
+      *seen = std::uncaught_exceptions();
+    }
+  };
+  weft_thread_t *a = Spawn(+[](void *) -> void * {
+    try {
+      throw std::runtime_error("first");
+    } catch (const std::exception &e) {
+      char b;
+      weft_read(x[0].fd[0], &b, 1);  // given back while the exception is caught
+      x[0].caught_ok = std::current_exception() != nullptr && std::string(e.what()) == "first";
+      try {
+        throw;
+      } catch (const std::runtime_error &again) {
+        x[0].rethrown_ok = std::string(again.what()) == "first";
+      }
+    }
+    return nullptr;
+  });
+  weft_thread_t *b = Spawn(+[](void *) -> void * {
+    try {
+      Parker p{x[1].fd[0], &x[1].uncaught_seen};
+      throw std::runtime_error("second");
+    } catch (const std::exception &) {
+    }
+    return nullptr;
+  });
+  ASSERT_TRUE(SleepUntil([] { return weft_io_idle_stacks() == 2; }))
+      << weft_io_idle_stacks() << " of 2 stacks given back";
+  ASSERT_EQ(weft_write(x[0].fd[1], "a", 1), 1);
+  ASSERT_EQ(weft_write(x[1].fd[1], "b", 1), 1);
+  Join(a);
+  Join(b);
+  EXPECT_EQ(x[0].caught_ok, 1);
+  EXPECT_EQ(x[0].rethrown_ok, 1);
+  EXPECT_EQ(x[1].uncaught_seen, 1);
+  for (auto &xx : x)
+    for (int fd : xx.fd) weft_close(fd);
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, IdleStackTest,

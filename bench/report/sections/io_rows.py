@@ -135,18 +135,24 @@ def i2(rep):
             rep.headlines.append("I2 HTTP keep-alive at %s connections: weft {:,.0f} req/s, p99 %.1f ms (%s)".format(
                 wr["rps"]) % ("{:,}".format(top), wr["p99_ms"] or 0, others))
     if idle:
+        settle = c.get("idle_settle", 0.5)
         md += ("\n**Resident memory per idle connection**: %s connections opened and left "
-               "silent; (server VmRSS once it holds them all - VmRSS before) / N. Socket "
-               "buffers are kernel memory and are not counted.\n\n" % "{:,}".format(c["idle"]))
+               "silent; (server VmRSS - VmRSS before) / N, 0.5 s after the server holds them "
+               "all and again %.1f s after (weft's parked threads give their stacks back "
+               "after 1 s: docs/io.md \"Stacks of idle threads\"). Socket buffers are kernel "
+               "memory and are not counted.\n\n" % ("{:,}".format(c["idle"]), settle))
         rows = []
         for r in idle:
             if r["status"] != "ok":
-                rows.append([NAME.get(r["lib"], r["lib"]), _status(r), "-", "-"])
+                rows.append([NAME.get(r["lib"], r["lib"]), _status(r), "-", "-", "-"])
             else:
+                fresh = r.get("kib_per_conn_fresh")
                 rows.append([NAME.get(r["lib"], r["lib"]), "%.2f KiB" % r["kib_per_conn"],
+                             "%.2f KiB" % fresh if fresh is not None else "-",
                              "{:,} → {:,} KiB".format(r["rss_before_kib"], r["rss_after_kib"]),
                              "%s → %s" % (r.get("threads_before"), r.get("threads_after"))])
-        md += table(["server", "per idle connection", "VmRSS before → after", "kernel threads"], rows)
+        md += table(["server", "per idle connection (%.1f s)" % settle, "(0.5 s)",
+                     "VmRSS before → after", "kernel threads"], rows)
         w = next((r for r in idle if r["lib"] == "weft" and r["status"] == "ok"), None)
         if w:
             others = ", ".join("%s %.1f KiB" % (NAME.get(r["lib"], r["lib"]), r["kib_per_conn"])
