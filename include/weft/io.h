@@ -181,6 +181,12 @@ WEFT_API int weft_fd_wait_deadline(int fd, short events, uint64_t deadline);
  * `events` (POLLIN, POLLOUT, POLLPRI as weft_fd_wait), or once weft_close(fd) is
  * called (fn's first weft call on fd then fails with EBADF, also when the number names
  * a new descriptor by then: that one is not touched; a plain close(2) of it would be).
+ * "fn's call" means one made by the spawned weft thread itself, wired or not: a call
+ * inside a weft_blocking job it starts runs on a pool kernel thread, which weft cannot
+ * tell from any other plain OS thread, and acts on whatever the number names then. So
+ * make the first call on fd in fn itself. If fn ends with weft_exit before any call on
+ * fd, the number keeps a mark until weft_shutdown that sends every weft call on it
+ * down a slower path (correct, only slower).
  * Until then the thread holds
  * no stack: its control block and a record of a few dozen bytes are all it costs,
  * against a page or more for a thread parked in weft_read (the live part of its stack,

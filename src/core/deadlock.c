@@ -76,7 +76,21 @@ static long stat_threads_raw(void) {
   return -1;
 }
 
-long weft__count_kthreads_raw(void) {
+static long count_tasks(int skip_pool, int *lingering);
+
+long weft__count_kthreads_raw(void) { return count_tasks(0, NULL); }
+
+long weft__count_kthreads_own_raw(void) { return count_tasks(1, NULL); }
+
+long weft__count_kthreads_init(int *lingering) {
+  *lingering = 0;
+  return count_tasks(1, lingering);
+}
+
+/* The tasks of /proc/self/task but io_uring's workers, and but the blocking pool's
+ * threads ("weft-pool", io/blocking.c) when skip_pool is set. With lingering, also
+ * counts into it the tasks named as weft's VPs, monitor, stat reader and spares are. */
+static long count_tasks(int skip_pool, int *lingering) {
   /* A user-mode emulator (qemu-user) writes a /proc/self/stat of its own with no thread
    * count (0): returned as is, weft_init then keeps the reports off (the task list
    * would show the emulator's own threads) */
@@ -105,12 +119,20 @@ long weft__count_kthreads_raw(void) {
         (void)syscall(SYS_close, dfd);
         return -1;
       }
+      /* gone since the directory was read (ENOENT; ESRCH while it is being reaped):
+       * not a thread any more. Counted, a pool thread that exited during weft_init's
+       * counts looked like a thread that was not weft's. */
+      if (cfd < 0 && (errno == ENOENT || errno == ESRCH)) continue;
       if (cfd >= 0) {
         long k = syscall(SYS_read, cfd, comm, sizeof comm - 1);
         (void)syscall(SYS_close, cfd);
         if (k > 0) {
           comm[k] = '\0';
           if (strncmp(comm, "iou-wrk-", 8) == 0 || strncmp(comm, "iou-sqp-", 8) == 0) continue;
+          if (skip_pool && strcmp(comm, "weft-pool\n") == 0) continue;
+          if (lingering && (strcmp(comm, "weft-vp\n") == 0 || strcmp(comm, "weft-monitor\n") == 0 ||
+                            strcmp(comm, "weft-stat\n") == 0 || strcmp(comm, "weft-spare\n") == 0))
+            ++*lingering;
         }
       }
       count++;
@@ -125,8 +147,14 @@ long weft__count_kthreads_raw(void) {
  * check runs at any time. */
 long weft__count_kthreads(void) {
   long k;
-  if (weft__monitor_count_kthreads(&k)) return k;
+  if (weft__monitor_count_kthreads(&k, 0)) return k;
   return weft__count_kthreads_raw();
+}
+
+long weft__count_kthreads_own(void) {
+  long k;
+  if (weft__monitor_count_kthreads(&k, 1)) return k;
+  return weft__count_kthreads_own_raw();
 }
 
 /* Every VP asleep (vp, the caller, among them and not woken since), no thread in a

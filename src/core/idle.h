@@ -61,6 +61,17 @@ weft_thread_t *weft__idle_bundles(weft_vp_t *vp);
  * reader when it runs. */
 long weft__count_kthreads(void);
 long weft__count_kthreads_raw(void);
+/* The same without the weft_blocking pool's threads (named "weft-pool"): weft_init's
+ * counts, which threads of the pool that an earlier run started must not upset (one
+ * that leaves between them made the count look short, and the deadlock report was
+ * off for the whole run). */
+long weft__count_kthreads_own(void);
+long weft__count_kthreads_own_raw(void);
+/* weft_init's first count (_own_raw), with *lingering set to the number of kernel
+ * threads named as weft's own (weft-vp, weft-monitor, weft-stat, weft-spare): at
+ * weft_init those belong to an earlier run, joined by its weft_shutdown and still
+ * leaving (a joined thread stays listed until the end of its exit). */
+long weft__count_kthreads_init(int *lingering);
 /* 1 if no weft thread can ever be made ready again: every VP (vp among them) asleep,
  * nothing queued, no timer, wired thread, idle function, bundle or plain OS thread
  * inside weft, and no kernel thread but weft's own; -1 if all that holds but the

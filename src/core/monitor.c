@@ -208,7 +208,7 @@ _Atomic uint32_t weft__monitor_deep;
 #ifndef CLOSE_RANGE_UNSHARE
 #define CLOSE_RANGE_UNSHARE (1U << 1)
 #endif
-enum { RD_SLEEPS = 1, RD_COUNT = 2 };
+enum { RD_SLEEPS = 1, RD_COUNT = 2, RD_COUNT_OWN = 3 };
 static struct {
   int on;                       /* the reader runs with a table of its own */
   pthread_t kt;
@@ -261,11 +261,11 @@ static long rd_sleeps(int slot, int tid) {
   return stat_says_sleeps(buf);
 }
 
-static long rd_count(void) {
-  long k = weft__count_kthreads_raw();
+static long rd_count(int own) {
+  long k = own ? weft__count_kthreads_own_raw() : weft__count_kthreads_raw();
   if (k < 0) {  /* perhaps no number left for the files it reads: make room */
     rd_drop_cached();
-    k = weft__count_kthreads_raw();
+    k = own ? weft__count_kthreads_own_raw() : weft__count_kthreads_raw();
   }
   return k;
 }
@@ -294,7 +294,7 @@ static void *stat_reader(void *unused) {
     }
     seen = r;
     int kind = atomic_load_explicit(&rd.kind, memory_order_relaxed);
-    long res = kind == RD_COUNT ? rd_count()
+    long res = kind == RD_COUNT || kind == RD_COUNT_OWN ? rd_count(kind == RD_COUNT_OWN)
                                 : rd_sleeps(atomic_load_explicit(&rd.slot, memory_order_relaxed),
                                             atomic_load_explicit(&rd.tid, memory_order_relaxed));
     atomic_store_explicit(&rd.result, res, memory_order_relaxed);
@@ -368,11 +368,11 @@ static int rd_call(int kind, int slot, int tid, uint64_t wait_ns, long *out) {
   return got;
 }
 
-int weft__monitor_count_kthreads(long *k) {
+int weft__monitor_count_kthreads(long *k, int own) {
   if (!rd.on) return 0;
   /* a late answer reports nothing now (-1); the last VP to sleep checks again when it
    * next sleeps */
-  if (!rd_call(RD_COUNT, 0, 0, 2000000000u, k)) *k = -1;
+  if (!rd_call(own ? RD_COUNT_OWN : RD_COUNT, 0, 0, 2000000000u, k)) *k = -1;
   return 1;
 }
 

@@ -34,9 +34,10 @@ void weft__monitor_vp_start(weft_vp_t *vp);
  * when s is not a spare). */
 weft_thread_t *weft__monitor_spare_take(weft_vp_t *s);
 /* 1, with *k the process's kernel threads (-1: no answer in time), when the monitor's
- * stat reader counted them in its own descriptor table (monitor.c); 0 when there is
+ * stat reader counted them in its own descriptor table (monitor.c; own: without the
+ * weft_blocking pool's threads, weft__count_kthreads_own); 0 when there is
  * no reader (the caller reads /proc/self/stat itself). */
-int weft__monitor_count_kthreads(long *k);
+int weft__monitor_count_kthreads(long *k, int own);
 /* 1 while a spare VP's kernel thread exists (running threads or about to exit). */
 int weft__monitor_busy(void);
 /* The index a VP shows to programs and schedulers (weft_vp_self,

@@ -98,6 +98,8 @@ static void gate_set(int state) {
 
 static void *vp_main(void *p) {
   weft_vp_t *vp = p;
+  /* the name the next weft_init looks for while this thread leaves (deadlock.c) */
+  pthread_setname_np(pthread_self(), "weft-vp");
   weft__tls_vp = vp;
   weft__altstack_enter(vp);
   if (weft__rt.cfg.pin) weft__os_pin(vp->index % weft__os_ncpus());
@@ -349,7 +351,17 @@ int weft_init(const weft_config_t *cfg) {
   rc = weft__dump_init(c.dump_signal);  /* weft_dump's unwinder; the dump signal */
   if (rc) goto fail;
   rt->deadlock_report = c.deadlock_report == WEFT_DEADLOCK_REPORT;
-  long kthreads_before = weft__count_kthreads();
+  /* An earlier run's VPs and monitor threads, joined by its weft_shutdown, may still
+   * be listed for a moment while they finish their exit (long, on a loaded machine):
+   * counted here and gone by the second count, they made it look short, and the
+   * deadlock report was off for the whole run. Wait for them, a second at most. */
+  long kthreads_before;
+  for (int i = 0;; i++) {
+    int lingering;
+    kthreads_before = weft__count_kthreads_init(&lingering);
+    if (lingering == 0 || kthreads_before < 0 || i == 1000) break;
+    weft__os_sleep_ns(1000000);
+  }
   rc = WEFT_ENOMEM;
   rt->vps = weft__sys_calloc((size_t)rt->nvps_all, sizeof *rt->vps);
   rt->sleepers = weft__sys_calloc((size_t)c.nvps, sizeof *rt->sleepers);
@@ -431,8 +443,10 @@ int weft_init(const weft_config_t *cfg) {
     /* The kernel threads that may exist when nothing outside weft can wake a weft
      * thread: the VPs, and what starting them brought along (a sanitizer runtime's
      * helper thread). Threads that existed before weft_init are not weft's: while
-     * any is alive the deadlock and out-of-stacks checks stay off. */
-    long after = weft__count_kthreads();
+     * any is alive the deadlock and out-of-stacks checks stay off. The weft_blocking
+     * pool's threads are left out of both counts: an earlier run's may leave between
+     * them, and the checks count the idle ones apart (weft__pool_idle_spare). */
+    long after = weft__count_kthreads_own();
     rt->kthreads_expected = -1;
     if (kthreads_before >= 1 && after >= kthreads_before + c.nvps - 1)
       rt->kthreads_expected = c.nvps + (after - kthreads_before - (c.nvps - 1));

@@ -132,6 +132,8 @@ static void take_runtime_mask(unsigned *gen) {
 
 static void *worker(void *arg) {
   unsigned gen = (unsigned)(uintptr_t)arg;  /* the run of its creator (start_worker) */
+  /* the name weft_init's kernel-thread counts leave out (deadlock.c, count_tasks) */
+  pthread_setname_np(pthread_self(), "weft-pool");
   pthread_mutex_lock(&pool.mu);
   pool.nsoon--;  /* counted by start_worker */
   for (;;) {
