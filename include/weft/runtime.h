@@ -110,8 +110,8 @@ typedef struct weft_config {
    * stack (from the saved stack pointer to the top: a few hundred bytes to a few KiB)
    * in a heap block, returns the stack's pages to the kernel, and copies the part
    * back, at the same addresses, when the thread is woken: pointers into the stack
-   * stay valid, and the thread notices nothing but the copy's cost (a few
-   * microseconds). An idle connection of a server then costs its control block and
+   * stay valid, and the thread notices nothing but the copy's cost (a page fault
+   * per page, and the copy). An idle connection of a server then costs its control block and
    * that block instead of a stack page. 0: the default, 1000; WEFT_IO_IDLE_STACK_KEEP:
    * never; at most 3600000; other values: WEFT_EINVAL. The environment variable
    * WEFT_IO_IDLE_STACK overrides it at weft_init: "keep" (or "off") never, a number
