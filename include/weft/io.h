@@ -41,7 +41,9 @@
  * with EBADF, and none has transferred any data (nothing is lost: it had not been
  * read), except a write that had already sent part of its buffer: it returns that
  * count, as at a deadline. Close descriptors that weft threads may be waiting on with weft_close: a
- * plain close() leaves them parked (until their deadline, if any). A descriptor
+ * plain close() leaves them parked until weft next checks its registrations (about
+ * a second at most; docs/io.md), which ends their wait with EBADF if the number is
+ * still closed, or until an event of the file that took the number. A descriptor
  * closed with close() and reused by a new open keeps weft's cached notion of its
  * kind until weft_close or a weft_openat/weft_accept returns it; at worst a call on
  * it then blocks its VP (not a _deadline call: those check that a descriptor weft made

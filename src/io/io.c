@@ -534,6 +534,22 @@ long weft_io_idle_stacks(void) {
   return weft_is_running() ? atomic_load_explicit(&io.nidle, memory_order_relaxed) : 0;
 }
 
+/* What weft_close does to a record under its lock (held): a new generation, nothing
+ * cached, every parked waiter claimed into s (the caller wakes them after the lock,
+ * and each fails with EBADF: its generation moved). */
+static void iod_forget(iod_t *d, weft__wakeset_t *s) {
+  /* relaxed: waiters read it under this lock, or after their acquire load of the
+   * state the claims below release */
+  atomic_store_explicit(&d->gen, atomic_load_explicit(&d->gen, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  d->registered = 0;
+  d->ready = 0;
+  kind_set(d, K_UNKNOWN);
+  atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
+  weft__waiter_t *w;
+  while ((w = weft__wq_pop(&d->q)) != NULL) weft__wakeset_claim(s, idle_restore(w));
+}
+
 /* EPOLL_CTL_ADD of d's descriptor (lock held): 0 (it was not registered, and now
  * is), or -errno (-EEXIST: it was). Registered once, edge-triggered, for everything
  * (as Go's netpoller): a park makes no system call. An edge that comes while no
@@ -942,7 +958,8 @@ static int epoll_for(uint64_t until, struct epoll_event *ev) {
  * would ever come (weft/io.h asks for weft_close, which forgets the registration).
  * So, from time to time, each record with waiters that has had no event since the
  * last check is registered again: EEXIST, the registration is alive; success, it
- * was lost, and the new one reports the descriptor's state at once. The period
+ * was lost, and the new one reports the descriptor's state at once; EBADF, the
+ * number is closed, and its waiters fail with EBADF as after weft_close. The period
  * starts at CHECK_MIN and doubles to CHECK_MAX while nothing is found; a lost
  * registration brings it back to CHECK_MIN.
  *
@@ -966,13 +983,20 @@ static uint64_t check_registrations(void) {
     if (!p) continue;
     for (int j = 0; j < IOD_PAGE; j++) {
       iod_t *d = &p[j];
+      weft__wakeset_t s;
+      weft__wakeset_init(&s);
       weft__qlock_lock(&d->lock);
       if (check) {
-        if (d->registered && d->q.head && !d->seen && epoll_add(d) == 0) lost = 1;
+        int rc = d->registered && d->q.head && !d->seen ? epoll_add(d) : -EEXIST;
+        if (rc == 0) lost = 1;
+        /* the number is closed (a plain close(2), or one that raced a park): no event
+         * can come, so the waiters end as weft_close would end them (EBADF) */
+        else if (rc == -EBADF) iod_forget(d, &s);
         d->seen = 0;
       }
       if (sweep && d->q.head && idle_sweep(d, stamp, age)) pending = 1;
       weft__spin_unlock(&d->lock);
+      weft__wakeset_run(&s);
     }
   }
   if (check) {
@@ -2071,16 +2095,7 @@ int weft_close(int fd) {
       return (int)fail(EBADF);
     }
     weft__qlock_lock(&d->lock);
-    /* relaxed: waiters read it under this lock, or after their acquire load of the
-     * state our claim below releases */
-    atomic_store_explicit(&d->gen, atomic_load_explicit(&d->gen, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    d->registered = 0;
-    d->ready = 0;
-    kind_set(d, K_UNKNOWN);
-    atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
-    weft__waiter_t *w;
-    while ((w = weft__wq_pop(&d->q)) != NULL) weft__wakeset_claim(&s, idle_restore(w));
+    iod_forget(d, &s);
     weft__spin_unlock(&d->lock);
   }
   /* The claimed waiters are made ready after the close: one that calls into fd again
