@@ -298,11 +298,22 @@ TEST_P(IoTest, FilesOpenPreadPwriteFsyncClose) {
   EXPECT_EQ(Err(), ENOENT);
 }
 
+// IoTest without the system monitor: for a test whose main thread makes an unannounced
+// blocking call (a std::thread join) and then needs its VP's ring. A spare VP has no
+// ring, so a thread the monitor moved to one makes its file calls directly, without
+// their deadlines (weft/io.h); a FIFO open there waits for ever. (A stress run saw
+// the test's main thread taken to a spare from VP 0's queue while, by every sign, it
+// was still running on VP 0: about 1 run in 100 under load, not explained yet.)
+class IoTestNoMonitor : public IoTest {
+ protected:
+  MonitorOffEnv monitor_off_;
+};
+
 // The deadline forms of openat and fsync. A far deadline changes nothing. A deadline
 // long past: the uring engine refuses the call untouched (ETIMEDOUT, no file
 // created), the epoll engine makes it at once, as it makes file reads. Errors are the
 // system calls'; from a plain OS thread they are the plain calls.
-TEST_P(IoTest, OpenatAndFsyncDeadlineForms) {
+TEST_P(IoTestNoMonitor, OpenatAndFsyncDeadlineForms) {
   const bool uring = std::get<0>(GetParam()) == "uring";
   char dir[] = "/tmp/weft_io_dl_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
@@ -2258,6 +2269,9 @@ TEST_P(IoTest, UnixConnectWaitsForBacklogRoom) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, IoTest,
+                         ::testing::Combine(::testing::ValuesIn(Engines()), ::testing::Values(1, 2)),
+                         Name);
+INSTANTIATE_TEST_SUITE_P(Engines, IoTestNoMonitor,
                          ::testing::Combine(::testing::ValuesIn(Engines()), ::testing::Values(1, 2)),
                          Name);
 
