@@ -713,6 +713,11 @@ void SemaphoresCrossed(int nvps) {
   std::_Exit(5);
 }
 
+// What the deadlock report says when the main thread is the one left blocked.
+constexpr const char kMainBlockedReport[] =
+    "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
+    "synchronization object";
+
 void MainWaitsAlone(int nvps) {
   alarm(30);
   if (InitWithVps(nvps) != 0) std::_Exit(3);
@@ -759,8 +764,7 @@ TEST_P(DeadlockDeathTest, MainAloneIsReported) {
 #endif
   SetDeathTestStyle();
   EXPECT_DEATH(MainWaitsAlone(GetParam()),
-      "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
-      "synchronization object");
+      kMainBlockedReport);
 }
 
 // The same after a weft_blocking call: its pool thread idles for 10 s (its idle
@@ -787,8 +791,7 @@ TEST_P(DeadlockDeathTest, ReportedWhileAnIdlePoolThreadLingers) {
 #endif
   SetDeathTestStyle();
   EXPECT_DEATH(MainWaitsAloneAfterBlocking(GetParam()),
-      "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
-      "synchronization object");
+      kMainBlockedReport);
 }
 
 // The same in a run whose weft_init overlapped the exits of an earlier run's pool
@@ -838,8 +841,7 @@ TEST_P(DeadlockDeathTest, ReportedWhenPoolThreadsLeaveDuringInit) {
 #endif
   SetDeathTestStyle();
   EXPECT_DEATH(MainWaitsAloneAfterPoolThreadsLeaveDuringInit(GetParam()),
-      "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
-      "synchronization object");
+      kMainBlockedReport);
 }
 
 // The same after file calls in the io_uring engine's ring: the request made a kernel
@@ -885,8 +887,7 @@ TEST_P(DeadlockDeathTest, ReportedAfterRingFileCalls) {
   ASSERT_EQ(rc, 0) << weft_err_name(rc);
   SetDeathTestStyle();
   EXPECT_DEATH(MainWaitsAloneAfterRingFileCalls(GetParam()),
-      "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
-      "synchronization object");
+      kMainBlockedReport);
 }
 
 // The same with a low descriptor limit, after every VP stalled once in a plain
@@ -935,8 +936,7 @@ TEST(DeadlockLimitDeathTest, ReportedUnderALowDescriptorLimit) {
 #endif
   SetDeathTestStyle();
   EXPECT_DEATH(DeadlockUnderALowDescriptorLimit(),
-      "all threads are asleep - deadlock!\nweft: thread [0-9]+ \\(main\\): blocked on a "
-      "synchronization object");
+      kMainBlockedReport);
 }
 
 // Turned off (configuration or WEFT_DEADLOCK=0), the same program just sleeps: the
