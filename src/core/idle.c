@@ -301,6 +301,15 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
     sleep_cancel(vp);
     return t;
   }
+  /* Asleep to the system monitor from here on, not only once in the futex wait: the
+   * last VP's check_stuck counts the kernel threads, through the monitor's stat reader
+   * (a wait in the kernel, 0.4 ms seen under load), and a thread made ready on this VP
+   * meanwhile (its waker cleared park) found a VP that looked stalled: awake, its
+   * queue's front unchanged, its kernel thread asleep. The monitor gave that thread
+   * to a spare VP, which has no io_uring ring (io_test OpenatAndFsyncDeadlineForms,
+   * a weft_blocking caller woken by its pool thread). A waiter here only waits for the
+   * check to end, as it would without the monitor. */
+  atomic_store_explicit(&vp->asleep, 1, memory_order_relaxed);  /* the monitor's hint */
   weft__stat_inc(&vp->n_sleeps);
   weft__create_grant_release(vp);  /* what it may still create is the others' now */
   int recheck = check_stuck(vp);  /* the last VP to sleep: can anything still run? */
@@ -318,7 +327,6 @@ static weft_thread_t *vp_sleep(weft_vp_t *vp) {
     uint64_t soon = weft__os_now_ns() + 1000000u;
     if (soon < until) until = soon;
   }
-  atomic_store_explicit(&vp->asleep, 1, memory_order_relaxed);  /* the monitor's hint */
   /* acquire: pairs with the release store of 0 in weft__wake_one */
   while (atomic_load_explicit(&vp->park, memory_order_acquire)) {
     /* the futex wait, or a wait in the I/O engine while threads wait on I/O; 1 if

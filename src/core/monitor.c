@@ -855,7 +855,8 @@ static int look(uint64_t now, int full, int slow) {
     /* relaxed, a hint as the head: the hand-off slot, where the VP's own wake-up put
      * the one thread it made ready (its queue was empty) just before its kernel thread
      * went into a call; only that VP (or a thief) takes it from there */
-    int slot = !h && atomic_load_explicit(&v->q.next, memory_order_relaxed) != NULL;
+    weft_thread_t *sn = h ? NULL : atomic_load_explicit(&v->q.next, memory_order_relaxed);
+    int slot = sn != NULL;
     if (!h && !slot && !m->stalled && !full) {
       m->last_head = NULL;
       if (m->quiet && i < mon.nvps) risk = 2;
@@ -866,6 +867,26 @@ static int look(uint64_t now, int full, int slow) {
     /* a kernel thread that hardly ran but is runnable was only kept off a CPU (a
      * loaded machine): not a reason to look closely, which would cost the CPU it lacks */
     int sleeping = idle_cpu && kthread_sleeps(m, tid);
+    /* The state is read after the front (a round trip to the stat reader: on a loaded
+     * machine a hundred microseconds or more later). A VP whose front or slot changed
+     * meanwhile, or that parked, dispatched in between: the thread seen at the front
+     * may be the one asleep now, in a call of its own (a std::thread join), with
+     * nothing queued behind it. Taken for a stall, that gave the VP a spare, which
+     * then took the thread at its next wake-up, to a kernel thread without the VP's
+     * io_uring ring (io_test OpenatAndFsyncDeadlineForms hung in a FIFO open about
+     * once in 100 runs). So the front is read again: a look that saw the queue move
+     * is no evidence of a stall, and the next look, soon, sees it as it is now. */
+    if (sleeping) {
+      weft_thread_t *h2 = atomic_load_explicit(&v->q.head, memory_order_relaxed);
+      weft_thread_t *sn2 = h2 ? NULL : atomic_load_explicit(&v->q.next, memory_order_relaxed);
+      if (h2 != h || sn2 != sn || atomic_load_explicit(&v->park, memory_order_relaxed) ||
+          atomic_load_explicit(&v->asleep, memory_order_relaxed)) {
+        sleeping = 0;
+        h = h2;
+        slot = sn2 != NULL;
+        if (!m->stalled) risk = 2;  /* look again after half the bound */
+      }
+    }
     m->quiet = sleeping;
     /* In the slow mode a VP that blocks in a call was seen only at the second look
      * after (its CPU time over the first period was still high), up to two slow
