@@ -39,9 +39,10 @@ static const char response[] =
  * small buffer on its stack and moves to the heap only for a head that does not
  * fit: a thread parked in weft_read between requests touches one page of its stack,
  * and once it has waited longer than weft_config_t.io_idle_stack_ms weft keeps only
- * the live part of that page (this buffer and a few frames, under 2 KiB) and gives
- * the page back. So the buffer's size is most of what an idle connection costs; 1 KiB
- * holds the heads of common clients (wrk's are under 100 bytes). */
+ * the live part of that page (this buffer and a few frames, under 2 KiB, less the
+ * runs of zero words in them) and gives the page back. So the bytes of the buffer
+ * that hold data are most of what an idle connection costs; 1 KiB holds the heads of
+ * common clients (wrk's are under 100 bytes). */
 #define HEAD_SMALL 1024
 #define HEAD_MAX 16384
 

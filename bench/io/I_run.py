@@ -31,8 +31,10 @@ with the reason. Idle memory: --idle connections are opened to a fresh server an
 silent; once the server holds them all (its /proc/PID/fd count), (VmRSS after - VmRSS
 before) / N, read 0.5 s later ("fresh") and again after --idle-settle seconds (default
 3: past weft's default io_idle_stack_ms of 1 s, after which a parked thread gives back
-its stack's pages; every server is measured the same way). Socket buffers are kernel
-memory and not in VmRSS.
+its stack's pages; every server is measured the same way). Then one request is made
+and answered on every connection, and after the same settle time the figure is read
+again ("used": a keep-alive connection waiting for its next request, whose buffer has
+held one). Socket buffers are kernel memory and not in VmRSS.
 
 Exit status: 0 when every point ran (or was "not run" for a stated reason); 1 when one
 failed (the JSON says which).
@@ -438,14 +440,26 @@ class Runner:
                     fresh = status_kib(s.p.pid, "VmRSS")
                     time.sleep(max(0.0, self.a.idle_settle - 0.5))
                     after = status_kib(s.p.pid, "VmRSS")
-                    # every connection still answers: one request on the last one opened
-                    socks[-1].sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-                    answer = socks[-1].recv(4096)
-                    if not answer.startswith(b"HTTP/1.1 200"):
-                        raise RuntimeError("no 200 response on an idle connection")
+                    # then one request on every connection (a keep-alive connection that
+                    # has served a request and waits for the next one), the same settle
+                    # time, and again: every connection must answer
+                    req = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+                    for k in socks:
+                        k.sendall(req)
+                        answer = b""
+                        while b"Hello, world\n" not in answer:
+                            got = k.recv(4096)
+                            if not got:
+                                break
+                            answer += got
+                        if not answer.startswith(b"HTTP/1.1 200"):
+                            raise RuntimeError("no 200 response on an idle connection")
+                    time.sleep(self.a.idle_settle)
+                    used = status_kib(s.p.pid, "VmRSS")
                     rec.update(status="ok", rss_before_kib=before, rss_after_kib=after,
                                kib_per_conn=(after - before) / n, rss_fresh_kib=fresh,
-                               kib_per_conn_fresh=(fresh - before) / n, settle_s=self.a.idle_settle,
+                               kib_per_conn_fresh=(fresh - before) / n, rss_used_kib=used,
+                               kib_per_conn_used=(used - before) / n, settle_s=self.a.idle_settle,
                                threads_before=threads_before,
                                threads_after=status_kib(s.p.pid, "Threads"))
                 except (OSError, RuntimeError) as e:

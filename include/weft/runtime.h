@@ -104,15 +104,16 @@ typedef struct weft_config {
    * weft_blocking, weft_wire) never need it. */
   int monitor_us;
   /* Stacks of idle threads, in milliseconds (docs/io.md "Stacks of idle threads"): a
-   * weft thread parked in a call of weft/io.h that has no deadline (weft_read,
-   * weft_recv, weft_accept, weft_fd_wait, ... on a descriptor that is not ready) for
-   * about this long gives back its stack's memory. weft keeps the live part of the
-   * stack (from the saved stack pointer to the top: a few hundred bytes to a few KiB)
-   * in a heap block, returns the stack's pages to the kernel, and copies the part
-   * back, at the same addresses, when the thread is woken: pointers into the stack
-   * stay valid, and the thread notices nothing but the copy's cost (a page fault
-   * per page, and the copy). An idle connection of a server then costs its control block and
-   * that block instead of a stack page. 0: the default, 1000; WEFT_IO_IDLE_STACK_KEEP:
+   * weft thread parked in a call of weft/io.h, with a deadline or without (weft_read,
+   * weft_recv_deadline, weft_accept, weft_fd_wait, ... on a descriptor that is not
+   * ready) for about this long gives back its stack's memory. weft keeps the live part
+   * of the stack (from the saved stack pointer to the top: a few hundred bytes to a
+   * few KiB), less its runs of zero words, in a heap block, returns the stack's pages
+   * to the kernel, and copies the part back, at the same addresses, when the thread
+   * is woken: pointers into the stack stay valid, and the thread notices nothing but
+   * the copy's cost (a page fault per page, and the copy). An idle connection of a
+   * server then costs its control block and that block instead of a stack page.
+   * 0: the default, 1000; WEFT_IO_IDLE_STACK_KEEP:
    * never; at most 3600000; other values: WEFT_EINVAL. The environment variable
    * WEFT_IO_IDLE_STACK overrides it at weft_init: "keep" (or "off") never, a number
    * of milliseconds (at least 1) the age. Only stacks weft maps itself are given back

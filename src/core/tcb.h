@@ -64,6 +64,10 @@ enum { WEFT__WX_FD_READ = 1, WEFT__WX_FD_WRITE = 2, WEFT__WX_FD_RW = 3, WEFT__WX
  * then, so weft_dump and the gdb extension show no backtrace. */
 #define WEFT__WX_IDLE_STACK 16
 #define WEFT__WAITING_X(xkind, value) (((uintptr_t)(value) << 8) | ((uintptr_t)(xkind) << 3))
+/* 1 if the waiting word w says the thread's stack is given back. Only a word with
+ * kind bits 0 has an extended kind: in a sync object's word, bit 7 is the object's. */
+#define WEFT__WAITING_IDLE_STACK(w) \
+  (((w) & 7) == 0 && ((w) & ((uintptr_t)WEFT__WX_IDLE_STACK << 3)) != 0)
 
 enum {
   WEFT__TF_MAIN = 1,      /* the main weft thread: runs on its OS thread's stack */

@@ -405,27 +405,39 @@ static int uop_complete(uop_t *u, int res) {
 
 /* ---- stacks of idle threads -------------------------------------------------------
  * (docs/io.md "Stacks of idle threads"; weft_config_t.io_idle_stack_ms.) A thread
- * parked on a descriptor with no deadline, seen parked by two sweeps at least
- * io.idle_ns apart, gives back its stack's memory: the sweep (the holder of the poller
- * role, in check_registrations) copies the live part of the stack, from a little
- * below the saved stack pointer to the top, into a heap block, puts a stand-in for the
- * thread's waiter (which may lie on that stack) on the record's queue in its place,
- * and returns the stack's pages to the kernel (MADV_DONTNEED: they read as zeros
- * until written). Whoever claims the stand-in copies the part back, at the same
- * addresses, and the waiter with it, before it makes the thread ready; the thread
- * resumes on a stack that holds exactly what it held when it parked.
+ * parked on a descriptor, seen parked by two sweeps at least io.idle_ns apart, gives
+ * back its stack's memory: the sweep (the holder of the poller role, in
+ * check_registrations) copies the live part of the stack, from a little below the
+ * saved stack pointer to the top, into a heap block, puts a stand-in for the thread's
+ * waiter (which may lie on that stack) on the record's queue in its place, and returns
+ * the stack's pages to the kernel (MADV_DONTNEED: they read as zeros until written).
+ * Whoever claims the stand-in copies the part back, at the same addresses, before it
+ * makes the thread ready; the thread resumes on a stack that holds exactly what it
+ * held when it parked.
  *
- * Why this is safe: the whole exchange is made under the record's lock, and so is
- * every claim of such a waiter. A waiter with a deadline (a timer claims it with no
- * lock of ours) is never given back (IO_IDLE_NEVER), nor one of weft_fd_spawn (its
- * thread has no stack) or iod_nap. While the lock is held and the waiter is linked,
- * its thread is parked with its context saved (its continuation released the lock
- * after the switch), and nothing but a claim under this lock can make it ready:
- * iod_events and weft_close, which both call idle_restore on what they unlink. The
- * copies are made word by word, unseen by the sanitizers: the stack holds ASan's
+ * Why this is safe: the exchange is made under the record's lock, and so is every
+ * claim of such a waiter but its timer's. While the lock is held and the waiter is
+ * linked, its thread is parked with its context saved (its continuation released the
+ * lock after the switch), and nothing but a claim under this lock or a fire of its
+ * timer can make it ready: iod_events and weft_close, which both claim what they
+ * unlink through iod_claim. A waiter with a deadline has a timer, which claims it
+ * under the heap's lock and none of ours: the sweep puts the stand-in in the waiter's
+ * place in the timer heap too (weft__timer_swap, under the heap lock inside the
+ * record's, and only if the timer has not fired), and marks the thread's waiting word
+ * there, by which the fire knows the stand-in. A fire that wins the stand-in's claim
+ * puts the stack back itself (weft__io_idle_fired), without the record's lock: it may
+ * run where another record's lock is held (weft__block_timers). It waits for the
+ * exchange to finish (s->done), and leaves the stand-in, still linked or unlinked by
+ * a claim that lost, to the thread, which unlinks and frees it under the record's lock
+ * when it resumes (IO_IDLE_LAZY). A completion that wins first cancels the timer
+ * under the heap lock, after which no fire can hold the stand-in. Never given back
+ * (IO_IDLE_NEVER): a waiter of weft_fd_spawn (its thread has no stack), of iod_nap.
+ * The copies are made word by word, unseen by the sanitizers: the stack holds ASan's
  * poisoned red zones and the parked thread's own accesses, which TSan would report
- * as a race with the copying thread. The lock orders them (the thread released it
- * after its last write; the claimer makes the thread ready after its copy). */
+ * as a race with the copying thread. The lock (or the fire's claim) orders them: the
+ * thread released the lock after its last write; the claimer makes the thread ready
+ * after its copy. */
+#define IO_IDLE_LAZY 0xfffffffdu
 #define IO_IDLE_NEVER 0xfffffffeu
 #define IO_IDLE_STANDIN 0xffffffffu
 /* bytes below the saved stack pointer that are copied too: the C++ exception words
@@ -437,22 +449,68 @@ typedef struct idle_stack {
   weft__waiter_t w;        /* the stand-in, linked where the thread's waiter was */
   weft__waiter_t *orig;    /* the thread's waiter (on its stack, or ASan's fake stack) */
   char *lo;                /* the saved part is [lo, lo + len) */
-  size_t len;
-  uintptr_t data[];
+  uintptr_t *data;         /* its runs of words (idle_pack); NULL if none */
+  size_t nwords;           /* words in data */
+  int given;               /* 1: the pages were given back (0: kept, no memory for data) */
+  _Atomic int done;        /* 1 once the exchange is complete (a fire waits for it) */
 } idle_stack_t;
 
-__attribute__((no_sanitize("address", "thread"))) static void idle_copy(uintptr_t *dst,
-                                                                       const uintptr_t *src,
-                                                                       size_t words) {
-  for (size_t i = 0; i < words; i++) {
+/* The saved part is kept as runs: a run of two or more zero words is left out (the
+ * stack's pages read as zeros once given back, and if the madvise failed they still
+ * hold those zeros: nothing writes a parked thread's stack). Each run is a header word
+ * (its offset from lo, in words, << 32 | its length in words) and its words. A stack
+ * holds many zeros (buffers not yet written, fresh pages below the frames, padding,
+ * null pointers), so this keeps about half of it. With dst NULL, returns the words
+ * needed; else fills dst and returns the same. */
+__attribute__((no_sanitize("address", "thread"))) static size_t idle_pack(uintptr_t *dst,
+                                                                         const uintptr_t *src,
+                                                                         size_t words) {
+  size_t out = 0, i = 0;
+  while (i < words) {
     uintptr_t v = src[i];
-    __asm__ volatile("" : "+r"(v));  /* not turned into a memcpy the sanitizers see */
-    dst[i] = v;
+    __asm__ volatile("" : "+r"(v));  /* not turned into a library call the sanitizers see */
+    if (!v) {
+      i++;
+      continue;
+    }
+    size_t start = i, end = i + 1;
+    for (i = end; i < words && i < end + 2; i++) {
+      uintptr_t x = src[i];
+      __asm__ volatile("" : "+r"(x));
+      if (x) end = i + 1;
+    }
+    i = end;
+    if (dst) {
+      dst[out] = (uintptr_t)start << 32 | (uintptr_t)(end - start);
+      for (size_t k = start; k < end; k++) {
+        uintptr_t x = src[k];
+        __asm__ volatile("" : "+r"(x));
+        dst[out + 1 + k - start] = x;
+      }
+    }
+    out += 1 + end - start;
+  }
+  return out;
+}
+
+/* Writes the runs of data back below lo (the words between them are zeros already). */
+__attribute__((no_sanitize("address", "thread"))) static void idle_unpack(uintptr_t *lo,
+                                                                         const uintptr_t *data,
+                                                                         size_t nwords) {
+  for (size_t i = 0; i < nwords;) {
+    size_t off = (size_t)(data[i] >> 32), n = (size_t)(data[i] & 0xffffffffu);
+    for (size_t k = 0; k < n; k++) {
+      uintptr_t x = data[i + 1 + k];
+      __asm__ volatile("" : "+r"(x));
+      lo[off + k] = x;
+    }
+    i += 1 + n;
   }
 }
 
-/* Gives back the stack of w's thread (lock held, w linked, eligible, WAITING). 1 if
- * it did, 0 if it cannot (a stack weft did not map, no memory for the copy). */
+/* Gives back the stack of w's thread (lock held, w linked and not yet given back).
+ * 1 if it did; 0 if it cannot (a stack weft did not map, no memory for the
+ * stand-in); -1 if not now (w's timer has fired: its thread is about to run). */
 static int idle_give_back(iod_t *d, weft__waiter_t *w) {
 #ifdef WEFT_CONTEXT_UCONTEXT
   (void)d;
@@ -462,67 +520,145 @@ static int idle_give_back(iod_t *d, weft__waiter_t *w) {
   weft_thread_t *t = w->t;
   if (!t || !t->stack || !t->ctx.sp || (t->stack_size && t->stack_kind != WEFT__STK_RUNTIME))
     return 0;
+  int timed = w->deadline != WEFT_FOREVER;
+  /* relaxed: a hint for a timed waiter (weft__timer_swap decides under the heap
+   * lock); a waiter with no deadline is claimed only under the lock we hold */
+  if (timed && atomic_load_explicit(&w->state, memory_order_relaxed) != WEFT__W_WAITING) return -1;
   WEFT__ASSERT(atomic_load_explicit(&w->state, memory_order_relaxed) == WEFT__W_WAITING,
                "a linked I/O waiter with no deadline was claimed without being unlinked");
   char *base = t->stack, *hi = base + (t->stack_size ? t->stack_size : weft__rt.cfg.stack_size);
   char *sp = t->ctx.sp;
   if (sp < base + IO_IDLE_BELOW || sp > hi) return 0;
   char *lo = (char *)((uintptr_t)(sp - IO_IDLE_BELOW) & ~(uintptr_t)15);
-  size_t len = (size_t)(hi - lo) & ~(sizeof(uintptr_t) - 1);
-  idle_stack_t *s = malloc(sizeof *s + len);
+  size_t words = (size_t)(hi - lo) / sizeof(uintptr_t);
+  idle_stack_t *s = malloc(sizeof *s);
   if (!s) return 0;
-  idle_copy(s->data, (const uintptr_t *)(void *)lo, len / sizeof(uintptr_t));
-  memcpy(&s->w, w, sizeof *w);
-  s->w.idle = IO_IDLE_STANDIN;
   s->orig = w;
   s->lo = lo;
-  s->len = len;
+  s->data = NULL;
+  s->nwords = 0;
+  s->given = 1;
+  /* before the swap publishes s to a fire (the heap lock's release orders it) */
+  atomic_store_explicit(&s->done, 0, memory_order_relaxed);
+  uintptr_t mark = (uintptr_t)WEFT__WX_IDLE_STACK << 3;
+  if (timed) {
+    /* the stand-in takes w's place in its timer heap (a copy made there), and the
+     * mark is set there. From here on no one writes the stack: the heap's sifts
+     * wrote w's tidx until now. */
+    if (!weft__timer_swap(w, &s->w, mark)) {
+      free(s);
+      return -1;
+    }
+  } else {
+    memcpy(&s->w, w, sizeof *w);
+    /* relaxed: a diagnostic (weft_dump); the thread clears the word when it resumes */
+    atomic_fetch_or_explicit(&t->waiting, mark, memory_order_relaxed);
+  }
+  s->w.idle = IO_IDLE_STANDIN;
+  s->nwords = idle_pack(NULL, (const uintptr_t *)(void *)lo, words);
   if (w->prev) w->prev->next = &s->w;
   else d->q.head = &s->w;
   if (w->next) w->next->prev = &s->w;
   else d->q.tail = &s->w;
-  /* relaxed: a diagnostic (weft_dump); the thread clears the word when it resumes */
-  atomic_fetch_or_explicit(&t->waiting, (uintptr_t)WEFT__WX_IDLE_STACK << 3, memory_order_relaxed);
-  atomic_fetch_add_explicit(&io.nidle, 1, memory_order_relaxed);
-  /* the whole stack: also the pages deeper calls touched before this wait. Under the
-   * lock: once it is released a claim may copy the part back, which a later
-   * MADV_DONTNEED would wipe. A failure leaves the pages, and the copy is still right. */
-  (void)madvise(base, (size_t)(hi - base), MADV_DONTNEED);
+  if (s->nwords) {
+    s->data = malloc(s->nwords * sizeof(uintptr_t));
+    if (s->data) idle_pack(s->data, (const uintptr_t *)(void *)lo, words);
+    else s->given = 0;  /* the stack stays as it is, and the stand-in restores nothing */
+  }
+  if (s->given) {
+    atomic_fetch_add_explicit(&io.nidle, 1, memory_order_relaxed);
+    /* the whole stack: also the pages deeper calls touched before this wait. Before
+     * the lock is released (and before `done`): after that a claim may copy the runs
+     * back, which a later MADV_DONTNEED would wipe. A failure leaves the pages, and
+     * they still hold what the runs leave out. */
+    (void)madvise(base, (size_t)(hi - base), MADV_DONTNEED);
+  }
+  /* release: pairs with a fire's acquire load (weft__io_idle_fired): the copy and the
+   * madvise happen before its copy back */
+  atomic_store_explicit(&s->done, 1, memory_order_release);
   return 1;
 #endif
 }
 
-/* What a claimer of w (lock held, w unlinked) must claim: w, or if w is a stand-in,
- * the thread's own waiter, once the stack is back in place. */
+/* Puts back the stack of the stand-in s's thread and returns its waiter. */
+static weft__waiter_t *idle_put_back(idle_stack_t *s) {
+  if (s->given) {
+    idle_unpack((uintptr_t *)(void *)s->lo, s->data, s->nwords);
+    atomic_fetch_sub_explicit(&io.nidle, 1, memory_order_relaxed);
+  }
+  free(s->data);
+  weft__waiter_t *o = s->orig;
+  atomic_fetch_and_explicit(&o->t->waiting, ~((uintptr_t)WEFT__WX_IDLE_STACK << 3),
+                            memory_order_relaxed);
+  return o;
+}
+
+/* What a claimer of w (lock held, w unlinked, no deadline) must claim: w, or if w is
+ * a stand-in, the thread's own waiter, once the stack is back in place. */
 static weft__waiter_t *idle_restore(weft__waiter_t *w) {
   if (WEFT__LIKELY(w->idle != IO_IDLE_STANDIN)) return w;
   idle_stack_t *s = (idle_stack_t *)(void *)w;
-  idle_copy((uintptr_t *)(void *)s->lo, s->data, s->len / sizeof(uintptr_t));
-  weft__waiter_t *o = s->orig;
+  weft__waiter_t *o = idle_put_back(s);
   memcpy(o, &s->w, sizeof *o);  /* after the stack: o may lie in it */
   o->idle = IO_IDLE_NEVER;
-  atomic_fetch_and_explicit(&o->t->waiting, ~((uintptr_t)WEFT__WX_IDLE_STACK << 3),
-                            memory_order_relaxed);
-  atomic_fetch_sub_explicit(&io.nidle, 1, memory_order_relaxed);
   free(s);
   return o;
 }
 
+/* Claims w, just unlinked from d's queue (lock held), into the wake set: 1 if
+ * claimed. A stand-in with a deadline is claimed first and put back after: if its
+ * timer won, the fire puts it back (weft__io_idle_fired) and the thread frees it. */
+static int iod_claim(weft__wakeset_t *set, weft__waiter_t *w) {
+  if (WEFT__LIKELY(w->idle != IO_IDLE_STANDIN || w->deadline == WEFT_FOREVER))
+    return weft__wakeset_claim(set, idle_restore(w));
+  idle_stack_t *s = (idle_stack_t *)(void *)w;
+  if (!weft__waiter_claim(&s->w)) return 0;
+  weft__timer_cancel(&s->w);  /* the heap lock inside the record's, as the sweep takes them */
+  weft__waiter_t *o = idle_put_back(s);
+  memcpy(o, &s->w, sizeof *o);  /* SIGNALED, not linked, its timer cancelled */
+  o->idle = IO_IDLE_NEVER;
+  free(s);
+  /* the wake set's link, as weft__wakeset_claim's for a weft thread */
+  o->next = set->weft;
+  set->weft = o;
+  return 1;
+}
+
+weft_thread_t *weft__io_idle_fired(weft__waiter_t *w) {
+  idle_stack_t *s = (idle_stack_t *)(void *)w;
+  /* acquire: pairs with the sweep's release store once the exchange is complete (it
+   * holds no lock we could wait on: a few microseconds at most) */
+  for (int i = 0; !atomic_load_explicit(&s->done, memory_order_acquire); i++) {
+    if (i < 128) weft__os_relax();
+    else sched_yield();  /* the sweeping kernel thread may have been preempted */
+  }
+  weft__waiter_t *o = idle_put_back(s);
+  /* o holds what it held when the stack was given back; nothing else writes it now
+   * (it is in no queue or heap). The thread finds TIMEDOUT, and the stand-in to unlink
+   * and free under the record's lock (iod_wait). */
+  atomic_store_explicit(&o->state, WEFT__W_TIMEDOUT, memory_order_relaxed);
+  o->tidx = -1;
+  o->linked = 0;
+  o->idle = IO_IDLE_LAZY;
+  o->next = &s->w;
+  return o->t;
+}
+
 /* The sweep's look at d's waiters (lock held), at `stamp` (now in units of 2^20 ns,
- * never 0 or the two marks above), giving back the stacks of those first seen at
- * least `age` units ago. Returns 1 if a waiter is left that a later sweep may give
- * back (seen now, or not yet old enough). */
+ * never 0 or the marks above), giving back the stacks of those first seen at least
+ * `age` units ago. Returns 1 if a waiter is left that a later sweep may give back
+ * (seen now, or not yet old enough). */
 static int idle_sweep(iod_t *d, uint32_t stamp, uint32_t age) {
   int pending = 0;
   for (weft__waiter_t *w = d->q.head, *nx; w; w = nx) {
     nx = w->next;
-    if (w->idle == IO_IDLE_STANDIN || w->idle == IO_IDLE_NEVER) continue;
+    if (w->idle >= IO_IDLE_LAZY) continue;
     if (w->idle == 0) {
       w->idle = stamp;
       pending = 1;
     } else if ((uint32_t)(stamp - w->idle) < age) {
       pending = 1;
-    } else if (!idle_give_back(d, w)) {
+    } else if (idle_give_back(d, w) == 0) {
       w->idle = IO_IDLE_NEVER;  /* not to be tried again */
     }
   }
@@ -547,7 +683,7 @@ static void iod_forget(iod_t *d, weft__wakeset_t *s) {
   kind_set(d, K_UNKNOWN);
   atomic_store_explicit(&d->listen_nb, 0, memory_order_relaxed);
   weft__waiter_t *w;
-  while ((w = weft__wq_pop(&d->q)) != NULL) weft__wakeset_claim(s, idle_restore(w));
+  while ((w = weft__wq_pop(&d->q)) != NULL) (void)iod_claim(s, w);
 }
 
 /* EPOLL_CTL_ADD of d's descriptor (lock held): 0 (it was not registered, and now
@@ -594,9 +730,7 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
     if (weft__timer_reserve(weft__vp())) return -ENOMEM;
   }
   w.mode = mode;
-  /* only a wait with no deadline may give its stack back: no timer can claim it, so
-   * every claim is made under the record's lock (stacks of idle threads) */
-  w.idle = deadline == WEFT_FOREVER ? 0 : IO_IDLE_NEVER;
+  w.idle = 0;  /* may give its stack back (stacks of idle threads) */
   weft__qlock_lock(&d->lock);
   if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
     weft__spin_unlock(&d->lock);
@@ -622,7 +756,14 @@ static int iod_wait(iod_t *d, uint32_t gen, uint32_t mode, uint64_t deadline) {
   uint32_t st = weft__wait_on(&w, WEFT__WAITING_X(xk, (uint32_t)d->fd), &d->lock, kick, NULL);
   if (st != WEFT__W_SIGNALED) {
     weft__qlock_lock(&d->lock);
-    if (w.linked) weft__wq_remove(&d->q, &w);
+    if (WEFT__UNLIKELY(w.idle == IO_IDLE_LAZY)) {
+      /* the fire put the stack back (weft__io_idle_fired); its stand-in is ours */
+      idle_stack_t *s = (idle_stack_t *)(void *)w.next;
+      if (s->w.linked) weft__wq_remove(&d->q, &s->w);
+      free(s);
+    } else if (w.linked) {
+      weft__wq_remove(&d->q, &w);
+    }
     weft__spin_unlock(&d->lock);
     rc = -ETIMEDOUT;
   } else if (atomic_load_explicit(&d->gen, memory_order_relaxed) != gen) {
@@ -847,14 +988,14 @@ static int iod_events(iod_t *d, uint32_t m) {
     nx = w->next;  /* before the claim: the wake set reuses next */
     if (w->mode & m) {
       weft__wq_remove(&d->q, w);
-      w = idle_restore(w);
+      uint32_t wm = w->mode;
       /* only a waiter this event wakes takes the edge: one whose deadline has passed
        * (claimed TIMEDOUT by its timer, still linked until it runs) does not, or the
        * edge was lost for a thread that tried the call before the data came and parks
        * after this (it found no ready bit, and waited for its deadline: 5 to 28 times
        * in 20,000 rounds of a probe at 2 VPs) */
-      if (weft__wakeset_claim(&s, w)) {
-        took |= w->mode;
+      if (iod_claim(&s, w)) {
+        took |= wm;
         woke++;
       }
     }
@@ -975,7 +1116,7 @@ static uint64_t check_registrations(void) {
   int check = now >= io.check_at, sweep = io.idle_ns && now >= io.sweep_at;
   if (!check && !sweep) return io.idle_ns && io.sweep_at < io.check_at ? io.sweep_at : io.check_at;
   uint32_t stamp = (uint32_t)(now >> 20), age = (uint32_t)(io.idle_ns >> 20);
-  if (stamp == 0 || stamp >= IO_IDLE_NEVER) stamp = 1;
+  if (stamp == 0 || stamp >= IO_IDLE_LAZY) stamp = 1;
   int lost = 0, pending = 0;
   for (int i = 0; i < IOD_PAGES; i++) {
     /* acquire: pairs with iod_get's release publication of the page */

@@ -43,6 +43,14 @@ int weft__io_poll(weft_vp_t *vp);
  * as a plain OS thread's wake-ups are. Returns how many. */
 int weft__io_poll_monitor(void);
 
+/* A fire (src/sync/timer.c) won the claim of w, the heap stand-in of a parked I/O
+ * waiter whose thread's stack is given back (stacks of idle threads, io.c): puts the
+ * stack back and returns the thread, for the caller to make ready. Takes no lock (the
+ * fire may run where a record's lock is held); the thread unlinks and frees the
+ * stand-in when it resumes. */
+struct weft__waiter;
+weft_thread_t *weft__io_idle_fired(struct weft__waiter *w);
+
 /* 1 while some thread is parked on I/O (the deadlock check counts them as able to
  * be woken). seq_cst load: see quiet() in runtime.c. */
 int weft__io_waiting(void);

@@ -56,7 +56,8 @@ typedef struct weft__waiter {
   /* timer (weft threads with a deadline) */
   uint64_t deadline;                /* WEFT_FOREVER: none */
   weft__tmheap_t *heap;             /* the heap it is armed in: set in the
-                                       continuation, read by the waiter after */
+                                       continuation, read by the waiter after (a
+                                       cancel leaves it) */
   int tidx;                         /* index in heap->v, -1 if not in it: heap lock */
 } weft__waiter_t;
 

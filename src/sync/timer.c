@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "io/io.h"
 #include "sync/sync.h"
 
 static inline int earlier(weft__waiter_t *a, weft__waiter_t *b) { return a->deadline < b->deadline; }
@@ -111,21 +112,47 @@ void weft__timer_cancel(weft__waiter_t *w) {
   weft__spin_lock(&h->lock);
   if (w->tidx >= 0) remove_at(h, w->tidx);
   weft__spin_unlock(&h->lock);
-  w->heap = NULL;
+  /* w->heap is left as it is (a second cancel finds tidx -1): the sweep of the stacks
+   * of idle threads may read it, under the record's lock but not under any lock the
+   * woken thread holds here (io.c, weft__timer_swap) */
 }
 
-/* Fires h's timers that are due at `now`; returns the number of threads woken. */
+int weft__timer_swap(weft__waiter_t *w, weft__waiter_t *by, uintptr_t mark) {
+  weft__tmheap_t *h = w->heap;
+  if (!h) return 0;
+  weft__spin_lock(&h->lock);
+  /* relaxed: a claim of w's is made under this lock (a fire) or under the record's
+   * lock the caller holds (a completion, weft_close) */
+  int ok = w->tidx >= 0 && atomic_load_explicit(&w->state, memory_order_relaxed) == WEFT__W_WAITING;
+  if (ok) {
+    int i = w->tidx;
+    memcpy(by, w, sizeof *by);  /* here, where no sift moves w (its tidx) */
+    set_at(h, i, by);
+    w->tidx = -1;
+    /* relaxed: read by a fire under this lock (which orders it), and by weft_dump */
+    atomic_fetch_or_explicit(&w->t->waiting, mark, memory_order_relaxed);
+  }
+  weft__spin_unlock(&h->lock);
+  return ok;
+}
+
+/* Fires h's timers that are due at `now`; returns the number of threads woken. A
+ * waiter whose thread's stack is given back (a stand-in put here by weft__timer_swap;
+ * its thread's waiting word carries the mark) is handed to the I/O layer, which puts
+ * the stack back before its thread is made ready. */
 static int fire(weft__tmheap_t *h, uint64_t now) {
   weft_thread_t *woken[32];
-  int nw = 0, total = 0;
+  weft__waiter_t *idle[32];
+  int nw = 0, ni = 0, total = 0;
   do {
     nw = 0;
+    ni = 0;
     weft__spin_lock(&h->lock);
     /* counted before the pops publish a heap without these waiters (publish's release
      * store orders this increment before it) */
     int due = atomic_load_explicit(&h->n, memory_order_relaxed) > 0 && h->v[0]->deadline <= now;
     if (due) atomic_fetch_add_explicit(&firing, 1, memory_order_relaxed);
-    while (nw < 32 && atomic_load_explicit(&h->n, memory_order_relaxed) > 0 &&
+    while (nw + ni < 32 && atomic_load_explicit(&h->n, memory_order_relaxed) > 0 &&
            h->v[0]->deadline <= now) {
       weft__waiter_t *w = h->v[0];
       remove_at(h, 0);
@@ -133,17 +160,24 @@ static int fire(weft__tmheap_t *h, uint64_t now) {
       /* acq_rel: pairs with the waiter's acquire load of state; loses to a waker
        * whose claim came first (then the waiter is already on its way) */
       if (atomic_compare_exchange_strong_explicit(&w->state, &exp, WEFT__W_TIMEDOUT,
-                                                  memory_order_acq_rel, memory_order_acquire))
-        woken[nw++] = w->t;
+                                                  memory_order_acq_rel, memory_order_acquire)) {
+        /* relaxed: the mark is set under this lock (weft__timer_swap) */
+        if (WEFT__UNLIKELY(WEFT__WAITING_IDLE_STACK(
+                atomic_load_explicit(&w->t->waiting, memory_order_relaxed))))
+          idle[ni++] = w;
+        else
+          woken[nw++] = w->t;
+      }
     }
     int more = atomic_load_explicit(&h->n, memory_order_relaxed) > 0 && h->v[0]->deadline <= now;
     weft__spin_unlock(&h->lock);
     weft_vp_t *vp = weft__vp();
     for (int i = 0; i < nw; i++) weft__unblock(vp, woken[i]);
+    for (int i = 0; i < ni; i++) weft__unblock(vp, weft__io_idle_fired(idle[i]));
     /* release: the wake-ups above (queued, a VP woken) happen before a reader's
      * acquire load that sees the count without this fire */
     if (due) atomic_fetch_sub_explicit(&firing, 1, memory_order_release);
-    total += nw;
+    total += nw + ni;
     if (!more) break;
   } while (1);
   return total;

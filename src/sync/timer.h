@@ -45,7 +45,14 @@ int weft__timer_reserve(weft_vp_t *vp);
 /* Arms w's timer in vp's heap (continuation of the blocking thread, vp's kernel
  * thread). May fire at once on a later poll. */
 void weft__timer_arm(weft_vp_t *vp, struct weft__waiter *w);
-/* Removes w's timer from its heap if it is still armed (idempotent). */
+/* Removes w's timer from its heap if it is still armed (idempotent; w->heap is kept). */
 void weft__timer_cancel(struct weft__waiter *w);
+/* If w is still armed in its heap and WAITING: copies w into `by` (heap memory) and
+ * puts `by` in w's place in the heap, and in the same critical section sets `mark` in
+ * the waiting word of w's thread, which the fire reads to tell the two apart
+ * (weft__io_idle_fired). 1 if it did; 0 if w is not armed (fired: its thread is about
+ * to run), and then `by` is untouched. For the stacks
+ * of idle threads (io.c), with the descriptor record's lock held. */
+int weft__timer_swap(struct weft__waiter *w, struct weft__waiter *by, uintptr_t mark);
 
 #endif
