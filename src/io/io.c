@@ -462,6 +462,7 @@ typedef struct idle_stack {
  * holds many zeros (buffers not yet written, fresh pages below the frames, padding,
  * null pointers), so this keeps about half of it. With dst NULL, returns the words
  * needed; else fills dst and returns the same. */
+#ifndef WEFT_CONTEXT_UCONTEXT /* the ucontext build gives no stack back */
 __attribute__((no_sanitize("address", "thread"))) static size_t idle_pack(uintptr_t *dst,
                                                                          const uintptr_t *src,
                                                                          size_t words) {
@@ -492,6 +493,7 @@ __attribute__((no_sanitize("address", "thread"))) static size_t idle_pack(uintpt
   }
   return out;
 }
+#endif
 
 /* Writes the runs of data back below lo (the words between them are zeros already). */
 __attribute__((no_sanitize("address", "thread"))) static void idle_unpack(uintptr_t *lo,
